@@ -1,0 +1,1 @@
+"""fusion_alias: an alias-aware fusion executor for Lightning Thunder."""
