@@ -1,1 +1,19 @@
-"""fusion_alias: an alias-aware fusion executor for Lightning Thunder."""
+"""fusion_alias: an alias-aware fusion executor for Lightning Thunder.
+
+In-place ops on tensors that share memory, fused without hazards:
+
+>>> import torch, fusion_alias
+>>> def f(a, b):
+...     return a.exp_() * b.tanh_()
+>>> x = torch.randn(5, 5)
+>>> out = fusion_alias.jit(f)(x, x[0, 0])   # right, in 3 regions
+
+See DESIGN.md in the shared folder for the hazard model.
+"""
+
+from fusion_alias.executor import AliasInputError, executor
+from fusion_alias.api import explain, jit, regions
+from fusion_alias.overlap import may_overlap
+
+__all__ = ["jit", "executor", "explain", "regions", "may_overlap", "AliasInputError"]
+__version__ = "0.1.0"

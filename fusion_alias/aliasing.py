@@ -1,0 +1,198 @@
+"""Alias analysis: which tensor proxies of a trace may share memory.
+
+Every tensor proxy gets
+
+* a **family**: the proxy whose memory it is a view of (its *root*), and the
+  chain of view prims from the root to it. Two proxies with the same root and
+  the same chain are the *same view*: they name the same elements.
+* a **memory group**: the set of families whose memory may overlap. Families of
+  distinct call inputs share a group when the actual tensors overlap (or when we
+  cannot tell); fresh results of compute ops are groups of their own.
+
+Note [copy_ results keep their memory]
+---------------------------------------
+``t1 = prims.copy_(t0, a)`` writes ``t0`` into ``a``; its result ``t1`` *is*
+``a``'s memory, not a fresh tensor. So ``t1`` joins ``a``'s family with ``a``'s
+chain. Worked example (seed repro k, inputs ``(x, x[0, 0])``)::
+
+    t2 = copy_(exp(a), a)     # t2: family a, chain ()
+    t4 = copy_(tanh(b), b)    # b overlaps a: same memory group as t2
+    sin(t2)                   # reads a's memory *after* the write through b
+
+Had ``t2`` been treated as a fresh value, ``sin(t2)`` would not see the write
+through ``b`` and the partitioner could fuse it with that write.
+
+Note [unknown ops alias conservatively]
+---------------------------------------
+An op outside the op table may return a view of any tensor argument and may
+write any of them (``ltorch.index_add_`` reaches us as one opaque symbol). Its
+tensor results therefore join the memory group of all its tensor arguments,
+under a fresh family (never "the same view" as anything), and the op counts as
+a write of those groups.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from networkx.utils import UnionFind
+from thunder.core.proxies import TensorProxy
+from thunder.core.symbol import BoundSymbol, gather_tags
+import thunder.core.prims as prims
+
+from fusion_alias import ops
+
+
+def tensor_args(bsym: BoundSymbol) -> list[TensorProxy]:
+    return [a for a in bsym.flat_args if isinstance(a, TensorProxy)]
+
+
+def tensor_outs(bsym: BoundSymbol) -> list[TensorProxy]:
+    return [o for o in bsym.flat_outs if isinstance(o, TensorProxy)]
+
+
+def _view_step(bsym: BoundSymbol) -> tuple:
+    """A hashable description of one view prim, without its tensor argument."""
+    rest = tuple(_freeze(a) for a in bsym.args[1:])
+    return (bsym.sym.id, rest, tuple(sorted((k, _freeze(v)) for k, v in bsym.kwargs.items())))
+
+
+def _freeze(x):
+    if isinstance(x, (list, tuple)):
+        return tuple(_freeze(i) for i in x)
+    return x
+
+
+def may_write(bsym: BoundSymbol) -> bool:
+    """True when an opaque (unsupported) symbol may write one of its arguments."""
+    if ops.is_copy(bsym):
+        return True
+    if prims.OpTags.IN_PLACE in gather_tags(bsym):
+        return True
+    return any(may_write(s) for s in bsym.subsymbols)
+
+
+@dataclass
+class AliasInfo:
+    """Families and memory groups of every tensor proxy name in a trace."""
+
+    root: dict[str, str] = field(default_factory=dict)
+    chain: dict[str, tuple[BoundSymbol, ...]] = field(default_factory=dict)
+    view_key: dict[str, tuple] = field(default_factory=dict)
+    groups: UnionFind = field(default_factory=UnionFind)
+
+    def group(self, name: str) -> str:
+        """Canonical name of the memory group of ``name``."""
+        return self.groups[self.root[name]]
+
+    def same_view(self, a: str, b: str) -> bool:
+        return self.view_key[a] == self.view_key[b]
+
+    def is_whole(self, name: str) -> bool:
+        """True when ``name`` covers all of its family's memory (the root itself)."""
+        return self.view_key[name] == (self.root[name], ())
+
+    def members(self) -> dict[str, list[str]]:
+        """Memory group → proxy names, for printing."""
+        out: dict[str, list[str]] = {}
+        for name in self.root:
+            out.setdefault(self.group(name), []).append(name)
+        return out
+
+    # -- building ---------------------------------------------------------
+    def add_root(self, name: str) -> None:
+        self.root[name] = name
+        self.chain[name] = ()
+        self.view_key[name] = (name, ())
+        self.groups[name]  # registers the singleton
+
+    def add_alias(self, name: str, of: str, step: BoundSymbol | None) -> None:
+        """``name`` is a view of ``of`` (``step`` None: the very same view)."""
+        self.root[name] = self.root[of]
+        if step is None or step.sym.id in ops.IDENTITY_VIEW_IDS:
+            self.chain[name] = self.chain[of]
+            self.view_key[name] = self.view_key[of]
+        else:
+            self.chain[name] = self.chain[of] + (step,)
+            root, steps = self.view_key[of]
+            self.view_key[name] = (root, steps + (_view_step(step),))
+
+
+def analyze(
+    bsyms: Sequence[BoundSymbol],
+    inputs: Iterable[TensorProxy],
+    input_groups: Iterable[Iterable[str]] = (),
+) -> AliasInfo:
+    """Families and memory groups for ``bsyms``.
+
+    ``inputs`` are the trace's tensor inputs; ``input_groups`` lists sets of
+    input names that may overlap at run time (from the actual call arguments).
+
+    >>> # a = input, b = squeeze(slice(a)), t1 = copy_(t0, b)
+    >>> # root[b] == root[t1] == "a"; group(b) == group(a)
+    """
+    info = AliasInfo()
+    for p in inputs:
+        info.add_root(p.name)
+    for names in input_groups:
+        names = [n for n in names if n in info.root]
+        if len(names) > 1:
+            info.groups.union(*names)
+
+    for bsym in bsyms:
+        outs = tensor_outs(bsym)
+        args = tensor_args(bsym)
+        for a in args:  # proxies we have not seen (e.g. produced by a prologue)
+            if a.name not in info.root:
+                info.add_root(a.name)
+        if ops.is_copy(bsym):
+            dst = bsym.args[1]
+            for o in outs:
+                info.add_alias(o.name, dst.name, None)
+        elif ops.is_view(bsym):
+            for o in outs:
+                info.add_alias(o.name, args[0].name, bsym)
+        elif ops.is_update_aliases(bsym):
+            for o, a in zip(outs, bsym.args[0]):
+                info.add_alias(o.name, a.name, None)
+        elif ops.op_info(bsym) is not None:
+            for o in outs:
+                info.add_root(o.name)
+        else:
+            # Note [unknown ops alias conservatively]
+            for o in outs:
+                info.add_root(o.name)
+                if args and output_may_alias(bsym, o.name):
+                    info.groups.union(o.name, *(info.root[a.name] for a in args))
+    return info
+
+
+_OPAQUE_VIEW_PRIMS = frozenset(
+    {prims.PrimIDs.VIEW, prims.PrimIDs.UNFOLD, prims.PrimIDs.BITCAST, prims.PrimIDs.UPDATE_ALIASES}
+)
+
+
+def _view_symbols() -> frozenset:
+    import thunder.torch as ltorch
+
+    return frozenset(ltorch._syms_returning_views) | frozenset(ltorch._syms_that_may_return_views)
+
+
+def output_may_alias(bsym: BoundSymbol, out_name: str) -> bool:
+    """May the output ``out_name`` of an opaque symbol share memory with an argument?
+
+    Follows the subsymbol that produces ``out_name`` down to a prim: a view
+    prim or a torch view function means yes; a compute prim means no; a symbol
+    with no decomposition is unknown, so yes.
+    """
+    if bsym.sym in _view_symbols() or bsym.sym.id in ops.VIEW_IDS or bsym.sym.id in _OPAQUE_VIEW_PRIMS:
+        return True
+    if ops.is_copy(bsym):
+        return True
+    for sub in bsym.subsymbols:
+        if any(isinstance(o, TensorProxy) and o.name == out_name for o in sub.flat_outs):
+            return output_may_alias(sub, out_name)
+    if bsym.sym.is_prim:
+        return False
+    return not bsym.subsymbols

@@ -1,0 +1,124 @@
+"""Public entry points: ``jit`` and ``explain``."""
+
+from __future__ import annotations
+
+import functools
+
+import thunder
+import torch
+from thunder.core.pytree import tree_flatten
+
+from fusion_alias import context
+from fusion_alias.backends.reference import SCHEDULES
+from fusion_alias.executor import BACKENDS, executor
+
+
+class AliasSpecializedFunction:
+    """What ``fusion_alias.jit`` returns: one Thunder-jitted function per input alias structure.
+
+    Thunder's own cache does not know how the inputs overlap once
+    ``skip_inplace_alias_updates=True`` is set, so each call first computes the
+    overlap components of its tensor arguments (the guard) and runs the
+    program compiled for exactly that structure, compiling a new one when it
+    has not been seen. ``thunder.last_traces(f)`` and friends see the
+    Thunder function used by the most recent call.
+    """
+
+    def __init__(self, fn, backend, schedule, unsafe_ignore_hazards, thunder_options):
+        self._fn = fn
+        self._backend = backend
+        self._schedule = schedule
+        self._ignore = unsafe_ignore_hazards
+        self._options = thunder_options
+        self._by_structure: dict[tuple, object] = {}
+        self._last = None
+        functools.update_wrapper(self, fn)
+
+    def _jitted_for(self, structure: tuple):
+        jfn = self._by_structure.get(structure)
+        if jfn is None:
+            jfn = thunder.jit(
+                self._fn,
+                executors=[executor],
+                skip_inplace_alias_updates=True,
+                **self._options,
+            )
+            self._by_structure[structure] = jfn
+        return jfn
+
+    def __call__(self, *args, **kwargs):
+        from fusion_alias.overlap import overlap_components
+
+        flat, _ = tree_flatten((args, kwargs))
+        structure = overlap_components(flat)
+        jfn = self._jitted_for(structure)
+        self._last = jfn
+        ctx = context.CompileContext(
+            backend=self._backend,
+            schedule=self._schedule,
+            ignore_hazards=self._ignore,
+            args=args,
+            kwargs=kwargs,
+            has_call=True,
+        )
+        token = context.using(ctx)
+        try:
+            return jfn(*args, **kwargs)
+        finally:
+            context.reset(token)
+
+    # thunder.last_traces / compile_stats / compile_data look these up
+    @property
+    def _lc_cs(self):
+        return None if self._last is None else self._last._lc_cs
+
+    @property
+    def _lc_cd(self):
+        return None if self._last is None else self._last._lc_cd
+
+    @property
+    def _lc_transforms(self):
+        return [] if self._last is None else self._last._lc_transforms
+
+    @property
+    def compiled_structures(self) -> int:
+        """How many input alias structures have been compiled for."""
+        return len(self._by_structure)
+
+
+def jit(fn, *, backend: str = "auto", schedule: str = "reads-first", unsafe_ignore_hazards: bool = False, **thunder_options):
+    """Compile ``fn`` with Thunder and the fusion_alias executor.
+
+    backend: ``"auto"`` (nvFuser for CUDA tensors where nvFuser is installed,
+    else reference), ``"nvfuser"`` or ``"reference"``.
+    schedule: ``"reads-first"`` or ``"writes-first"``, for the reference backend.
+    unsafe_ignore_hazards: FOR TESTING ONLY. The partitioner ignores alias
+    hazards, so aliasing programs give wrong results; it exists to show the
+    reference backend and the fuzzer catch a wrong partition.
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"fusion_alias.jit: unknown backend {backend!r}; expected one of {BACKENDS}")
+    if schedule not in SCHEDULES:
+        raise ValueError(f"fusion_alias.jit: unknown schedule {schedule!r}; expected one of {SCHEDULES}")
+    if backend == "nvfuser":
+        from fusion_alias.backends.nvfuser import require
+
+        require()
+    return AliasSpecializedFunction(fn, backend, schedule, unsafe_ignore_hazards, thunder_options)
+
+
+def regions(jitted) -> list:
+    """The fusion bound symbols of the last compiled program."""
+    trace = thunder.last_traces(jitted)[-1]
+    return [b for b in trace.bound_symbols if b.sym.is_fusion]
+
+
+def explain(jitted) -> str:
+    """The last compiled program: its final trace, then each region's fusion definition with alias groups."""
+    trace = thunder.last_traces(jitted)[-1]
+    parts = ["# ---- final trace ----", str(trace)]
+    for b in regions(jitted):
+        fn = b._call_ctx[b.sym.name]
+        parts.append(f"# ---- {b.sym.name} ----")
+        parts.append(repr(fn))
+    return "\n".join(parts)

@@ -1,0 +1,1 @@
+"""Backends that run a lowered region: ``reference`` (torch, any machine) and ``nvfuser`` (CUDA)."""

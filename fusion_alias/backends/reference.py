@@ -1,0 +1,282 @@
+"""The reference backend: run a recorded fusion definition with torch, the nvFuser way.
+
+Inside a fusion every tensor is an SSA value and write-backs
+(``add_output(v, alias_input=d)``) are separate stores whose order against the
+region's other reads nvFuser does not promise. The reference backend makes
+that freedom observable on a CPU with two adversarial schedules:
+
+* ``reads-first``: every input read sees memory as it was at region entry
+  (inputs are snapshotted), and all write-backs land at region exit, in
+  definition order. A region that reads a tensor after writing an alias of it
+  gets the stale value.
+* ``writes-first``: each write-back lands as soon as the values it stores are
+  computed, and every read sees memory when its op runs (inputs are the live
+  buffers, views stay views). A region that reads a tensor *before* writing an
+  alias of it, without a data edge to the write, sees the new value.
+
+A partition that is legal under DESIGN.md §4 gives eager PyTorch's results
+under both; one that is not gives a wrong number under at least one of them
+for the seed programs (see tests/test_oracle.py).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from fusion_alias.lowering import RecordedCall, RecordedValue, RecordingFusionDefinition
+
+SCHEDULES = ("reads-first", "writes-first")
+
+_TORCH_DTYPES = {
+    "Float": torch.float32,
+    "Double": torch.float64,
+    "Half": torch.float16,
+    "BFloat16": torch.bfloat16,
+    "Int32": torch.int32,
+    "Int": torch.int64,
+    "Bool": torch.bool,
+    "ComplexFloat": torch.complex64,
+    "ComplexDouble": torch.complex128,
+}
+
+
+def _as_tensor(x, like=None):
+    if isinstance(x, torch.Tensor):
+        return x
+    return torch.tensor(x)
+
+
+def _bcast(a, shape, broadcast_dims):
+    view_shape = [1] * len(shape)
+    for src, dst in enumerate(broadcast_dims):
+        view_shape[dst] = a.shape[src]
+    return a.reshape(view_shape).expand(tuple(shape))
+
+
+def _reduce(fn):
+    def impl(a, dims, keepdim=False):
+        if not dims:
+            return a.clone()
+        return fn(a, tuple(dims), keepdim)
+
+    return impl
+
+
+def _prod(a, dims, keepdim=False):
+    out = a
+    for d in sorted(dims, reverse=True):
+        out = out.prod(d, keepdim=keepdim)
+    return out if dims else a.clone()
+
+
+_BINARY = {
+    "add": torch.add,
+    "sub": torch.sub,
+    "mul": torch.mul,
+    "div": torch.true_divide,
+    "pow": torch.pow,
+    "atan2": torch.atan2,
+    "fmod": torch.fmod,
+    "remainder": torch.remainder,
+    "maximum": torch.maximum,
+    "minimum": torch.minimum,
+    "eq": torch.eq,
+    "ne": torch.ne,
+    "lt": torch.lt,
+    "le": torch.le,
+    "gt": torch.gt,
+    "ge": torch.ge,
+    "bitwise_and": torch.bitwise_and,
+    "bitwise_or": torch.bitwise_or,
+    "bitwise_xor": torch.bitwise_xor,
+}
+
+
+def _binary(fn):
+    def impl(a, b):
+        if not isinstance(a, torch.Tensor) and not isinstance(b, torch.Tensor):
+            return fn(torch.tensor(a), torch.tensor(b))
+        return fn(a, b)
+
+    return impl
+
+
+def _run_op(name: str, args: tuple, kwargs: dict):
+    if name in _BINARY:
+        return _binary(_BINARY[name])(*args)
+    if name == "where":
+        return torch.where(*(_as_tensor(a) for a in args))
+    if name == "cast":
+        return _as_tensor(args[0]).to(_TORCH_DTYPES[str(kwargs["dtype"])])
+    if name == "broadcast_in_dim":
+        return _bcast(args[0], kwargs["shape"], kwargs["broadcast_dims"])
+    if name == "reshape":
+        return args[0].reshape(tuple(kwargs["new_shape"]))
+    if name == "slice":
+        s = tuple(
+            slice(b, e, st) for b, e, st in zip(kwargs["start_indices"], kwargs["end_indices"], kwargs["strides"])
+        )
+        return args[0][s]
+    if name == "squeeze":
+        dims = tuple(kwargs["dims"])
+        return args[0].squeeze(dims) if dims else args[0].view_as(args[0])
+    if name == "permute":
+        return args[0].permute(tuple(kwargs["dims"]))
+    if name == "set":
+        return args[0].view_as(args[0])
+    if name == "sum":
+        return _reduce(torch.sum)(args[0], kwargs["dims"], kwargs.get("keepdim", False))
+    if name == "max":
+        return _reduce(torch.amax)(args[0], kwargs["dims"], kwargs.get("keepdim", False))
+    if name == "min":
+        return _reduce(torch.amin)(args[0], kwargs["dims"], kwargs.get("keepdim", False))
+    if name == "prod":
+        return _prod(args[0], kwargs["dims"], kwargs.get("keepdim", False))
+    if name == "full":
+        return torch.full(tuple(kwargs["shape"]), kwargs["fill_value"], dtype=_TORCH_DTYPES[str(kwargs["dtype"])])
+    fn = getattr(torch, name, None)
+    if fn is None:  # pragma: no cover
+        raise NotImplementedError(f"reference backend: no torch implementation of fd.ops.{name}")
+    return fn(*args)
+
+
+def run_recorded(fd: RecordingFusionDefinition, inputs: list, schedule: str) -> dict[int, object]:
+    """Execute ``fd`` on ``inputs`` (tensors and numbers, in definition order).
+
+    Returns recorded value index → torch value, after all write-backs landed.
+    """
+    if schedule not in SCHEDULES:
+        raise ValueError(f"unknown schedule {schedule!r}; expected one of {SCHEDULES}")
+    env: dict[int, object] = {}
+    defs = [c for c in fd.calls if c.op in ("define_tensor",) or (c.op == "define_scalar" and not c.args)]
+    if len(defs) != len(inputs):
+        raise RuntimeError(f"fusion expects {len(defs)} inputs, got {len(inputs)}")
+    for c, x in zip(defs, inputs):
+        if schedule == "reads-first" and isinstance(x, torch.Tensor):
+            x = x.clone()  # snapshot: reads see memory at region entry
+        env[c.out.index] = x
+
+    body = [c for c in fd.calls if c.op.startswith("ops.") or (c.op == "define_scalar" and c.args)]
+    writes = [c for c in fd.calls if c.op == "add_output" and "alias_input" in c.kwargs]
+    producer = {c.out.index: c for c in body}
+
+    def value(x):
+        return env[x.index] if isinstance(x, RecordedValue) else x
+
+    def run(c: RecordedCall) -> None:
+        if c.out.index in env:
+            return
+        if c.op == "define_scalar":
+            env[c.out.index] = c.args[0]
+            return
+        env[c.out.index] = _run_op(c.op[4:], tuple(value(a) for a in c.args), {k: value(v) for k, v in c.kwargs.items()})
+
+    def run_with_deps(x) -> None:
+        stack = [x]
+        order = []
+        seen = set()
+        while stack:  # iterative post-order over the producers of x
+            v = stack.pop()
+            if not isinstance(v, RecordedValue) or v.index in env or v.index in seen:
+                continue
+            c = producer[v.index]
+            pending = [a for a in list(c.args) + list(c.kwargs.values()) if isinstance(a, RecordedValue) and a.index not in env and a.index not in seen]
+            if pending:
+                stack.append(v)
+                stack.extend(pending)
+                continue
+            seen.add(v.index)
+            order.append(c)
+        for c in order:
+            run(c)
+
+    def land(w: RecordedCall, live_inputs: dict[int, torch.Tensor]) -> None:
+        dst = live_inputs[w.kwargs["alias_input"].index]
+        dst.copy_(value(w.args[0]))
+
+    live = {c.out.index: x for c, x in zip(defs, inputs)}
+    if schedule == "writes-first":
+        for w in writes:
+            run_with_deps(w.args[0])
+            land(w, live)
+        for c in body:
+            run(c)
+    else:
+        for c in body:
+            run(c)
+        for w in writes:
+            land(w, live)
+    return env
+
+
+class ReferenceFusion:
+    """A callable region: torch execution of the recorded definition under a schedule."""
+
+    def __init__(self, spec, schedule: str):
+        from fusion_alias.lowering import RecordedDataType, define_region
+
+        self.spec = spec
+        self.schedule = schedule
+        self.fd = RecordingFusionDefinition()
+        self.env_map = define_region(self.fd, spec, RecordedDataType)
+
+    def __call__(self, *args):
+        spec = self.spec
+        env = run_recorded(self.fd, list(args), self.schedule)
+        by_name = {p.name: a for p, a in zip(spec.inputs, args)}
+        input_storages = {a.untyped_storage().data_ptr() for a in args if isinstance(a, torch.Tensor)}
+        finals: dict[str, torch.Tensor] = {}
+        results = []
+        for o in spec.outputs:
+            kind = spec.output_kind[o.name]
+            if kind == "view":
+                base, steps = spec.view_chain[o.name]
+                results.append(replay_view(by_name[base], steps))
+                continue
+            if kind == "final":
+                src = spec.final_src[o.name]
+                if src.name not in finals:
+                    finals[src.name] = _fresh(_lookup(env, self.env_map, src), input_storages)
+                results.append(finals[src.name])
+                continue
+            results.append(_fresh(env[self.env_map[o.name].index], input_storages))
+        return tuple(results)
+
+    def __repr__(self):
+        return describe(self.spec, self.fd.to_source(self.spec.name))
+
+
+def _lookup(env, env_map, proxy):
+    rv = env_map.get(proxy.name) if hasattr(proxy, "name") else proxy
+    return env[rv.index] if isinstance(rv, RecordedValue) else rv
+
+
+def _fresh(v, input_storages):
+    """A fresh output must not share memory with an input (torch may return one)."""
+    if isinstance(v, torch.Tensor) and v.untyped_storage().data_ptr() in input_storages:
+        return v.clone()
+    return v
+
+
+def replay_view(t: torch.Tensor, steps) -> torch.Tensor:
+    """Apply view prims to a real tensor with torch (metadata only)."""
+    from fusion_alias.ops import op_info
+
+    for b in steps:
+        t = op_info(b).torch_fn(t, *b.args[1:], **b.kwargs)
+    return t
+
+
+def describe(spec, source: str) -> str:
+    """A region's definition text annotated with its alias groups."""
+    names = {p.name: f"T{i}" for i, p in enumerate(p for p in spec.inputs)}
+    lines = [source]
+    if spec.alias_groups:
+        for g in spec.alias_groups:
+            lines.append("# alias group: {" + ", ".join(f"{n}" for n in g) + "}  (may share memory)")
+    else:
+        lines.append("# alias groups: none (no two inputs share memory)")
+    for i in spec.writebacks:
+        b = spec.bsyms[i]
+        lines.append(f"# write-back: {b.args[0].name if hasattr(b.args[0], 'name') else b.args[0]} -> {b.args[1].name}")
+    return "\n".join(lines)

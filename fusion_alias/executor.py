@@ -1,0 +1,309 @@
+"""Executor glue: the ``fusion_alias`` FusionExecutor for Thunder.
+
+``fusion_pass`` runs the pipeline on the trace Thunder hands it::
+
+    flatten → (drop update_aliases) → alias analysis → read substitution
+            → dependency graph → partition → one fusion bsym per region
+
+and ``fuse`` turns one region into a fusion bound symbol whose callable is a
+backend wrapper (reference or nvFuser) carrying the region's alias groups.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+import time
+
+import torch
+import thunder
+from thunder.core.proxies import NumberProxy, Proxy, TensorProxy, Variable, unvariableify, variableify
+from thunder.core.symbol import BoundSymbol, Symbol
+from thunder.core.trace import TraceCtx, TraceProvenance, from_trace
+from thunder.core.pytree import tree_flatten
+from thunder.extend import FusionExecutor, register_executor
+import thunder.core.prims as prims
+
+from fusion_alias import context, ops
+from fusion_alias.aliasing import AliasInfo, analyze
+from fusion_alias.functionalize import substitute_reads
+from fusion_alias.graph import build_graph
+from fusion_alias.lowering import plan_region
+from fusion_alias.partition import partition
+
+BACKENDS = ("auto", "nvfuser", "reference")
+
+
+class AliasInputError(RuntimeError):
+    """A program eager PyTorch rejects (e.g. an in-place write into an expanded tensor)."""
+
+
+@dataclass
+class _RegionMeta:
+    alias_groups: list[list[str]]
+    same_view: object
+    backend: str
+    schedule: str
+
+
+def _fusible_dtype(x) -> bool:
+    if isinstance(x, TensorProxy):
+        try:
+            return thunder.core.dtypes.to_torch_dtype(x.dtype) in ops.FUSIBLE_TORCH_DTYPES
+        except Exception:
+            return False
+    return True
+
+
+def nvfuser_usable() -> bool:
+    from fusion_alias.backends import nvfuser as nvb
+
+    return nvb.available()
+
+
+def resolve_backend(backend: str, device_type: str | None = None) -> str:
+    if backend == "auto":
+        if device_type == "cuda" and nvfuser_usable():
+            return "nvfuser"
+        return "reference"
+    return backend
+
+
+class FusionAliasExecutor(FusionExecutor):
+    """Fuses in-place programs on aliased tensors without alias hazards inside a region."""
+
+    def __init__(self, name: str = "fusion_alias"):
+        super().__init__(name, version="0.1.0")
+        for pid in ops.OP_TABLE:
+            self.register_supported(pid, checker=self._checker)
+        self._regions: dict[tuple, _RegionMeta] = {}
+        self.last_pass_seconds: float = 0.0
+
+    # -- what we claim ------------------------------------------------------
+    def _checker(self, *args, **kwargs) -> bool:
+        flat, _ = tree_flatten((args, kwargs))
+        tensors = [x for x in flat if isinstance(x, TensorProxy)]
+        if not all(_fusible_dtype(t) for t in tensors):
+            return False
+        if context.current().backend == "nvfuser":
+            return all(t.device.type == "cuda" for t in tensors)
+        return True
+
+    def _flatten(self, bsym: BoundSymbol) -> list[BoundSymbol]:
+        if self.can_execute(bsym) or not self.can_fuse(bsym):
+            return [bsym]
+        out = []
+        for sub in bsym.subsymbols:
+            out.extend(self._flatten(sub))
+        return out
+
+    def is_fusible(self, bsym: BoundSymbol) -> bool:
+        return ops.op_info(bsym) is not None and self.can_execute(bsym)
+
+    # -- the pass -----------------------------------------------------------
+    def fusion_pass(self, trace: TraceCtx) -> TraceCtx:
+        start = time.perf_counter()
+        ctx = context.current()
+        flat: list[BoundSymbol] = []
+        for b in trace.bound_symbols:
+            flat.extend(self._flatten(b))
+        flat, alias_facts = _drop_update_aliases(flat)
+
+        tensor_inputs = [a for a in trace.args if isinstance(a, TensorProxy)]
+        input_groups, actual = _input_groups(trace, ctx, tensor_inputs)
+        info = analyze(flat, tensor_inputs, list(input_groups) + alias_facts)
+        _check_writes(flat, info, actual)
+
+        bsyms = substitute_reads(trace, flat, info, self.is_fusible)
+        bsyms = _dce(bsyms, trace)
+        graph = build_graph(bsyms, info, self.is_fusible)
+        part = partition(bsyms, graph, self.is_fusible, ignore_hazards=ctx.ignore_hazards)
+
+        new_trace = from_trace(trace)
+        consumers: dict[str, int] = {}  # name -> last item index that consumes it
+        for pos, (kind, idx) in enumerate(part.items):
+            for i in idx:
+                for a in bsyms[i].flat_args:
+                    if isinstance(a, Proxy):
+                        consumers[a.name] = max(consumers.get(a.name, -1), pos)
+        device = tensor_inputs[0].device.type if tensor_inputs else None
+        out_bsyms: list[BoundSymbol] = []
+        counter = 0
+        for pos, (kind, idx) in enumerate(part.items):
+            if kind == "node":
+                out_bsyms.append(bsyms[idx[0]])
+                continue
+            region_bsyms = [bsyms[i] for i in idx]
+            inputs, outputs = _region_io(region_bsyms, pos, consumers)
+            groups = _region_alias_groups(inputs, info)
+            self._regions[_region_key(region_bsyms)] = _RegionMeta(
+                groups, info.same_view, resolve_backend(ctx.backend, device), ctx.schedule
+            )
+            region = _Region(inputs=inputs, outputs=outputs, bound_symbols=region_bsyms)
+            out_bsyms.append(self.fuse(region, counter))
+            counter += 1
+        new_trace.bound_symbols = out_bsyms
+        self.last_pass_seconds = time.perf_counter() - start
+        new_trace.set_provenance(
+            TraceProvenance(f"fusion_alias ({counter} regions, {self.last_pass_seconds * 1e3:.1f} ms)")
+        )
+        return new_trace
+
+    def fuse(self, region, fusion_counter: int) -> BoundSymbol:
+        inputs = [unvariableify(x) if isinstance(x, Variable) else x for x in region.inputs]
+        outputs = [unvariableify(x) if isinstance(x, Variable) else x for x in region.outputs]
+        bsyms = list(region.bound_symbols)
+        meta = self._regions.get(_region_key(bsyms))
+        if meta is None:  # rebuilt by someone else: assume every input may alias every other
+            names = [p.name for p in inputs if isinstance(p, TensorProxy)]
+            ctx = context.current()
+            meta = _RegionMeta([names] if len(names) > 1 else [], None, resolve_backend(ctx.backend), ctx.schedule)
+        name = f"FusionAlias{fusion_counter}"
+        spec = plan_region(name, bsyms, inputs, outputs, meta.alias_groups, meta.same_view)
+        fn = make_callable(spec, meta.backend, meta.schedule)
+        sym = Symbol(name, meta=None, is_fusion=True, executor=self)
+        return BoundSymbol(sym, tuple(inputs), {}, list(outputs), bsyms, _call_ctx={name: fn})
+
+
+def make_callable(spec, backend: str, schedule: str):
+    if backend == "nvfuser":
+        from fusion_alias.backends.nvfuser import NvFuserFusion
+
+        return NvFuserFusion(spec)
+    from fusion_alias.backends.reference import ReferenceFusion
+
+    return ReferenceFusion(spec, schedule)
+
+
+@dataclass
+class _Region:
+    inputs: list
+    outputs: list
+    bound_symbols: list
+
+
+def _region_key(bsyms: Sequence[BoundSymbol]) -> tuple:
+    return tuple((b.sym.name, tuple(o.name for o in b.flat_outs if isinstance(o, Proxy))) for b in bsyms)
+
+
+def _region_io(region_bsyms, pos, consumers):
+    produced: set[str] = set()
+    inputs: list[Proxy] = []
+    seen: set[str] = set()
+    outputs: list[Proxy] = []
+    for b in region_bsyms:
+        for a in b.flat_args:
+            if isinstance(a, Proxy) and a.name not in produced and a.name not in seen:
+                seen.add(a.name)
+                inputs.append(a)
+        for o in b.flat_outs:
+            if isinstance(o, Proxy):
+                produced.add(o.name)
+                if consumers.get(o.name, -1) > pos:
+                    outputs.append(o)
+    return inputs, outputs
+
+
+def _region_alias_groups(inputs, info: AliasInfo) -> list[list[str]]:
+    by_group: dict[str, list[str]] = {}
+    for p in inputs:
+        if isinstance(p, TensorProxy) and p.name in info.root:
+            by_group.setdefault(info.group(p.name), []).append(p.name)
+    return [names for names in by_group.values() if len(names) > 1]
+
+
+def _drop_update_aliases(bsyms: list[BoundSymbol]) -> tuple[list[BoundSymbol], list[list[str]]]:
+    """Remove ``update_aliases`` (identity at run time), renaming its outputs to its inputs.
+
+    Its argument tuple is Thunder's view group: kept as an alias fact.
+    """
+    swap: dict = {}
+    facts: list[list[str]] = []
+    out = []
+    for b in bsyms:
+        if swap:
+            b = b.from_bsym_swap_proxies(swap, skip_output=True)
+        if ops.is_update_aliases(b):
+            ins = [x for x in b.args[0]]
+            facts.append([x.name for x in ins if isinstance(x, TensorProxy)])
+            for o, i in zip(b.flat_outs, ins):
+                swap[variableify(o)] = i
+            continue
+        out.append(b)
+    return out, facts
+
+
+def _input_groups(trace, ctx, tensor_inputs):
+    """Groups of trace-input names that may overlap, and name -> actual tensor (if known)."""
+    names = [p.name for p in tensor_inputs]
+    if ctx.has_call:
+        from thunder.core.compile_data import _compile_data
+        from fusion_alias.overlap import overlap_groups
+
+        cd, cs = _compile_data.get()
+        inps, _ = cs.last_prologue(*ctx.args, **ctx.kwargs)
+        actual = {}
+        for p, x in zip(trace.args, inps):
+            if isinstance(p, TensorProxy) and isinstance(x, torch.Tensor):
+                actual[p.name] = x
+        tensors = [actual[n] for n in names if n in actual]
+        known = [n for n in names if n in actual]
+        groups = [[known[i] for i in g] for g in overlap_groups(tensors)]
+        missing = [n for n in names if n not in actual]
+        if missing:  # could not match an input: it may alias anything
+            groups.append(names)
+        return groups, actual
+    cache_info = thunder._get_cache_info() if hasattr(thunder, "_get_cache_info") else {}
+    try:
+        alias_indices = cache_info.get("alias_tensor_indices", None)
+    except Exception:
+        alias_indices = None
+    if alias_indices == "":
+        return [], {}
+    # Thunder saw aliased arguments (or did not tell): any two inputs may overlap.
+    return ([names] if len(names) > 1 else []), {}
+
+
+def _check_writes(bsyms, info: AliasInfo, actual: dict) -> None:
+    """Reject writes eager PyTorch rejects: into an expanded (self-overlapping) tensor."""
+    for b in bsyms:
+        if not ops.is_copy(b):
+            continue
+        dst = b.args[1]
+        for step in info.chain.get(dst.name, ()):
+            if step.sym.id is ops.PrimIDs.BROADCAST_IN_DIM:
+                src = step.args[0]
+                if src.numel != step.output.numel and step.output.numel > 1:
+                    raise AliasInputError(
+                        f"fusion_alias: in-place write into {dst.name}, an expanded view of {src.name}: "
+                        "more than one element of the written-to tensor refers to a single memory location "
+                        "(eager PyTorch rejects this too); clone() the tensor before writing"
+                    )
+        root = info.root.get(dst.name)
+        t = actual.get(root)
+        if t is not None and torch._debug_has_internal_overlap(t) == 1:
+            raise AliasInputError(
+                f"fusion_alias: in-place write into input {root}, whose elements overlap each other "
+                f"(strides {tuple(t.stride())} on shape {tuple(t.shape)}, e.g. an expand()ed tensor); "
+                "eager PyTorch rejects this too"
+            )
+
+
+def _dce(bsyms: list[BoundSymbol], trace: TraceCtx) -> list[BoundSymbol]:
+    """Drop fusible, side-effect-free symbols whose results nobody reads."""
+    needed: set[str] = set()
+    flat_out, _ = tree_flatten(trace.output)
+    needed.update(x.name for x in flat_out if isinstance(x, Proxy))
+    keep = []
+    for b in reversed(bsyms):
+        outs = [o.name for o in b.flat_outs if isinstance(o, Proxy)]
+        removable = ops.op_info(b) is not None and not ops.is_copy(b) and not ops.is_update_aliases(b)
+        if removable and outs and not any(o in needed for o in outs):
+            continue
+        keep.append(b)
+        needed.update(a.name for a in b.flat_args if isinstance(a, Proxy))
+    return list(reversed(keep))
+
+
+executor = FusionAliasExecutor()
+register_executor(executor)

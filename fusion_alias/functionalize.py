@@ -1,0 +1,142 @@
+"""Read substitution: rewrite reads of written memory to the values written.
+
+After ``t1 = copy_(t0, a)`` the trace (traced with
+``skip_inplace_alias_updates=True``) may go on reading ``a``, or a view of
+``a`` made earlier, meaning "a's memory now". Inside one fusion region every
+tensor is an SSA value, so such a read would see the stale input. Where the
+new contents are known as a value, this pass rewrites the read to that value,
+replaying view prims on it where the read is of a view. What it cannot
+rewrite stays a read of memory, and the dependency graph puts a
+read-after-write hazard on it.
+
+Note [what can be substituted]
+------------------------------
+Per memory group we keep ``known``: view key → proxy holding that view's
+current contents. A write ``copy_(v, d)`` resets it to ``{key(d): v}``: the
+write changes d's elements, and, since d may overlap every other member of
+its group, nothing else of the group is known any more. A read of ``p`` is
+rewritten when ``key(p)`` is known, or when the root's key is known and
+``p``'s view chain can be replayed on the root's value. Worked example
+(seed program g)::
+
+    b = shallow_copy(a)        # b is the same view as a
+    t1 = copy_(exp(a), a)      # known = {a: t0}
+    t2 = tanh(b)               # rewritten to tanh(t0)
+    t3 = copy_(t2, b)          # known = {a: t2}   (b is the same view as a)
+    mul(t1, t3)                # rewritten to mul(t2, t2): one region, no cut
+
+With ``b = a[0, 0]`` instead (seed h), ``tanh(b)`` becomes
+``tanh(squeeze(slice(t0)))`` but after ``copy_(t2, b)`` only ``b``'s elements
+are known, so ``mul(t1, ...)`` must read ``a``'s memory: a hazard, a cut.
+
+Only inputs of fusible compute ops and the source of ``copy_`` are rewritten.
+View prims keep their memory argument (they name memory, they do not read
+it), and ops that run outside regions read memory as eager PyTorch does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from thunder.core.proxies import TensorProxy
+from thunder.core.symbol import BoundSymbol
+from thunder.core.trace import TraceCtx, tracectx
+from thunder.core.pytree import tree_map
+
+from fusion_alias import ops
+from fusion_alias.aliasing import AliasInfo, may_write, tensor_args
+
+
+def substitute_reads(
+    trace: TraceCtx,
+    bsyms: Sequence[BoundSymbol],
+    info: AliasInfo,
+    is_fusible: Callable[[BoundSymbol], bool],
+) -> list[BoundSymbol]:
+    """Return ``bsyms`` with reads rewritten to known values (see module Note).
+
+    New view prims (replays) are inserted right before the read that needs
+    them; ``info`` is extended with their outputs.
+    """
+    known: dict[str, dict[tuple, TensorProxy]] = {}
+    # value proxy's group → (group, key) entries that hold it, to drop them
+    # when the value's own memory is written
+    holders: dict[str, set[tuple[str, tuple]]] = {}
+    out: list[BoundSymbol] = []
+
+    def forget(group: str) -> None:
+        known.pop(group, None)
+        for g, k in holders.pop(group, ()):
+            entry = known.get(g)
+            if entry is not None:
+                entry.pop(k, None)
+
+    def remember(group: str, key: tuple, value: TensorProxy) -> None:
+        known.setdefault(group, {})[key] = value
+        holders.setdefault(info.group(value.name), set()).add((group, key))
+
+    def resolve(p: TensorProxy) -> TensorProxy:
+        if p.name not in info.root:
+            return p
+        group = info.group(p.name)
+        entry = known.get(group)
+        if not entry:
+            return p
+        key = info.view_key[p.name]
+        if key in entry:
+            return entry[key]
+        root_key = (info.root[p.name], ())
+        base = entry.get(root_key)
+        if base is None:
+            return p
+        value = base
+        for step in info.chain[p.name]:
+            with tracectx(trace):
+                new_out = TensorProxy(like=step.output)
+            replay = step.from_bsym(args=(value, *step.args[1:]), output=new_out, subsymbols=[])
+            out.append(replay)
+            info.add_alias(new_out.name, value.name, replay)
+            value = new_out
+        remember(group, key, value)
+        return value
+
+    def rewrite_args(bsym: BoundSymbol, which: Callable[[int], bool]) -> BoundSymbol:
+        swapped = False
+
+        def swap(x, pos=[0]):
+            return x
+
+        new_args = []
+        for i, a in enumerate(bsym.args):
+            if which(i):
+                new_a = tree_map(lambda x: resolve(x) if isinstance(x, TensorProxy) else x, a)
+            else:
+                new_a = a
+            swapped = swapped or new_a is not a
+            new_args.append(new_a)
+        if not swapped:
+            return bsym
+        return bsym.from_bsym(args=tuple(new_args))
+
+    for bsym in bsyms:
+        if ops.is_copy(bsym):
+            new = rewrite_args(bsym, lambda i: i == 0)
+            out.append(new)
+            dst = bsym.args[1]
+            group = info.group(dst.name)
+            forget(group)
+            src = new.args[0]
+            if isinstance(src, TensorProxy):
+                remember(group, info.view_key[dst.name], src)
+            continue
+        if ops.is_view(bsym) or ops.is_update_aliases(bsym):
+            out.append(bsym)
+            continue
+        if is_fusible(bsym):
+            out.append(rewrite_args(bsym, lambda i: True))
+            continue
+        out.append(bsym)
+        if may_write(bsym):
+            for a in tensor_args(bsym):
+                forget(info.group(a.name))
+    return out

@@ -1,0 +1,145 @@
+"""The dependency graph: data edges plus alias hazard edges, over bound symbols.
+
+Nodes are positions in the (flattened, substituted) bsym list. Edges carry a
+``kinds`` set drawn from ``data``, ``raw``, ``war`` and ``waw`` and, for hazard
+edges, ``unsafe``: True when the two ends may not share a fusion region
+(DESIGN.md §4, rules 2-4).
+
+Note [which hazards are safe inside a region]
+---------------------------------------------
+* ``raw``: never. After read substitution a remaining read of written memory
+  must see the write land, which inside nvFuser it does not.
+* ``war``: safe only when the read is an elementwise op on the very view being
+  written, at the same index, and feeds the write through elementwise ops of
+  the same shape: ``copy_(exp(a), a)`` is fine (each thread reads a[i] then
+  writes a[i]); ``y = a.sum(); copy_(exp(a), a)`` is not, since nvFuser may
+  run the write-back kernel before the reduction kernel (they are not
+  connected by data).
+* ``waw``: safe when the later write covers the earlier one (same view, or the
+  whole family): the writes are coalesced into one write-back of the final
+  value. ``a.exp_().add_(1)`` is one write-back; ``a.exp_(); a[0].zero_()``
+  is two overlapping write-backs nvFuser could land in either order.
+
+Edges are added between consecutive accesses of a group only (last write →
+read, reads since the last write → write, last write → write); legality of a
+region over the rest follows from acyclicity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import networkx as nx
+from thunder.core.proxies import Proxy, TensorProxy
+from thunder.core.symbol import BoundSymbol
+
+from fusion_alias import ops
+from fusion_alias.aliasing import AliasInfo, may_write, tensor_args
+
+
+def memory_reads(bsym: BoundSymbol) -> list[TensorProxy]:
+    """Tensor arguments whose *memory* the symbol reads."""
+    if ops.is_view(bsym) or ops.is_update_aliases(bsym):
+        return []
+    if ops.is_copy(bsym):
+        src = bsym.args[0]
+        return [src] if isinstance(src, TensorProxy) else []
+    return tensor_args(bsym)
+
+
+def memory_writes(bsym: BoundSymbol, opaque: bool) -> list[TensorProxy]:
+    if ops.is_copy(bsym):
+        return [bsym.args[1]]
+    if opaque and may_write(bsym):
+        return tensor_args(bsym)
+    return []
+
+
+def _pointwise_ancestors(idx: int, bsyms, producer_idx: dict[str, int], shape) -> set[int]:
+    """Nodes feeding ``bsyms[idx]``'s source through same-shape elementwise ops."""
+    seen: set[int] = set()
+    src = bsyms[idx].args[0]
+    stack = [src] if isinstance(src, TensorProxy) else []
+    while stack:
+        p = stack.pop()
+        j = producer_idx.get(p.name)
+        if j is None or j in seen:
+            continue
+        b = bsyms[j]
+        if b.sym.id not in ops.ELEMENTWISE_IDS or tuple(p.shape) != tuple(shape):
+            continue
+        seen.add(j)
+        stack.extend(a for a in tensor_args(b))
+    return seen
+
+
+def build_graph(
+    bsyms: Sequence[BoundSymbol],
+    info: AliasInfo,
+    is_fusible: Callable[[BoundSymbol], bool],
+) -> nx.DiGraph:
+    """Dependency graph of ``bsyms`` (see module docstring)."""
+    g = nx.DiGraph()
+    producer_idx: dict[str, int] = {}
+    for i, b in enumerate(bsyms):
+        g.add_node(i)
+        for o in b.flat_outs:
+            if isinstance(o, Proxy):
+                producer_idx.setdefault(o.name, i)
+
+    def add(u: int, v: int, kind: str, unsafe: bool = False) -> None:
+        if u == v:
+            return
+        if g.has_edge(u, v):
+            data = g.edges[u, v]
+            data["kinds"].add(kind)
+            data["unsafe"] = data["unsafe"] or unsafe
+        else:
+            g.add_edge(u, v, kinds={kind}, unsafe=unsafe)
+
+    for i, b in enumerate(bsyms):
+        for a in b.flat_args:
+            if isinstance(a, Proxy):
+                j = producer_idx.get(a.name)
+                if j is not None and j < i:
+                    add(j, i, "data")
+
+    last_write: dict[str, int] = {}
+    reads_since: dict[str, list[tuple[int, TensorProxy]]] = {}
+    for i, b in enumerate(bsyms):
+        opaque = not is_fusible(b)
+        for p in memory_reads(b):
+            if p.name not in info.root:
+                continue
+            grp = info.group(p.name)
+            w = last_write.get(grp)
+            if w is not None:
+                add(w, i, "raw", unsafe=True)
+            reads_since.setdefault(grp, []).append((i, p))
+        for d in memory_writes(b, opaque):
+            grp = info.group(d.name)
+            w = last_write.get(grp)
+            if w is not None:
+                add(w, i, "waw", unsafe=opaque or not _covers(bsyms[w], b, info))
+            ancestors = None
+            for r, p in reads_since.get(grp, ()):
+                if r == i:
+                    continue
+                safe = False
+                if not opaque and ops.is_copy(b) and info.same_view(p.name, d.name):
+                    if ancestors is None:
+                        ancestors = _pointwise_ancestors(i, bsyms, producer_idx, d.shape)
+                    safe = r in ancestors and tuple(p.shape) == tuple(d.shape)
+                add(r, i, "war", unsafe=not safe)
+            last_write[grp] = i
+            reads_since[grp] = []
+    return g
+
+
+def _covers(earlier: BoundSymbol, later: BoundSymbol, info: AliasInfo) -> bool:
+    if not (ops.is_copy(earlier) and ops.is_copy(later)):
+        return False
+    d1, d2 = earlier.args[1].name, later.args[1].name
+    if info.same_view(d1, d2):
+        return True
+    return info.is_whole(d2) and info.root[d1] == info.root[d2]

@@ -1,0 +1,322 @@
+"""Lowering: a fusion region → calls on an nvFuser ``FusionDefinition``.
+
+``define_region(fd, spec, DataType)`` drives any object with nvFuser's Python
+API (``define_tensor``, ``define_scalar``, ``fd.ops.*``, ``add_output(value,
+alias_input=...)``). On CUDA that object is a real ``nvfuser.FusionDefinition``;
+on any machine it is :class:`RecordingFusionDefinition`, which records the
+calls, prints them in nvFuser's syntax and lets the reference backend execute
+them with torch. Both backends therefore run the very same definition.
+
+The region's :class:`RegionSpec` says what the definition cannot: which
+inputs share memory (alias groups), which writes are coalesced, and how each
+output is produced (a fusion output, the written destination buffer itself,
+or a view of an input made after the fusion ran).
+
+Note [three kinds of region outputs]
+------------------------------------
+* ``fresh``: an SSA value of the fusion, ``fd.add_output(v)``.
+* ``view``: a chain of view prims from a region input. Eager PyTorch returns a
+  view of the input; so does the wrapper, replaying the chain with torch view
+  ops on the input tensor after the fusion ran (nvFuser would return a view
+  too, through its own alias analysis). The result of ``copy_(v, d)`` with
+  ``d`` a region input is the empty chain: after the region it must *be* ``d``'s
+  buffer (aliasing.py, Note [copy_ results keep their memory]), whose bytes the
+  write-back ``fd.add_output(v, alias_input=d)`` updated.
+* ``final``: a write into a tensor the region itself created
+  (``c = a * 2; c.add_(1)``) needs no write-back: ``c``'s final value is one
+  fresh output, and ``c`` and every ``copy_`` result into it are that tensor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from thunder.core.proxies import NumberProxy, Proxy, TensorProxy
+from thunder.core.symbol import BoundSymbol
+import thunder.core.dtypes as dtypes
+
+from fusion_alias import ops
+
+
+@dataclass
+class RegionSpec:
+    """Everything needed to define and run one region."""
+
+    name: str
+    inputs: list[Proxy]
+    outputs: list[Proxy]
+    bsyms: list[BoundSymbol]
+    alias_groups: list[list[str]]  # region input names that may share memory (≥2 each)
+    writebacks: list[int] = field(default_factory=list)  # indices of copy_ bsyms written back
+    output_kind: dict[str, str] = field(default_factory=dict)  # name -> fresh|dst|view
+    view_chain: dict[str, tuple[str, list[BoundSymbol]]] = field(default_factory=dict)
+    final_src: dict[str, Proxy] = field(default_factory=dict)  # "final" outputs -> value
+
+
+def plan_region(
+    name: str,
+    bsyms: Sequence[BoundSymbol],
+    inputs: Sequence[Proxy],
+    outputs: Sequence[Proxy],
+    alias_groups: Sequence[Sequence[str]],
+    same_view=None,
+) -> RegionSpec:
+    """Decide write-backs and output kinds.
+
+    ``same_view(d1, d2)`` tells whether two destination names are the same
+    view of memory (from the global alias analysis); without it only equal
+    names are, and no write is coalesced away unless it targets the same name.
+    """
+    same_view = same_view or (lambda a, b: a == b)
+    copies = [i for i, b in enumerate(bsyms) if ops.is_copy(b)]
+    # Coalesce: a write is dropped when a later write of the region targets the same view.
+    writebacks = []
+    for pos, i in enumerate(copies):
+        d = bsyms[i].args[1].name
+        if not any(same_view(d, bsyms[j].args[1].name) for j in copies[pos + 1 :]):
+            writebacks.append(i)
+
+    produced_by = {}
+    for b in bsyms:
+        for o in b.flat_outs:
+            if isinstance(o, Proxy):
+                produced_by[o.name] = b
+    input_names = {p.name for p in inputs}
+
+    def chain_from_input(p: Proxy):
+        steps = []
+        while p.name not in input_names:
+            b = produced_by.get(p.name)
+            if b is None or not ops.is_view(b):
+                return None
+            steps.append(b)
+            p = b.args[0]
+        return p.name, list(reversed(steps))
+
+    # Last write of each destination produced inside the region (no write-back: its
+    # final value becomes a fresh output that both the destination's name and the
+    # copy_ results stand for).
+    internal_final: dict[str, Proxy] = {}
+    for i in copies:
+        d = bsyms[i].args[1]
+        if d.name not in input_names:
+            internal_final[d.name] = bsyms[i].args[0]
+    writebacks = [i for i in writebacks if bsyms[i].args[1].name in input_names]
+
+    kinds, chains, finals = {}, {}, {}
+    for o in outputs:
+        b = produced_by.get(o.name)
+        if b is not None and ops.is_copy(b):
+            d = b.args[1].name
+            if d in input_names:
+                kinds[o.name], chains[o.name] = "view", (d, [])
+            else:
+                kinds[o.name], finals[o.name] = "final", internal_final[d]
+            continue
+        if o.name in internal_final:
+            kinds[o.name], finals[o.name] = "final", internal_final[o.name]
+            continue
+        chain = chain_from_input(o) if isinstance(o, TensorProxy) else None
+        if chain is not None:
+            kinds[o.name], chains[o.name] = "view", chain
+        else:
+            kinds[o.name] = "fresh"
+    return RegionSpec(
+        name=name,
+        inputs=list(inputs),
+        outputs=list(outputs),
+        bsyms=list(bsyms),
+        alias_groups=[list(g) for g in alias_groups],
+        writebacks=writebacks,
+        output_kind=kinds,
+        view_chain=chains,
+        final_src=finals,
+    )
+
+
+_DTYPE_NAMES = {
+    dtypes.float32: "Float",
+    dtypes.float64: "Double",
+    dtypes.float16: "Half",
+    dtypes.bfloat16: "BFloat16",
+    dtypes.int32: "Int32",
+    dtypes.int64: "Int",
+    dtypes.bool8: "Bool",
+    dtypes.complex64: "ComplexFloat",
+    dtypes.complex128: "ComplexDouble",
+}
+
+
+def datatype(DataType, dtype):
+    """nvFuser ``DataType`` member for a Thunder dtype (or Python number type)."""
+    if dtype in (float,):
+        return DataType.Double
+    if dtype in (int,):
+        return DataType.Int
+    if dtype in (bool,):
+        return DataType.Bool
+    if dtype in (complex,):
+        return DataType.ComplexDouble
+    try:
+        return getattr(DataType, _DTYPE_NAMES[dtypes.to_dtype(dtype, true_dtype=True)])
+    except KeyError:
+        raise NotImplementedError(f"fusion_alias: dtype {dtype} has no nvFuser DataType") from None
+
+
+def _contiguity(p: TensorProxy):
+    return [True] * len(p.shape)
+
+
+def define_region(fd, spec: RegionSpec, DataType) -> dict[str, object]:
+    """Emit ``spec`` on ``fd``. Returns proxy name → fd value for every value defined."""
+    env: dict[str, object] = {}
+
+    for p in spec.inputs:
+        if isinstance(p, TensorProxy):
+            env[p.name] = fd.define_tensor(
+                shape=list(p.shape),
+                contiguity=_contiguity(p),
+                dtype=datatype(DataType, p.dtype),
+                is_cpu=p.device.type == "cpu",
+            )
+        elif isinstance(p, NumberProxy):
+            env[p.name] = fd.define_scalar(dtype=datatype(DataType, p.python_type))
+
+    def val(x):
+        if isinstance(x, Proxy):
+            return env[x.name]
+        if isinstance(x, (bool, int, float, complex)):
+            return fd.define_scalar(x, dtype=datatype(DataType, type(x)))
+        return x
+
+    for b in spec.bsyms:
+        info = ops.op_info(b)
+        pid = b.sym.id
+        a = b.args
+        if ops.is_copy(b):
+            env[b.output.name] = val(a[0])
+            continue
+        if info.kind == "elementwise" and pid is ops.PrimIDs.CONVERT_ELEMENT_TYPE:
+            out = fd.ops.cast(val(a[0]), dtype=datatype(DataType, a[1]))
+        elif info.kind == "elementwise":
+            out = getattr(fd.ops, info.nv_name)(*(val(x) for x in a))
+        elif pid is ops.PrimIDs.BROADCAST_IN_DIM:
+            out = fd.ops.broadcast_in_dim(val(a[0]), shape=list(a[1]), broadcast_dims=list(a[2]))
+        elif pid is ops.PrimIDs.RESHAPE:
+            out = fd.ops.reshape(val(a[0]), new_shape=list(a[1]))
+        elif pid is ops.PrimIDs.SLICE:
+            strides = list(a[3]) if len(a) > 3 and a[3] is not None else [1] * len(a[1])
+            out = fd.ops.slice(val(a[0]), start_indices=list(a[1]), end_indices=list(a[2]), strides=strides)
+        elif pid is ops.PrimIDs.SQUEEZE:
+            out = fd.ops.squeeze(val(a[0]), dims=list(a[1]))
+        elif pid is ops.PrimIDs.TRANSPOSE:
+            out = fd.ops.permute(val(a[0]), dims=list(a[1]))
+        elif pid is ops.PrimIDs.SHALLOW_COPY:
+            out = fd.ops.set(val(a[0]))
+        elif info.kind == "reduction":
+            out = getattr(fd.ops, info.nv_name)(val(a[0]), dims=list(a[1]), keepdim=False)
+        elif pid is ops.PrimIDs.FULL:
+            out = fd.ops.full(
+                shape=list(a[0]), fill_value=val(a[1]), dtype=datatype(DataType, b.kwargs["dtype"])
+            )
+        else:  # pragma: no cover - the op table and this switch are kept in step
+            raise NotImplementedError(f"fusion_alias: no lowering for {b.sym.name}")
+        env[b.output.name] = out
+
+    for i in spec.writebacks:
+        src, dst = spec.bsyms[i].args[0], spec.bsyms[i].args[1]
+        fd.add_output(val(src), alias_input=env[dst.name])
+    emitted = set()
+    for o in spec.outputs:
+        kind = spec.output_kind.get(o.name)
+        if kind == "fresh":
+            fd.add_output(env[o.name])
+        elif kind == "final" and spec.final_src[o.name].name not in emitted:
+            emitted.add(spec.final_src[o.name].name)
+            fd.add_output(val(spec.final_src[o.name]))
+    return env
+
+
+# ---------------------------------------------------------------------------
+# A stand-in FusionDefinition that records calls and prints nvFuser syntax
+# ---------------------------------------------------------------------------
+
+
+class RecordedDataType:
+    """Stand-in for ``nvfuser.DataType``: members print as ``DataType.Float`` etc."""
+
+    class _Member(str):
+        def __repr__(self):
+            return f"DataType.{str(self)}"
+
+    def __getattr__(self, name):
+        return RecordedDataType._Member(name)
+
+
+RecordedDataType = RecordedDataType()
+
+
+@dataclass(frozen=True)
+class RecordedValue:
+    kind: str  # "T" tensor or "S" scalar
+    index: int
+
+    def __repr__(self):
+        return f"{self.kind}{self.index}"
+
+
+@dataclass
+class RecordedCall:
+    out: RecordedValue | None
+    op: str  # "define_tensor", "define_scalar", "ops.<name>", "add_output"
+    args: tuple
+    kwargs: dict
+
+
+class _OpsRecorder:
+    def __init__(self, fd):
+        self._fd = fd
+
+    def __getattr__(self, name):
+        def record(*args, **kwargs):
+            return self._fd._record("ops." + name, args, kwargs, "T")
+
+        return record
+
+
+class RecordingFusionDefinition:
+    """Records nvFuser API calls; ``str()`` prints them as nvFuser Python."""
+
+    def __init__(self):
+        self.calls: list[RecordedCall] = []
+        self.ops = _OpsRecorder(self)
+        self._counter = 0
+
+    def _record(self, op, args, kwargs, kind):
+        out = None
+        if kind is not None:
+            out = RecordedValue(kind, self._counter)
+            self._counter += 1
+        self.calls.append(RecordedCall(out, op, args, kwargs))
+        return out
+
+    def define_tensor(self, **kwargs):
+        return self._record("define_tensor", (), kwargs, "T")
+
+    def define_scalar(self, *args, **kwargs):
+        return self._record("define_scalar", args, kwargs, "S")
+
+    def add_output(self, value, alias_input=None):
+        kwargs = {} if alias_input is None else {"alias_input": alias_input}
+        self._record("add_output", (value,), kwargs, None)
+
+    def to_source(self, name: str = "nvfuser_fusion") -> str:
+        lines = [f"def {name}(fd : FusionDefinition) -> None :"]
+        for c in self.calls:
+            parts = [repr(a) for a in c.args] + [f"{k}={v!r}" for k, v in c.kwargs.items()]
+            call = f"fd.{c.op}({', '.join(parts)})"
+            lines.append(f"    {c.out!r} = {call}" if c.out is not None else f"    {call}")
+        return "\n".join(lines)
+
+    __str__ = to_source

@@ -1,0 +1,209 @@
+"""The op table: which Thunder prims fusion_alias fuses, and what each one is.
+
+One entry per prim, keyed by ``PrimIDs`` name. Every entry says
+
+* its *kind*: ``elementwise``, ``view``, ``reduction``, ``write`` (``copy_``),
+  ``alias`` (``update_aliases``) or ``creation``;
+* its nvFuser spelling (``fd.ops.<name>``), used by the lowering;
+* its torch implementation, used by the reference backend.
+
+Anything not in the table is *unsupported*: it stays outside fusion regions and
+Thunder's torch executor runs it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+import thunder.core.prims as prims
+from thunder.core.dtypes import to_torch_dtype
+
+PrimIDs = prims.PrimIDs
+
+
+@dataclass(frozen=True)
+class OpInfo:
+    kind: str  # elementwise | view | reduction | write | alias | creation
+    nv_name: str  # name under nvFuser's ``fd.ops``
+    torch_fn: Callable | None  # reference implementation, on torch values
+
+
+def _unary(fn):
+    return lambda a: fn(a)
+
+
+def _binary(fn):
+    def impl(a, b):
+        if not isinstance(a, torch.Tensor) and not isinstance(b, torch.Tensor):
+            return fn(torch.tensor(a), torch.tensor(b))
+        return fn(a, b)
+
+    return impl
+
+
+_UNARY = {
+    "ABS": ("abs", torch.abs),
+    "ACOS": ("acos", torch.acos),
+    "ASIN": ("asin", torch.asin),
+    "ATAN": ("atan", torch.atan),
+    "CEIL": ("ceil", torch.ceil),
+    "COS": ("cos", torch.cos),
+    "COSH": ("cosh", torch.cosh),
+    "ERF": ("erf", torch.erf),
+    "EXP": ("exp", torch.exp),
+    "EXP2": ("exp2", torch.exp2),
+    "EXPM1": ("expm1", torch.expm1),
+    "FLOOR": ("floor", torch.floor),
+    "LOG": ("log", torch.log),
+    "LOG1P": ("log1p", torch.log1p),
+    "LOG2": ("log2", torch.log2),
+    "NEG": ("neg", torch.neg),
+    "RECIPROCAL": ("reciprocal", torch.reciprocal),
+    "ROUND": ("round", torch.round),
+    "RSQRT": ("rsqrt", torch.rsqrt),
+    "SIGN": ("sign", torch.sign),
+    "SIN": ("sin", torch.sin),
+    "SINH": ("sinh", torch.sinh),
+    "SQRT": ("sqrt", torch.sqrt),
+    "TAN": ("tan", torch.tan),
+    "TANH": ("tanh", torch.tanh),
+    "TRUNC": ("trunc", torch.trunc),
+    "BITWISE_NOT": ("bitwise_not", torch.bitwise_not),
+    "ISFINITE": ("isfinite", torch.isfinite),
+}
+
+_BINARY = {
+    "ADD": ("add", torch.add),
+    "SUB": ("sub", torch.sub),
+    "MUL": ("mul", torch.mul),
+    "DIV": ("div", torch.true_divide),
+    "POW": ("pow", torch.pow),
+    "ATAN2": ("atan2", torch.atan2),
+    "FMOD": ("fmod", torch.fmod),
+    "REMAINDER": ("remainder", torch.remainder),
+    "MAXIMUM": ("maximum", torch.maximum),
+    "MINIMUM": ("minimum", torch.minimum),
+    "EQ": ("eq", torch.eq),
+    "NE": ("ne", torch.ne),
+    "LT": ("lt", torch.lt),
+    "LE": ("le", torch.le),
+    "GT": ("gt", torch.gt),
+    "GE": ("ge", torch.ge),
+    "BITWISE_AND": ("bitwise_and", torch.bitwise_and),
+    "BITWISE_OR": ("bitwise_or", torch.bitwise_or),
+    "BITWISE_XOR": ("bitwise_xor", torch.bitwise_xor),
+}
+
+
+def _broadcast_in_dim(a, shape, broadcast_dimensions):
+    view_shape = [1] * len(shape)
+    for src_dim, dst_dim in enumerate(broadcast_dimensions):
+        view_shape[dst_dim] = a.shape[src_dim]
+    return a.reshape(view_shape).expand(tuple(shape))
+
+
+def _slice(a, start_indices, end_indices, strides=None):
+    strides = strides if strides is not None else [1] * len(start_indices)
+    return a[tuple(slice(s, e, st) for s, e, st in zip(start_indices, end_indices, strides))]
+
+
+def _convert(a, dtype):
+    if isinstance(a, torch.Tensor):
+        return a.to(to_torch_dtype(dtype))
+    return dtype(a) if isinstance(dtype, type) else a
+
+
+def _where(pred, a, b):
+    def as_t(x):
+        return x if isinstance(x, torch.Tensor) else torch.tensor(x)
+
+    return torch.where(as_t(pred), as_t(a), as_t(b))
+
+
+def _full(shape, fill_value, *, device, dtype):
+    return torch.full(tuple(shape), fill_value, device=str(device), dtype=to_torch_dtype(dtype))
+
+
+_OTHER = {
+    "WHERE": OpInfo("elementwise", "where", _where),
+    "CONVERT_ELEMENT_TYPE": OpInfo("elementwise", "cast", _convert),
+    "BROADCAST_IN_DIM": OpInfo("view", "broadcast_in_dim", _broadcast_in_dim),
+    "RESHAPE": OpInfo("view", "reshape", lambda a, shape: a.reshape(tuple(shape))),
+    "SLICE": OpInfo("view", "slice", _slice),
+    "SQUEEZE": OpInfo("view", "squeeze", lambda a, dims: a.squeeze(tuple(dims)) if dims else a.view_as(a)),
+    "TRANSPOSE": OpInfo("view", "permute", lambda a, permutation: a.permute(tuple(permutation))),
+    "SHALLOW_COPY": OpInfo("view", "set", lambda a: a.view_as(a)),
+    "SUM": OpInfo("reduction", "sum", lambda a, dims: a.sum(tuple(dims)) if dims else a.clone()),
+    "AMAX": OpInfo("reduction", "max", lambda a, dims: a.amax(tuple(dims)) if dims else a.clone()),
+    "AMIN": OpInfo("reduction", "min", lambda a, dims: a.amin(tuple(dims)) if dims else a.clone()),
+    "PROD": OpInfo("reduction", "prod", lambda a, dims: _prod(a, dims)),
+    "FULL": OpInfo("creation", "full", _full),
+    "COPY_": OpInfo("write", "add_output", None),
+    "UPDATE_ALIASES": OpInfo("alias", "update_aliases", None),
+}
+
+
+def _prod(a, dims):
+    out = a
+    for d in sorted(dims, reverse=True):
+        out = out.prod(d)
+    return out if dims else a.clone()
+
+
+OP_TABLE: dict[PrimIDs, OpInfo] = {}
+for _name, (_nv, _fn) in _UNARY.items():
+    OP_TABLE[PrimIDs[_name]] = OpInfo("elementwise", _nv, _unary(_fn))
+for _name, (_nv, _fn) in _BINARY.items():
+    OP_TABLE[PrimIDs[_name]] = OpInfo("elementwise", _nv, _binary(_fn))
+for _name, _info in _OTHER.items():
+    OP_TABLE[PrimIDs[_name]] = _info
+
+#: prims that make a new tensor sharing the memory of their first argument
+VIEW_IDS = frozenset(i for i, info in OP_TABLE.items() if info.kind == "view")
+#: views that keep every element at its place: the result *is* the argument's memory
+IDENTITY_VIEW_IDS = frozenset({PrimIDs.SHALLOW_COPY})
+ELEMENTWISE_IDS = frozenset(i for i, info in OP_TABLE.items() if info.kind == "elementwise")
+REDUCTION_IDS = frozenset(i for i, info in OP_TABLE.items() if info.kind == "reduction")
+COPY_ID = PrimIDs.COPY_
+UPDATE_ALIASES_ID = PrimIDs.UPDATE_ALIASES
+
+#: dtypes nvFuser (and so the fusion regions) accept; others fall back to torch
+FUSIBLE_TORCH_DTYPES = frozenset(
+    {
+        torch.float32,
+        torch.float64,
+        torch.float16,
+        torch.bfloat16,
+        torch.int32,
+        torch.int64,
+        torch.bool,
+        torch.complex64,
+        torch.complex128,
+    }
+)
+
+
+def op_info(bsym) -> OpInfo | None:
+    """The table entry for a bound symbol, or None where it is not fusible."""
+    sym_id = bsym.sym.id
+    if not isinstance(sym_id, PrimIDs):
+        return None
+    return OP_TABLE.get(sym_id)
+
+
+def is_view(bsym) -> bool:
+    return bsym.sym.id in VIEW_IDS
+
+
+def is_copy(bsym) -> bool:
+    return bsym.sym.id == COPY_ID
+
+
+def is_update_aliases(bsym) -> bool:
+    return bsym.sym.id == UPDATE_ALIASES_ID
+
+
+__all__ = ["OpInfo", "OP_TABLE", "op_info", "is_view", "is_copy", "is_update_aliases", "math"]
