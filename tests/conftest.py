@@ -1,0 +1,3 @@
+import warnings
+
+warnings.filterwarnings("ignore", message="transformer_engine module not found")

@@ -1,0 +1,65 @@
+import pytest
+import torch
+
+import fusion_alias
+
+
+def test_inplace_on_expanded_view_is_rejected():
+    def fn(a):
+        return a.expand(4, 3).add_(1)
+
+    with pytest.raises(RuntimeError):
+        fn(torch.randn(1, 3))  # eager rejects it ...
+    with pytest.raises(RuntimeError, match="expand|overlap|single memory location"):
+        fusion_alias.jit(fn)(torch.randn(1, 3))  # ... and so do we, by name
+
+
+def test_inplace_on_expanded_input_is_rejected():
+    def fn(a):
+        return a.add_(1)
+
+    x = torch.randn(1, 3)
+    with pytest.raises(RuntimeError):
+        fn(x.expand(4, 3))
+    with pytest.raises(RuntimeError, match="overlap"):
+        fusion_alias.jit(fn)(x.expand(4, 3))
+
+
+def test_unknown_backend_and_schedule():
+    with pytest.raises(ValueError, match="backend"):
+        fusion_alias.jit(lambda a: a, backend="triton")
+    with pytest.raises(ValueError, match="schedule"):
+        fusion_alias.jit(lambda a: a, schedule="random")
+
+
+def test_unsupported_dtype_falls_back_to_torch():
+    def fn(a):
+        a.add_(1)
+        return a * 2
+
+    x = torch.arange(6, dtype=torch.int16)
+    x2 = x.clone()
+    jitted = fusion_alias.jit(fn)
+    out = jitted(x)
+    torch.testing.assert_close(out, fn(x2))
+    torch.testing.assert_close(x, x2)
+    assert len(fusion_alias.regions(jitted)) == 0  # int16 is not an nvFuser dtype: all on torch
+
+
+def test_unsupported_op_stays_outside_regions():
+    def fn(a, b):
+        a.tanh_()
+        c = a @ b  # matmul is not in the op table
+        a.add_(c)
+        return a * 2
+
+    x, y = torch.randn(4, 4), torch.randn(4, 4)
+    x2, y2 = x.clone(), y.clone()
+    jitted = fusion_alias.jit(fn)
+    out = jitted(x, y)
+    torch.testing.assert_close(out, fn(x2, y2))
+    torch.testing.assert_close(x, x2)
+    import thunder
+
+    names = [b.sym.name for b in thunder.last_traces(jitted)[-1].bound_symbols]
+    assert any("matmul" in n for n in names)
