@@ -268,15 +268,23 @@ def replay_view(t: torch.Tensor, steps) -> torch.Tensor:
 
 
 def describe(spec, source: str) -> str:
-    """A region's definition text annotated with its alias groups."""
-    names = {p.name: f"T{i}" for i, p in enumerate(p for p in spec.inputs)}
+    """A region's definition text annotated with its alias groups and write-backs.
+
+    Inputs are named as the definition names them (``T0``, ``T1``, ... in
+    definition order) next to the trace's proxy names.
+    """
+    tensor_index = {}
+    for p in spec.inputs:
+        if hasattr(p, "shape"):
+            tensor_index[p.name] = len(tensor_index)
+    label = {n: f"T{tensor_index[n]} ({n})" if n in tensor_index else n for n in tensor_index}
     lines = [source]
-    if spec.alias_groups:
-        for g in spec.alias_groups:
-            lines.append("# alias group: {" + ", ".join(f"{n}" for n in g) + "}  (may share memory)")
-    else:
+    for g in spec.alias_groups:
+        lines.append("# alias group: {" + ", ".join(label.get(n, n) for n in g) + "} may share memory")
+    if not spec.alias_groups:
         lines.append("# alias groups: none (no two inputs share memory)")
     for i in spec.writebacks:
         b = spec.bsyms[i]
-        lines.append(f"# write-back: {b.args[0].name if hasattr(b.args[0], 'name') else b.args[0]} -> {b.args[1].name}")
+        src = getattr(b.args[0], "name", b.args[0])
+        lines.append(f"# write-back: {src} -> {label.get(b.args[1].name, b.args[1].name)}")
     return "\n".join(lines)
