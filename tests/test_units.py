@@ -1,0 +1,191 @@
+"""Unit tests of alias analysis, hazard edges and the partitioner on hand-built traces."""
+
+import pytest
+import thunder.core.devices as devices
+import thunder.core.dtypes as dtypes
+import thunder.core.prims as prims
+from thunder.core.proxies import TensorProxy
+from thunder.core.trace import TraceCtx, tracectx
+
+from fusion_alias.aliasing import analyze
+from fusion_alias.executor import executor
+from fusion_alias.functionalize import substitute_reads
+from fusion_alias.graph import build_graph
+from fusion_alias.partition import partition
+
+
+def make_trace(body, *shapes):
+    """Trace ``body`` (calling prims on proxies a, b, ...) into a TraceCtx."""
+    trc = TraceCtx()
+    with tracectx(trc):
+        args = [
+            TensorProxy(name, shape=shape, dtype=dtypes.float32, device=devices.cpu)
+            for name, shape in zip("abcd", shapes)
+        ]
+        trc.args = args
+        body(*args)
+    return trc
+
+
+def pipeline(trc, input_groups=()):
+    fusible = executor.is_fusible
+    info = analyze(trc.bound_symbols, trc.args, input_groups)
+    bsyms = substitute_reads(trc, trc.bound_symbols, info, fusible)
+    graph = build_graph(bsyms, info, fusible)
+    part = partition(bsyms, graph, fusible)
+    return info, bsyms, graph, part
+
+
+def edge_kinds(graph):
+    return {(u, v): (frozenset(d["kinds"]), d["unsafe"]) for u, v, d in graph.edges(data=True)}
+
+
+# -- alias analysis ----------------------------------------------------------
+
+
+def test_views_and_copy_results_share_family():
+    def body(a):
+        s = prims.slice_prim(a, [0, 0], [1, 1], [1, 1])
+        b = prims.squeeze(s, (0, 1))
+        t = prims.tanh(b)
+        prims.copy_(t, b, grad_enabled=True)
+
+    trc = make_trace(body, (5, 5))
+    info = analyze(trc.bound_symbols, trc.args)
+    names = [o.name for bs in trc.bound_symbols for o in bs.flat_outs]
+    s, b, t, c = names
+    assert info.root[s] == info.root[b] == info.root[c] == "a"
+    assert info.group(c) == info.group("a")
+    assert info.same_view(b, c) and not info.same_view(b, "a")
+    assert info.root[t] == t and info.group(t) != info.group("a")
+    assert info.is_whole("a") and not info.is_whole(b)
+
+
+def test_input_groups_join_families():
+    def body(a, b):
+        prims.copy_(prims.exp(a), a, grad_enabled=True)
+
+    trc = make_trace(body, (5, 5), ())
+    assert analyze(trc.bound_symbols, trc.args, [["a", "b"]]).group("b") == analyze(
+        trc.bound_symbols, trc.args, [["a", "b"]]
+    ).group("a")
+    info = analyze(trc.bound_symbols, trc.args)
+    assert info.group("b") != info.group("a")
+
+
+def test_shallow_copy_is_the_same_view():
+    def body(a):
+        prims.shallow_copy(a)
+
+    trc = make_trace(body, (5, 5))
+    info = analyze(trc.bound_symbols, trc.args)
+    out = trc.bound_symbols[0].output.name
+    assert info.same_view(out, "a") and info.is_whole(out)
+
+
+# -- hazard edges --------------------------------------------------------------
+
+
+def test_raw_war_waw_edges_between_aliased_inputs():
+    def body(a, b):
+        t0 = prims.exp(a)  # 0: read a
+        prims.copy_(t0, a, grad_enabled=True)  # 1: write a
+        t2 = prims.tanh(b)  # 2: read b (overlaps a) after the write: raw
+        prims.copy_(t2, b, grad_enabled=True)  # 3: write b: waw with 1
+
+    trc = make_trace(body, (5, 5), ())
+    info, bsyms, graph, part = pipeline(trc, [["a", "b"]])
+    kinds = edge_kinds(graph)
+    assert kinds[(0, 1)] == (frozenset({"data", "war"}), False)  # exp(a) -> copy_(., a): safe
+    assert kinds[(1, 2)] == (frozenset({"raw"}), True)
+    assert kinds[(1, 3)][0] >= {"waw"} and kinds[(1, 3)][1] is True
+    assert len(part.regions) == 2
+
+
+def test_independent_read_before_write_is_unsafe_war():
+    def body(a):
+        s = prims.sum(a, (0, 1))  # 0: a reduction reads a
+        t = prims.exp(a)  # 1
+        prims.copy_(t, a, grad_enabled=True)  # 2: write a, not fed by the reduction
+
+    trc = make_trace(body, (5, 5))
+    info, bsyms, graph, part = pipeline(trc)
+    kinds = edge_kinds(graph)
+    assert kinds[(0, 2)] == (frozenset({"war"}), True)
+    assert kinds[(1, 2)] == (frozenset({"data", "war"}), False)
+    assert part.stage[0] < part.stage[2]
+
+
+def test_covering_writes_coalesce():
+    def body(a):
+        t0 = prims.exp(a)
+        t1 = prims.copy_(t0, a, grad_enabled=True)
+        t2 = prims.add(t1, 1.0)  # reads the copy_ result: substituted to t0
+        prims.copy_(t2, a, grad_enabled=True)
+
+    trc = make_trace(body, (4,))
+    info, bsyms, graph, part = pipeline(trc)
+    assert bsyms[2].args[0].name == bsyms[0].output.name  # read substituted
+    assert graph.edges[1, 3]["unsafe"] is False  # waw to the same view: coalesced
+    assert len(part.regions) == 1
+
+
+def test_partial_write_then_whole_read_is_cut():
+    def body(a):
+        s = prims.slice_prim(a, [0], [2], [1])  # 0 (names memory: stays outside regions)
+        t = prims.neg(s)  # 1
+        prims.copy_(t, s, grad_enabled=True)  # 2 writes a[0:2]
+        prims.mul(a, 2.0)  # 3 reads all of a: must see the write
+
+    trc = make_trace(body, (4,))
+    info, bsyms, graph, part = pipeline(trc)
+    assert graph.edges[2, 3]["unsafe"] is True
+    assert part.stage[3] > part.stage[2]
+    kinds = [k for k, _ in part.items]
+    assert kinds[0] == "node"  # the slice naming the destination runs on torch first
+
+
+# -- substitution ----------------------------------------------------------------
+
+
+def test_view_of_written_root_is_replayed():
+    def body(a):
+        s = prims.slice_prim(a, [0], [2], [1])  # view made before the write
+        t0 = prims.exp(a)
+        prims.copy_(t0, a, grad_enabled=True)
+        prims.neg(s)  # reads a[0:2] after the write
+
+    trc = make_trace(body, (4,))
+    info, bsyms, graph, part = pipeline(trc)
+    neg = bsyms[-1]
+    replay = bsyms[-2]
+    assert replay.sym.id is prims.PrimIDs.SLICE and replay.args[0].name == bsyms[1].output.name
+    assert neg.args[0].name == replay.output.name
+    assert len(part.regions) == 1
+
+
+def test_write_through_other_alias_blocks_substitution():
+    def body(a, b):
+        t0 = prims.exp(a)
+        prims.copy_(t0, a, grad_enabled=True)
+        prims.copy_(prims.tanh(b), b, grad_enabled=True)  # b overlaps a
+        prims.sin(a)  # cannot be rewritten to t0: b's write changed a
+
+    trc = make_trace(body, (5, 5), ())
+    info, bsyms, graph, part = pipeline(trc, [["a", "b"]])
+    assert bsyms[-1].args[0].name == "a"
+    assert len(part.regions) == 3
+
+
+def test_ignore_hazards_puts_everything_in_one_region():
+    def body(a, b):
+        prims.copy_(prims.exp(a), a, grad_enabled=True)
+        prims.copy_(prims.tanh(b), b, grad_enabled=True)
+        prims.sin(a)
+
+    trc = make_trace(body, (5, 5), ())
+    fusible = executor.is_fusible
+    info = analyze(trc.bound_symbols, trc.args, [["a", "b"]])
+    bsyms = substitute_reads(trc, trc.bound_symbols, info, fusible)
+    graph = build_graph(bsyms, info, fusible)
+    assert len(partition(bsyms, graph, fusible, ignore_hazards=True).regions) == 1
