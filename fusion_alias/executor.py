@@ -39,9 +39,18 @@ class AliasInputError(RuntimeError):
 
 
 @dataclass
+class Prepared:
+    bsyms: list
+    info: AliasInfo
+    graph: object
+    tensor_inputs: list
+    seconds: dict
+
+
+@dataclass
 class _RegionMeta:
     alias_groups: list[list[str]]
-    same_view: object
+    view_key: object
     backend: str
     schedule: str
 
@@ -101,22 +110,36 @@ class FusionAliasExecutor(FusionExecutor):
         return ops.op_info(bsym) is not None and self.can_execute(bsym)
 
     # -- the pass -----------------------------------------------------------
-    def fusion_pass(self, trace: TraceCtx) -> TraceCtx:
-        start = time.perf_counter()
+    def prepare(self, trace: TraceCtx, input_groups=None) -> Prepared:
+        """Everything before partitioning: flattened, substituted bsyms, alias info, graph.
+
+        ``input_groups`` (lists of input names that may overlap) overrides
+        what the compile context says; benchmarks pass it for synthetic traces.
+        """
         ctx = context.current()
         flat: list[BoundSymbol] = []
         for b in trace.bound_symbols:
             flat.extend(self._flatten(b))
         flat, alias_facts = _drop_update_aliases(flat)
-
         tensor_inputs = [a for a in trace.args if isinstance(a, TensorProxy)]
-        input_groups, actual = _input_groups(trace, ctx, tensor_inputs)
+        actual: dict = {}
+        if input_groups is None:
+            input_groups, actual = _input_groups(trace, ctx, tensor_inputs)
+        t0 = time.perf_counter()
         info = analyze(flat, tensor_inputs, list(input_groups) + alias_facts)
         _check_writes(flat, info, actual)
-
         bsyms = substitute_reads(trace, flat, info, self.is_fusible)
         bsyms = _dce(bsyms, trace)
+        t1 = time.perf_counter()
         graph = build_graph(bsyms, info, self.is_fusible)
+        t2 = time.perf_counter()
+        return Prepared(bsyms, info, graph, tensor_inputs, {"analysis": t1 - t0, "graph": t2 - t1})
+
+    def fusion_pass(self, trace: TraceCtx) -> TraceCtx:
+        start = time.perf_counter()
+        ctx = context.current()
+        prep = self.prepare(trace)
+        bsyms, info, graph, tensor_inputs = prep.bsyms, prep.info, prep.graph, prep.tensor_inputs
         part = partition(bsyms, graph, self.is_fusible, ignore_hazards=ctx.ignore_hazards)
 
         new_trace = from_trace(trace)
@@ -137,7 +160,7 @@ class FusionAliasExecutor(FusionExecutor):
             inputs, outputs = _region_io(region_bsyms, pos, consumers)
             groups = _region_alias_groups(inputs, info)
             self._regions[_region_key(region_bsyms)] = _RegionMeta(
-                groups, info.same_view, resolve_backend(ctx.backend, device), ctx.schedule
+                groups, lambda n, keys=info.view_key: keys.get(n, ("unknown", n)), resolve_backend(ctx.backend, device), ctx.schedule
             )
             region = _Region(inputs=inputs, outputs=outputs, bound_symbols=region_bsyms)
             out_bsyms.append(self.fuse(region, counter))
@@ -159,7 +182,7 @@ class FusionAliasExecutor(FusionExecutor):
             ctx = context.current()
             meta = _RegionMeta([names] if len(names) > 1 else [], None, resolve_backend(ctx.backend), ctx.schedule)
         name = f"FusionAlias{fusion_counter}"
-        spec = plan_region(name, bsyms, inputs, outputs, meta.alias_groups, meta.same_view)
+        spec = plan_region(name, bsyms, inputs, outputs, meta.alias_groups, meta.view_key)
         fn = make_callable(spec, meta.backend, meta.schedule)
         sym = Symbol(name, meta=None, is_fusion=True, executor=self)
         return BoundSymbol(sym, tuple(inputs), {}, list(outputs), bsyms, _call_ctx={name: fn})

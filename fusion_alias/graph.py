@@ -55,15 +55,19 @@ def memory_writes(bsym: BoundSymbol, opaque: bool) -> list[TensorProxy]:
     return []
 
 
-def _pointwise_ancestors(idx: int, bsyms, producer_idx: dict[str, int], shape) -> set[int]:
-    """Nodes feeding ``bsyms[idx]``'s source through same-shape elementwise ops."""
+def _pointwise_ancestors(idx: int, bsyms, producer_idx: dict[str, int], shape, floor: int) -> set[int]:
+    """Nodes after ``floor`` feeding ``bsyms[idx]``'s source through same-shape elementwise ops.
+
+    Only nodes after ``floor`` (the group's previous write) can be the reads in
+    question, so the walk never goes further back: linear over a trace.
+    """
     seen: set[int] = set()
     src = bsyms[idx].args[0]
     stack = [src] if isinstance(src, TensorProxy) else []
     while stack:
         p = stack.pop()
         j = producer_idx.get(p.name)
-        if j is None or j in seen:
+        if j is None or j in seen or j <= floor:
             continue
         b = bsyms[j]
         if b.sym.id not in ops.ELEMENTWISE_IDS or tuple(p.shape) != tuple(shape):
@@ -128,7 +132,8 @@ def build_graph(
                 safe = False
                 if not opaque and ops.is_copy(b) and info.same_view(p.name, d.name):
                     if ancestors is None:
-                        ancestors = _pointwise_ancestors(i, bsyms, producer_idx, d.shape)
+                        floor = w if w is not None else -1
+                        ancestors = _pointwise_ancestors(i, bsyms, producer_idx, d.shape, floor)
                     safe = r in ancestors and tuple(p.shape) == tuple(d.shape)
                 add(r, i, "war", unsafe=not safe)
             last_write[grp] = i

@@ -60,22 +60,25 @@ def plan_region(
     inputs: Sequence[Proxy],
     outputs: Sequence[Proxy],
     alias_groups: Sequence[Sequence[str]],
-    same_view=None,
+    view_key=None,
 ) -> RegionSpec:
     """Decide write-backs and output kinds.
 
-    ``same_view(d1, d2)`` tells whether two destination names are the same
-    view of memory (from the global alias analysis); without it only equal
-    names are, and no write is coalesced away unless it targets the same name.
+    ``view_key(name)`` identifies the view of memory a destination names (from
+    the global alias analysis: equal keys, same elements); without it each
+    name is its own view, and only writes to the same name are coalesced.
     """
-    same_view = same_view or (lambda a, b: a == b)
+    view_key = view_key or (lambda name: name)
     copies = [i for i, b in enumerate(bsyms) if ops.is_copy(b)]
     # Coalesce: a write is dropped when a later write of the region targets the same view.
     writebacks = []
-    for pos, i in enumerate(copies):
-        d = bsyms[i].args[1].name
-        if not any(same_view(d, bsyms[j].args[1].name) for j in copies[pos + 1 :]):
+    later_views: set = set()
+    for i in reversed(copies):
+        key = view_key(bsyms[i].args[1].name)
+        if key not in later_views:
             writebacks.append(i)
+            later_views.add(key)
+    writebacks.reverse()
 
     produced_by = {}
     for b in bsyms:
