@@ -52,6 +52,7 @@ class RegionSpec:
     output_kind: dict[str, str] = field(default_factory=dict)  # name -> fresh|dst|view
     view_chain: dict[str, tuple[str, list[BoundSymbol]]] = field(default_factory=dict)
     final_src: dict[str, Proxy] = field(default_factory=dict)  # "final" outputs -> value
+    extra_outputs: list[Proxy] = field(default_factory=list)  # bases of views, not trace outputs
 
 
 def plan_region(
@@ -87,16 +88,6 @@ def plan_region(
                 produced_by[o.name] = b
     input_names = {p.name for p in inputs}
 
-    def chain_from_input(p: Proxy):
-        steps = []
-        while p.name not in input_names:
-            b = produced_by.get(p.name)
-            if b is None or not ops.is_view(b):
-                return None
-            steps.append(b)
-            p = b.args[0]
-        return p.name, list(reversed(steps))
-
     # Last write of each destination produced inside the region (no write-back: its
     # final value becomes a fresh output that both the destination's name and the
     # copy_ results stand for).
@@ -107,24 +98,42 @@ def plan_region(
             internal_final[d.name] = bsyms[i].args[0]
     writebacks = [i for i in writebacks if bsyms[i].args[1].name in input_names]
 
-    kinds, chains, finals = {}, {}, {}
-    for o in outputs:
-        b = produced_by.get(o.name)
-        if b is not None and ops.is_copy(b):
-            d = b.args[1].name
-            if d in input_names:
-                kinds[o.name], chains[o.name] = "view", (d, [])
+    def memory_base(p: Proxy) -> tuple[str, list[BoundSymbol]]:
+        """The tensor whose memory ``p`` names, and the view prims from it to ``p``."""
+        steps, name = [], p.name
+        while name not in input_names:
+            b = produced_by.get(name)
+            if b is not None and ops.is_view(b):
+                steps.append(b)
+                name = b.args[0].name
+            elif b is not None and ops.is_copy(b):
+                name = b.args[1].name  # a copy_ result is its destination's memory
             else:
-                kinds[o.name], finals[o.name] = "final", internal_final[d]
-            continue
-        if o.name in internal_final:
-            kinds[o.name], finals[o.name] = "final", internal_final[o.name]
-            continue
-        chain = chain_from_input(o) if isinstance(o, TensorProxy) else None
-        if chain is not None:
-            kinds[o.name], chains[o.name] = "view", chain
+                break
+        return name, list(reversed(steps))
+
+    kinds, chains, finals, extra = {}, {}, {}, []
+    output_names = {o.name for o in outputs}
+
+    def materialize(name: str, proxy: Proxy | None) -> None:
+        if name in internal_final:
+            kinds[name], finals[name] = "final", internal_final[name]
         else:
+            kinds[name] = "fresh"
+        if name not in output_names and proxy is not None:
+            extra.append(proxy)
+
+    for o in outputs:
+        if not isinstance(o, TensorProxy):
             kinds[o.name] = "fresh"
+            continue
+        base, steps = memory_base(o)
+        if base == o.name and base not in input_names:
+            materialize(base, None)
+        else:
+            kinds[o.name], chains[o.name] = "view", (base, steps)
+            if base not in input_names and base not in kinds:
+                materialize(base, _proxy_named(bsyms, base))
     return RegionSpec(
         name=name,
         inputs=list(inputs),
@@ -135,7 +144,62 @@ def plan_region(
         output_kind=kinds,
         view_chain=chains,
         final_src=finals,
+        extra_outputs=extra,
     )
+
+
+def _proxy_named(bsyms, name):
+    for b in bsyms:
+        for o in b.flat_outs:
+            if isinstance(o, Proxy) and o.name == name:
+                return o
+    return None
+
+
+def emitted_outputs(spec: RegionSpec) -> list[str]:
+    """Names whose values ``define_region`` adds as plain fusion outputs, in order."""
+    names, seen_src = [], set()
+    for o in list(spec.outputs) + list(spec.extra_outputs):
+        kind = spec.output_kind.get(o.name)
+        if kind == "fresh":
+            names.append(o.name)
+        elif kind == "final" and spec.final_src[o.name].name not in seen_src:
+            seen_src.add(spec.final_src[o.name].name)
+            names.append(o.name)
+    return names
+
+
+def assemble_outputs(spec: RegionSpec, inputs: dict, emitted: Sequence) -> tuple:
+    """The region's results from its input tensors and its plain fusion outputs.
+
+    ``emitted`` holds the values of ``emitted_outputs(spec)``, in order. Views
+    (and copy_ results) are replayed with torch on the tensor whose memory they
+    name, after the fusion ran: an input, or a tensor the region returns.
+    """
+    import torch
+
+    from fusion_alias.backends.reference import replay_view
+
+    input_storages = {t.untyped_storage().data_ptr() for t in inputs.values() if isinstance(t, torch.Tensor)}
+    values: dict[str, object] = {}
+    by_src: dict[str, object] = {}
+    for name, v in zip(emitted_outputs(spec), emitted):
+        if isinstance(v, torch.Tensor) and v.untyped_storage().data_ptr() in input_storages:
+            v = v.clone()  # a fresh output must not share memory with an input
+        values[name] = v
+        if spec.output_kind[name] == "final":
+            by_src[spec.final_src[name].name] = v
+    for o in list(spec.outputs) + list(spec.extra_outputs):
+        if spec.output_kind[o.name] == "final" and o.name not in values:
+            values[o.name] = by_src[spec.final_src[o.name].name]
+    results = []
+    for o in spec.outputs:
+        if spec.output_kind[o.name] == "view":
+            base, steps = spec.view_chain[o.name]
+            results.append(replay_view(inputs[base] if base in inputs else values[base], steps))
+        else:
+            results.append(values[o.name])
+    return tuple(results)
 
 
 _DTYPE_NAMES = {
@@ -230,14 +294,11 @@ def define_region(fd, spec: RegionSpec, DataType) -> dict[str, object]:
     for i in spec.writebacks:
         src, dst = spec.bsyms[i].args[0], spec.bsyms[i].args[1]
         fd.add_output(val(src), alias_input=env[dst.name])
-    emitted = set()
-    for o in spec.outputs:
-        kind = spec.output_kind.get(o.name)
-        if kind == "fresh":
-            fd.add_output(env[o.name])
-        elif kind == "final" and spec.final_src[o.name].name not in emitted:
-            emitted.add(spec.final_src[o.name].name)
-            fd.add_output(val(spec.final_src[o.name]))
+    for name in emitted_outputs(spec):
+        if spec.output_kind[name] == "final":
+            fd.add_output(val(spec.final_src[name]))
+        else:
+            fd.add_output(env[name])
     return env
 
 

@@ -221,41 +221,29 @@ class ReferenceFusion:
         self.env_map = define_region(self.fd, spec, RecordedDataType)
 
     def __call__(self, *args):
+        from fusion_alias.lowering import assemble_outputs, emitted_outputs
+
         spec = self.spec
         env = run_recorded(self.fd, list(args), self.schedule)
-        by_name = {p.name: a for p, a in zip(spec.inputs, args)}
-        input_storages = {a.untyped_storage().data_ptr() for a in args if isinstance(a, torch.Tensor)}
-        finals: dict[str, torch.Tensor] = {}
-        results = []
-        for o in spec.outputs:
-            kind = spec.output_kind[o.name]
-            if kind == "view":
-                base, steps = spec.view_chain[o.name]
-                results.append(replay_view(by_name[base], steps))
-                continue
-            if kind == "final":
-                src = spec.final_src[o.name]
-                if src.name not in finals:
-                    finals[src.name] = _fresh(_lookup(env, self.env_map, src), input_storages)
-                results.append(finals[src.name])
-                continue
-            results.append(_fresh(env[self.env_map[o.name].index], input_storages))
-        return tuple(results)
+        inputs = {p.name: a for p, a in zip(spec.inputs, args)}
+        emitted = []
+        for name in emitted_outputs(spec):
+            src = spec.final_src[name] if spec.output_kind[name] == "final" else None
+            emitted.append(_lookup(env, self.env_map, src if src is not None else _Named(name)))
+        return assemble_outputs(spec, inputs, emitted)
 
     def __repr__(self):
         return describe(self.spec, self.fd.to_source(self.spec.name))
 
 
+class _Named:
+    def __init__(self, name):
+        self.name = name
+
+
 def _lookup(env, env_map, proxy):
     rv = env_map.get(proxy.name) if hasattr(proxy, "name") else proxy
     return env[rv.index] if isinstance(rv, RecordedValue) else rv
-
-
-def _fresh(v, input_storages):
-    """A fresh output must not share memory with an input (torch may return one)."""
-    if isinstance(v, torch.Tensor) and v.untyped_storage().data_ptr() in input_storages:
-        return v.clone()
-    return v
 
 
 def replay_view(t: torch.Tensor, steps) -> torch.Tensor:
