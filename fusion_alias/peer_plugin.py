@@ -19,7 +19,10 @@ to ``fusion_alias.jit(fn, backend="reference", schedule=<--fusion-alias-schedule
 dropping ``executors`` (fusion_alias always uses ``[fusion_alias.executor]`` and Thunder
 appends torch and python) and a caller's ``skip_inplace_alias_updates`` (fusion_alias
 always sets it). Other options (``disable_inplace_copy_check``, ``transforms``, ...)
-are passed on. Calls that name another executor (nvFuser, torch.compile) or already
+are passed on. thunderfx's per-graph calls (``fn`` a ``torch.fx.GraphModule``) instead get
+the real ``thunder.jit(fn, executors=[fusion_alias.executor], **kw)``: thunderfx's splitter
+needs thunder.jit's own result, an ``nn.Module``, which ``fusion_alias.jit`` does not return.
+Calls that name another executor (nvFuser, torch.compile) or already
 name ``fusion_alias.executor`` (fusion_alias's own ``thunder.jit`` call) go to the
 real ``thunder.jit`` untouched; the shim is not recursive.
 
