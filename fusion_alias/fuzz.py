@@ -553,7 +553,7 @@ class _Gen:
                 reads = (x, y) if self._is_var(y) else (x,)
         elif kind == "fill":
             # Thunder 0.2.6 has no Tensor.fill_: keep it, but rarer than zero_()
-            e = f"{x}.fill_({rng.choice(CONSTANTS)})" if rng.random() < 0.3 else f"{x}.zero_()"
+            e = f"{x}.fill_({rng.choice(CONSTANTS)})" if rng.random() < 0.15 else f"{x}.zero_()"
             reads = ()
         else:  # setitem: a full statement, no result
             idx = _index_expr(rng, self.shape(x))
