@@ -70,7 +70,7 @@ class AliasSpecializedFunction:
     # thunder.last_traces / compile_stats / compile_data look these up
     @property
     def _lc_cs(self):
-        return None if self._last is None else self._last._lc_cs
+        return None if self._last is None else _SummedStats(self._last._lc_cs, list(self._by_structure.values()))
 
     @property
     def _lc_cd(self):
@@ -84,6 +84,21 @@ class AliasSpecializedFunction:
     def compiled_structures(self) -> int:
         """How many input alias structures have been compiled for."""
         return len(self._by_structure)
+
+
+class _SummedStats:
+    """The last program's compile stats, with call and cache counters summed over all programs."""
+
+    _SUMMED = ("cache_hits", "cache_misses", "calls")
+
+    def __init__(self, last, jitted):
+        self._last = last
+        self._all = [j._lc_cs for j in jitted]
+
+    def __getattr__(self, name):
+        if name in self._SUMMED:
+            return sum(getattr(cs, name) for cs in self._all)
+        return getattr(self._last, name)
 
 
 def jit(fn, *, backend: str = "auto", schedule: str = "reads-first", unsafe_ignore_hazards: bool = False, **thunder_options):

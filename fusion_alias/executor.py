@@ -184,7 +184,9 @@ class FusionAliasExecutor(FusionExecutor):
         name = f"FusionAlias{fusion_counter}"
         spec = plan_region(name, bsyms, inputs, outputs, meta.alias_groups, meta.view_key)
         fn = make_callable(spec, meta.backend, meta.schedule)
-        sym = Symbol(name, meta=None, is_fusion=True, executor=self)
+        # A region that only writes returns nothing anyone reads: keep it from DCE.
+        tags = (prims.OpTags.DONT_DCE,) if spec.writebacks else ()
+        sym = Symbol(name, meta=None, is_fusion=True, executor=self, tags=tags)
         return BoundSymbol(sym, tuple(inputs), {}, list(outputs), bsyms, _call_ctx={name: fn})
 
 
@@ -304,6 +306,11 @@ def _check_writes(bsyms, info: AliasInfo, actual: dict) -> None:
                     )
         root = info.root.get(dst.name)
         t = actual.get(root)
+        if t is not None and t.is_leaf and t.requires_grad and torch.is_grad_enabled():
+            raise AliasInputError(
+                f"fusion_alias: in-place write into input {root}: a leaf Variable that requires grad "
+                "is being used in an in-place operation (eager PyTorch rejects this too)"
+            )
         if t is not None and torch._debug_has_internal_overlap(t) == 1:
             raise AliasInputError(
                 f"fusion_alias: in-place write into input {root}, whose elements overlap each other "

@@ -49,10 +49,12 @@ class RegionSpec:
     bsyms: list[BoundSymbol]
     alias_groups: list[list[str]]  # region input names that may share memory (≥2 each)
     writebacks: list[int] = field(default_factory=list)  # indices of copy_ bsyms written back
+    writeback_dst: dict[int, str] = field(default_factory=dict)  # ... and the input each lands in
     output_kind: dict[str, str] = field(default_factory=dict)  # name -> fresh|dst|view
     view_chain: dict[str, tuple[str, list[BoundSymbol]]] = field(default_factory=dict)
     final_src: dict[str, Proxy] = field(default_factory=dict)  # "final" outputs -> value
     extra_outputs: list[Proxy] = field(default_factory=list)  # bases of views, not trace outputs
+    final_dst: dict[str, str] = field(default_factory=dict)  # "final" outputs -> the tensor written
 
 
 def plan_region(
@@ -91,12 +93,21 @@ def plan_region(
     # Last write of each destination produced inside the region (no write-back: its
     # final value becomes a fresh output that both the destination's name and the
     # copy_ results stand for).
+    def dst_base(name: str) -> str:
+        # ``x.add_(1).mul_(2)`` writes into the first copy_'s result: that is x's memory
+        while name not in input_names and name in produced_by and ops.is_copy(produced_by[name]):
+            name = produced_by[name].args[1].name
+        return name
+
     internal_final: dict[str, Proxy] = {}
+    final_dst: dict[str, str] = {}
+    writeback_dst: dict[int, str] = {}
     for i in copies:
-        d = bsyms[i].args[1]
-        if d.name not in input_names:
-            internal_final[d.name] = bsyms[i].args[0]
-    writebacks = [i for i in writebacks if bsyms[i].args[1].name in input_names]
+        d = dst_base(bsyms[i].args[1].name)
+        writeback_dst[i] = d
+        if d not in input_names:
+            internal_final[d] = bsyms[i].args[0]
+    writebacks = [i for i in writebacks if writeback_dst[i] in input_names]
 
     def memory_base(p: Proxy) -> tuple[str, list[BoundSymbol]]:
         """The tensor whose memory ``p`` names, and the view prims from it to ``p``."""
@@ -118,6 +129,7 @@ def plan_region(
     def materialize(name: str, proxy: Proxy | None) -> None:
         if name in internal_final:
             kinds[name], finals[name] = "final", internal_final[name]
+            final_dst[name] = name
         else:
             kinds[name] = "fresh"
         if name not in output_names and proxy is not None:
@@ -141,10 +153,12 @@ def plan_region(
         bsyms=list(bsyms),
         alias_groups=[list(g) for g in alias_groups],
         writebacks=writebacks,
+        writeback_dst={i: writeback_dst[i] for i in writebacks},
         output_kind=kinds,
         view_chain=chains,
         final_src=finals,
         extra_outputs=extra,
+        final_dst=final_dst,
     )
 
 
@@ -184,8 +198,10 @@ def assemble_outputs(spec: RegionSpec, inputs: dict, emitted: Sequence) -> tuple
     values: dict[str, object] = {}
     by_src: dict[str, object] = {}
     for name, v in zip(emitted_outputs(spec), emitted):
-        if isinstance(v, torch.Tensor) and v.untyped_storage().data_ptr() in input_storages:
-            v = v.clone()  # a fresh output must not share memory with an input
+        if isinstance(v, torch.Tensor) and (
+            v.untyped_storage().data_ptr() in input_storages or torch._debug_has_internal_overlap(v) == 1
+        ):
+            v = v.clone(memory_format=torch.contiguous_format)  # fresh: own memory, writable
         values[name] = v
         if spec.output_kind[name] == "final":
             by_src[spec.final_src[name].name] = v
@@ -291,12 +307,23 @@ def define_region(fd, spec: RegionSpec, DataType) -> dict[str, object]:
             raise NotImplementedError(f"fusion_alias: no lowering for {b.sym.name}")
         env[b.output.name] = out
 
+    shapes = {p.name: tuple(p.shape) for b in spec.bsyms for p in b.flat_args + b.flat_outs if isinstance(p, TensorProxy)}
+
+    def shaped(src, dst_name: str):
+        """The written value at the destination's shape (``copy_`` broadcasts its source)."""
+        v = val(src)
+        want = shapes.get(dst_name)
+        have = tuple(src.shape) if isinstance(src, TensorProxy) else ()
+        if want is None or have == want:
+            return v
+        offset = len(want) - len(have)
+        return fd.ops.broadcast_in_dim(v, shape=list(want), broadcast_dims=list(range(offset, len(want))))
+
     for i in spec.writebacks:
-        src, dst = spec.bsyms[i].args[0], spec.bsyms[i].args[1]
-        fd.add_output(val(src), alias_input=env[dst.name])
+        fd.add_output(shaped(spec.bsyms[i].args[0], spec.writeback_dst[i]), alias_input=env[spec.writeback_dst[i]])
     for name in emitted_outputs(spec):
         if spec.output_kind[name] == "final":
-            fd.add_output(val(spec.final_src[name]))
+            fd.add_output(shaped(spec.final_src[name], spec.final_dst[name]))
         else:
             fd.add_output(env[name])
     return env

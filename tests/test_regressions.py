@@ -63,3 +63,47 @@ def test_view_of_fresh_tensor_sees_later_write(schedule):
     _check(view_of_fresh_then_write, make, schedule)
     v, c = fusion_alias.jit(view_of_fresh_then_write)(torch.randn(3, 4))
     assert v.data_ptr() == c.data_ptr()  # the view is a view of the returned tensor, as in eager
+
+
+@pytest.mark.parametrize("schedule", ["reads-first", "writes-first"])
+def test_chained_inplace_writes_back_to_the_input(schedule):
+    # peer suite test_chained_inplace; fuzz seed 1 #41, #64, #88, #100
+    def fn(x):
+        x.add_(1).mul_(2)
+        return x
+
+    x = torch.zeros(2, 3)
+    out = fusion_alias.jit(fn, schedule=schedule)(x)
+    torch.testing.assert_close(x, torch.full((2, 3), 2.0))
+    assert out.data_ptr() == x.data_ptr()
+
+
+@pytest.mark.parametrize("schedule", ["reads-first", "writes-first"])
+def test_broadcasting_copy_into_region_made_tensor(schedule):
+    # fuzz seed 1 #4: t0 = -b; t0.copy_(a) with a 0-d
+    def fn(a, b):
+        t0 = -b
+        t0.copy_(a)
+        return t0
+
+    a, b = torch.tensor(0.5), torch.randn(6)
+    torch.testing.assert_close(fusion_alias.jit(fn, schedule=schedule)(a, b), fn(a, b))
+
+
+def test_leaf_requiring_grad_written_in_place_is_rejected():
+    def fn(x):
+        x.add_(1)
+        return x * 2
+
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        fusion_alias.jit(fn)(torch.zeros(2, 2, requires_grad=True))
+
+
+def test_cache_counters_sum_over_alias_structures():
+    import thunder
+
+    j = fusion_alias.jit(lambda a, b: a.exp_() + b.tanh_())
+    a, b = torch.randn(2, 2), torch.randn(2, 2)
+    j(a, a)
+    j(a, b)
+    assert (thunder.cache_hits(j), thunder.cache_misses(j)) == (0, 2)

@@ -221,29 +221,23 @@ class ReferenceFusion:
         self.env_map = define_region(self.fd, spec, RecordedDataType)
 
     def __call__(self, *args):
-        from fusion_alias.lowering import assemble_outputs, emitted_outputs
+        from fusion_alias.lowering import assemble_outputs
 
         spec = self.spec
         env = run_recorded(self.fd, list(args), self.schedule)
         inputs = {p.name: a for p, a in zip(spec.inputs, args)}
-        emitted = []
-        for name in emitted_outputs(spec):
-            src = spec.final_src[name] if spec.output_kind[name] == "final" else None
-            emitted.append(_lookup(env, self.env_map, src if src is not None else _Named(name)))
+        # plain fusion outputs, in the order define_region added them (emitted_outputs)
+        emitted = [
+            _value(env, c.args[0]) for c in self.fd.calls if c.op == "add_output" and "alias_input" not in c.kwargs
+        ]
         return assemble_outputs(spec, inputs, emitted)
 
     def __repr__(self):
         return describe(self.spec, self.fd.to_source(self.spec.name))
 
 
-class _Named:
-    def __init__(self, name):
-        self.name = name
-
-
-def _lookup(env, env_map, proxy):
-    rv = env_map.get(proxy.name) if hasattr(proxy, "name") else proxy
-    return env[rv.index] if isinstance(rv, RecordedValue) else rv
+def _value(env, x):
+    return env[x.index] if isinstance(x, RecordedValue) else x
 
 
 def replay_view(t: torch.Tensor, steps) -> torch.Tensor:
@@ -274,5 +268,6 @@ def describe(spec, source: str) -> str:
     for i in spec.writebacks:
         b = spec.bsyms[i]
         src = getattr(b.args[0], "name", b.args[0])
-        lines.append(f"# write-back: {src} -> {label.get(b.args[1].name, b.args[1].name)}")
+        dst = spec.writeback_dst.get(i, b.args[1].name)
+        lines.append(f"# write-back: {src} -> {label.get(dst, dst)}")
     return "\n".join(lines)
