@@ -1,16 +1,91 @@
-"""The nvFuser backend (CUDA): the region's definition on a real ``nvfuser.FusionDefinition``."""
+"""The nvFuser backend (CUDA): the region's definition on a real ``nvfuser.FusionDefinition``.
+
+:class:`NvFuserFusion` is the callable a fusion bound symbol runs when the
+backend is ``"nvfuser"``. It drives the very same lowering as the reference
+backend (``fusion_alias.lowering.define_region``) on a real
+``nvfuser.FusionDefinition``, through :class:`NvFuserAdapter`, a thin object
+that translates the few places where the lowering's calls and the real API
+differ (see Note [what the adapter translates]).
+
+Importing this module never imports nvFuser, CUDA or Thunder's nvFuser
+executor (``thunder.executors.nvfuserex_impl`` raises on import without CUDA):
+``missing()`` checks CUDA first and imports ``nvfuser`` only where a device
+exists, and nothing here touches Thunder's nvFuser module at all.
+
+Note [which nvFuser module]
+---------------------------
+The pinned wheel (``nvfuser-cu128-torch29``, nvFuser 0.2.35) ships two Python
+front ends: the classic ``nvfuser`` (``nvfuser._C._FusionDefinition``) and the
+newer ``nvfuser_direct``. Thunder 0.2.6 uses ``nvfuser_direct`` for its own
+executor from nvFuser 0.2.34 on, but it also imports ``nvfuser`` itself
+(``compute_contiguity``), so the two coexist in one process. This backend uses
+the classic ``nvfuser``: it is the API ``define_region`` was written against,
+and the only one whose signatures could be checked on a machine without a GPU
+(``import nvfuser_direct`` needs a CUDA driver). nvFuser warns when ``nvfuser``
+is imported after ``nvfuser_direct``; that warning is silenced here.
+
+Note [per-call guard and cache key]
+-----------------------------------
+A definition is built lazily, per input layout: nvFuser bakes each input's
+contiguity and stride order into ``define_tensor``, and checks them again at
+``execute``. Built definitions are keyed by :func:`cache_key`: shapes, strides,
+dtypes and devices of the inputs *and* the region's alias groups, so a
+definition built for one aliasing is never reused for another. Each call first
+runs :func:`check_aliasing`: inputs that the region was compiled to treat as
+independent (in no common alias group) must not share a byte. Only pairs that
+live in the same storage are compared exactly (``fusion_alias.overlap``), so
+the common case costs one storage lookup per tensor. ``fusion_alias.jit``
+already re-specialises on the alias structure of the arguments; the guard is
+the backstop for callers that bypass it (the executor used directly, a tensor
+``set_()`` onto another's storage between calls), and it fails loudly instead
+of letting nvFuser race.
+
+Note [outputs]
+--------------
+``define_region`` adds write-backs first (``add_output(v, alias_input=d)``),
+then the plain outputs listed by ``lowering.emitted_outputs(spec)``. nvFuser
+hides an output aliased to an input when the aliased value was not already a
+fusion output (``Fusion::aliasOutputToInput`` sets ``hide_output``), and
+``execute`` does not return hidden outputs. Thunder's own ``copy_`` translation
+writes ``set(value)`` back for exactly that reason, and so does the adapter,
+so the aliased value is always a fresh, hidden one even when the written value
+is also a plain output or is itself a fusion input. To stay right should an
+nvFuser version return aliased outputs after all, the wrapper takes the *last*
+``len(emitted_outputs)`` results (write-backs come first). Views and ``copy_``
+results are then made by ``lowering.assemble_outputs``: the destination input
+itself, or a view replayed with torch on the tensor whose memory it names.
+
+Note [regions nvFuser does not take]
+------------------------------------
+A region with a slice of step other than 1 (nvFuser slices with step 1 only)
+is never sent to nvFuser, and neither is a call with a CPU tensor that is not
+0-d (nvFuser takes CUDA tensors and CPU scalars only; the executor should not
+route such regions here). Both run on torch through the reference backend
+(``reads-first``, nvFuser's own semantics), correct but unfused, and the
+wrapper's repr says so for the first.
+"""
 
 from __future__ import annotations
 
 import functools
+import warnings
+from collections.abc import Sequence
 
 import torch
+
+# ---------------------------------------------------------------------------
+# Availability
+# ---------------------------------------------------------------------------
 
 
 @functools.cache
 def _nvfuser():
     try:
-        import nvfuser  # noqa: F401
+        with warnings.catch_warnings():
+            # "Be careful! You've imported nvfuser when the nvfuser_direct module is
+            # already imported." Thunder does the same import (Note [which nvFuser module]).
+            warnings.filterwarnings("ignore", message=".*nvfuser_direct.*")
+            import nvfuser  # noqa: F401
 
         return nvfuser
     except Exception:
@@ -36,9 +111,440 @@ def require() -> None:
         raise RuntimeError(f"fusion_alias: backend='nvfuser' cannot run: {why}")
 
 
+# ---------------------------------------------------------------------------
+# Cache key and runtime alias guard (pure functions: they run on any device)
+# ---------------------------------------------------------------------------
+
+
+def input_descriptor(x) -> tuple:
+    """What a built definition depends on for one argument."""
+    if isinstance(x, torch.Tensor):
+        return ("tensor", tuple(x.shape), tuple(x.stride()), x.dtype, x.device.type, x.device.index)
+    return ("scalar", type(x).__name__)
+
+
+def cache_key(spec, args: Sequence) -> tuple:
+    """Key of a built definition: every input's layout plus the region's alias groups."""
+    return (tuple(input_descriptor(a) for a in args), tuple(map(tuple, spec.alias_groups)))
+
+
+def _groups_by_name(spec) -> dict[str, frozenset]:
+    groups: dict[str, set] = {}
+    for gi, g in enumerate(spec.alias_groups):
+        for name in g:
+            groups.setdefault(name, set()).add(gi)
+    return {k: frozenset(v) for k, v in groups.items()}
+
+
+def _layout(t: torch.Tensor) -> str:
+    return f"shape {tuple(t.shape)}, strides {tuple(t.stride())}, storage offset {t.storage_offset()}"
+
+
+def check_aliasing(spec, args: Sequence, groups: dict[str, frozenset] | None = None) -> None:
+    """Raise RuntimeError when two inputs in no common alias group share memory.
+
+    ``groups`` (name -> alias-group indices) may be passed precomputed.
+    """
+    from fusion_alias.overlap import may_overlap
+
+    groups = _groups_by_name(spec) if groups is None else groups
+    by_storage: dict[tuple, list] = {}
+    for p, a in zip(spec.inputs, args):
+        if isinstance(a, torch.Tensor):
+            try:
+                key = (a.device, a.untyped_storage().data_ptr())
+            except Exception:  # no inspectable storage: may_overlap is conservative anyway
+                key = ("uninspectable",)
+            by_storage.setdefault(key, []).append((p.name, a))
+    none: frozenset = frozenset()
+    for bucket in by_storage.values():
+        for i in range(len(bucket)):
+            n1, t1 = bucket[i]
+            g1 = groups.get(n1, none)
+            for n2, t2 in bucket[i + 1 :]:
+                if g1 & groups.get(n2, none):
+                    continue
+                if may_overlap(t1, t2):
+                    raise RuntimeError(
+                        f"fusion_alias: region {spec.name} was compiled assuming its inputs {n1} and {n2} "
+                        f"do not share memory, but at run time they overlap ({n1}: {_layout(t1)}; "
+                        f"{n2}: {_layout(t2)}, same storage). Running it would let nvFuser race or read "
+                        "stale values. Call through fusion_alias.jit (it recompiles per alias structure), "
+                        "or do not re-point tensors (set_(), as_strided) between calls."
+                    )
+
+
+# ---------------------------------------------------------------------------
+# The adapter: define_region's calls -> the real nvFuser API
+# ---------------------------------------------------------------------------
+
+# Note [what the adapter translates]
+# ----------------------------------
+# Checked against nvfuser 0.2.35 (classic front end), whose signatures are
+#   define_tensor(shape, contiguity, dtype, is_cpu, stride_order)
+#   define_scalar(dtype) | define_scalar(value, dtype)
+#   add_output(tensor, alias_input=None)
+#   ops.broadcast_in_dim(arg, shape, broadcast_dims), ops.reshape(arg, new_shape),
+#   ops.slice(arg, start_indices, end_indices, strides), ops.squeeze(arg, dims),
+#   ops.permute(arg, dims), ops.sum/max/min/prod(arg, dims, keepdim, dtype),
+#   ops.full(shape, fill_value, dtype), ops.cast(arg, dtype), ops.where(p, a, b)
+# and the lowering's keyword names match them. What differs:
+# 1. define_tensor: the lowering says every input is contiguous and gives no
+#    stride_order. nvFuser checks both against the real tensor at execute, so
+#    the adapter passes the actual shape, contiguity and stride order
+#    (nvfuser.compute_tensor_descriptor, as Thunder does) and is_cpu.
+# 2. add_output(v, alias_input=d): written as add_output(set(cast(v, dtype(d))),
+#    alias_input=d), like Thunder's copy_ translation: the aliased value must be
+#    a fresh value (hidden from execute's results, not a fusion input, not also
+#    a plain output) and must have the destination's dtype.
+# 3. Reductions (and squeeze) with empty dims: nvFuser rejects or mis-handles
+#    them; Thunder returns the argument. The adapter emits set(arg).
+# 4. where: nvFuser promotes Python-number branches to Double (NVIDIA/Fuser#3816);
+#    Thunder casts the result to the trace's dtype, and so does the adapter.
+# 5. slice with a step other than 1: nvFuser does not support it (Thunder's own
+#    checker refuses it). NvFuserFusion does not send such a region to nvFuser
+#    at all (see ``unsupported_reason``).
+# Keyword arguments are passed positionally, in the order above, so that a
+# renamed keyword in another nvFuser release cannot silently bind wrong.
+
+
+class NvFuserAdapter:
+    """Wraps a real (or recording) FusionDefinition; ``define_region`` drives it.
+
+    ``layouts``: for each tensor input in definition order, ``(shape,
+    contiguity, stride_order, is_cpu)`` of the actual argument.
+    ``where_dtypes``: DataType of each ``where`` result, in trace order.
+    """
+
+    def __init__(self, fd, layouts: Sequence[tuple], DataType, where_dtypes: Sequence = ()):
+        self.fd = fd
+        self.DataType = DataType
+        self._layouts = list(layouts)
+        self._next_layout = 0
+        self._input_dtype: dict[int, object] = {}
+        self.ops = _OpsAdapter(self, list(where_dtypes))
+        self.plain_outputs = 0
+        self.aliased_outputs = 0
+
+    def define_tensor(self, shape, contiguity=None, dtype=None, is_cpu=False, **_ignored):
+        if self._next_layout >= len(self._layouts):
+            raise RuntimeError("fusion_alias: the region defines more tensor inputs than it was called with")
+        real_shape, real_contiguity, stride_order, real_is_cpu = self._layouts[self._next_layout]
+        self._next_layout += 1
+        if len(real_shape) != len(shape):
+            raise RuntimeError(
+                f"fusion_alias: input rank mismatch: the trace says {list(shape)}, the argument has {list(real_shape)}"
+            )
+        t = self.fd.define_tensor(
+            shape=list(real_shape),
+            contiguity=list(real_contiguity),
+            dtype=dtype,
+            is_cpu=bool(real_is_cpu),
+            stride_order=list(stride_order),
+        )
+        self._input_dtype[t.index] = dtype
+        return t
+
+    def define_scalar(self, *args, dtype=None):
+        if args:
+            return self.fd.define_scalar(args[0], dtype)
+        return self.fd.define_scalar(dtype)
+
+    def add_output(self, value, alias_input=None):
+        if alias_input is None:
+            self.plain_outputs += 1
+            return self.fd.add_output(value)
+        dtype = self._input_dtype.get(alias_input.index)
+        if dtype is None:
+            raise RuntimeError("fusion_alias: a write-back must target a tensor input of the region")
+        written = self.fd.ops.set(self.fd.ops.cast(value, dtype))
+        self.aliased_outputs += 1
+        return self.fd.add_output(written, alias_input=alias_input)
+
+
+_REDUCTIONS = frozenset({"sum", "max", "min", "prod"})
+
+
+class _OpsAdapter:
+    def __init__(self, owner: NvFuserAdapter, where_dtypes: list):
+        self._owner = owner
+        self._where_dtypes = where_dtypes
+
+    @property
+    def _ops(self):
+        return self._owner.fd.ops
+
+    def __getattr__(self, name):
+        ops = self._owner.fd.ops
+        if name == "cast":
+            return lambda arg, dtype: ops.cast(arg, dtype)
+        if name == "where":
+            return self._where
+        if name == "broadcast_in_dim":
+            return lambda arg, shape, broadcast_dims: ops.broadcast_in_dim(arg, list(shape), list(broadcast_dims))
+        if name == "reshape":
+            return lambda arg, new_shape: ops.reshape(arg, list(new_shape))
+        if name == "slice":
+            return self._slice
+        if name == "squeeze":
+            return lambda arg, dims: ops.squeeze(arg, list(dims)) if len(dims) else ops.set(arg)
+        if name == "permute":
+            return lambda arg, dims: ops.permute(arg, list(dims))
+        if name in _REDUCTIONS:
+
+            def reduce(arg, dims, keepdim=False):
+                if not len(dims):
+                    return ops.set(arg)
+                return getattr(ops, name)(arg, list(dims), bool(keepdim))
+
+            return reduce
+        if name == "full":
+            return lambda shape, fill_value, dtype: ops.full(list(shape), fill_value, dtype)
+        return getattr(ops, name)  # elementwise: same name, positional arguments
+
+    def _where(self, pred, a, b):
+        out = self._ops.where(pred, a, b)
+        if self._where_dtypes:
+            dtype = self._where_dtypes.pop(0)
+            if dtype is not None:
+                out = self._ops.cast(out, dtype)
+        return out
+
+    def _slice(self, arg, start_indices, end_indices, strides=None):
+        strides = [1] * len(start_indices) if strides is None else list(strides)
+        if any(s != 1 for s in strides):
+            raise NotImplementedError("fusion_alias: nvFuser's slice supports step 1 only")
+        return self._ops.slice(arg, list(start_indices), list(end_indices), strides)
+
+
+def where_dtypes(spec, DataType) -> list:
+    """DataType of each ``where`` result of the region, in trace order (None for numbers)."""
+    from thunder.core import dtypes
+    from thunder.core.proxies import TensorProxy
+
+    from fusion_alias import ops
+    from fusion_alias.lowering import datatype
+
+    out = []
+    for b in spec.bsyms:
+        if b.sym.id is ops.PrimIDs.WHERE:
+            o = b.output
+            out.append(datatype(DataType, dtypes.to_strong_dtype(o.dtype)) if isinstance(o, TensorProxy) else None)
+    return out
+
+
+def unsupported_reason(spec) -> str | None:
+    """Why nvFuser cannot take this region as it is, or None."""
+    from fusion_alias import ops
+
+    for b in spec.bsyms:
+        if b.sym.id is ops.PrimIDs.SLICE and len(b.args) > 3 and b.args[3] is not None:
+            if any(s != 1 for s in b.args[3]):
+                return f"{b.output.name} = slice with steps {list(b.args[3])} (nvFuser slices with step 1 only)"
+    return None
+
+
+def _contiguous_layout(p) -> tuple:
+    shape = [int(s) for s in p.shape]
+    contiguity = [None if s == 1 else True for s in shape]
+    return shape, contiguity, list(range(len(shape) - 1, -1, -1)), p.device.type == "cpu"
+
+
+def preview_source(spec, layouts: Sequence[tuple] | None = None) -> str:
+    """The adapter's calls for ``spec``, printed in nvFuser syntax (no nvFuser needed).
+
+    Without ``layouts`` every tensor input is taken as contiguous.
+    """
+    from thunder.core.proxies import TensorProxy
+
+    from fusion_alias.lowering import RecordedDataType, RecordingFusionDefinition, define_region
+
+    if layouts is None:
+        layouts = [_contiguous_layout(p) for p in spec.inputs if isinstance(p, TensorProxy)]
+    rec = RecordingFusionDefinition()
+    define_region(NvFuserAdapter(rec, layouts, RecordedDataType, where_dtypes(spec, RecordedDataType)), spec, RecordedDataType)
+    return rec.to_source(spec.name)
+
+
+def _definition_text(fd) -> str:
+    """nvFuser's own printout of a built definition."""
+    for get in (repr, str):
+        try:
+            text = get(fd)
+        except Exception:
+            continue
+        if text and "object at 0x" not in text:
+            return text.rstrip("\n")
+    return f"# (nvFuser did not print definition {fd!r})"
+
+
+# ---------------------------------------------------------------------------
+# The callable region
+# ---------------------------------------------------------------------------
+
+
+class _Built:
+    __slots__ = ("fd", "plain_outputs", "aliased_outputs")
+
+    def __init__(self, fd, plain_outputs: int, aliased_outputs: int):
+        self.fd = fd
+        self.plain_outputs = plain_outputs
+        self.aliased_outputs = aliased_outputs
+
+
 class NvFuserFusion:
-    """Placeholder replaced by the real wrapper (issue 3)."""
+    """A fusion region run by nvFuser, with its alias groups in the cache key and a runtime guard."""
+
+    #: built definitions kept per region (one per input layout and aliasing)
+    MAX_DEFINITIONS = 64
 
     def __init__(self, spec):
         require()
-        raise NotImplementedError("nvFuser backend not implemented yet")
+        from thunder.core.dtypes import to_torch_dtype
+        from thunder.core.proxies import NumberProxy, TensorProxy
+
+        from fusion_alias.lowering import emitted_outputs
+
+        self.spec = spec
+        self.name = spec.name
+        self._nv = _nvfuser()
+        self._groups = _groups_by_name(spec)
+        self._emitted = emitted_outputs(spec)
+        self._fed = [i for i, p in enumerate(spec.inputs) if isinstance(p, (TensorProxy, NumberProxy))]
+        self._all_fed = len(self._fed) == len(spec.inputs)
+        by_name = {p.name: p for p in list(spec.outputs) + list(spec.extra_outputs)}
+        self._expected = []
+        for name in self._emitted:
+            p = by_name.get(name)
+            if isinstance(p, TensorProxy):
+                self._expected.append((tuple(int(s) for s in p.shape), to_torch_dtype(p.dtype)))
+            else:
+                self._expected.append(None)
+        self._device = _explicit_device(spec)
+        self._where = where_dtypes(spec, self._nv.DataType)
+        self._defs: dict[tuple, _Built] = {}
+        self._last: _Built | None = None
+        self.fallback_reason = unsupported_reason(spec)
+        self._fallback = None
+        self._torch = None
+        if self.fallback_reason is not None:
+            from fusion_alias.backends.reference import ReferenceFusion
+
+            # Correct, unfused: torch runs the region with nvFuser's semantics (reads-first).
+            self._fallback = ReferenceFusion(spec, "reads-first")
+
+    # -- definitions ----------------------------------------------------------
+    def _build(self, fed_args: list) -> _Built:
+        from fusion_alias.lowering import define_region
+
+        nv = self._nv
+        layouts = []
+        for a in fed_args:
+            if isinstance(a, torch.Tensor):
+                contiguity, stride_order = nv.compute_tensor_descriptor(tuple(a.shape), tuple(a.stride()))
+                layouts.append((tuple(a.shape), contiguity, stride_order, a.device.type == "cpu"))
+        fd = nv.FusionDefinition()
+        with fd:
+            adapter = NvFuserAdapter(fd, layouts, nv.DataType, list(self._where))
+            define_region(adapter, self.spec, nv.DataType)
+        if adapter.plain_outputs != len(self._emitted):
+            raise RuntimeError(
+                f"fusion_alias: {self.name}: the definition added {adapter.plain_outputs} plain outputs, "
+                f"the plan expects {len(self._emitted)} ({self._emitted})"
+            )
+        return _Built(fd, adapter.plain_outputs, adapter.aliased_outputs)
+
+    def cache_keys(self) -> list[tuple]:
+        """Keys of the definitions built so far (see :func:`cache_key`)."""
+        return list(self._defs)
+
+    # -- running --------------------------------------------------------------
+    def __call__(self, *args):
+        from fusion_alias.lowering import assemble_outputs
+
+        spec = self.spec
+        check_aliasing(spec, args, self._groups)
+        if self._fallback is not None:
+            return self._fallback(*args)
+        if not _nvfuser_can_take(args):
+            return self._torch_region()(*args)
+        fed = list(args) if self._all_fed else [args[i] for i in self._fed]
+        key = cache_key(spec, args)
+        built = self._defs.get(key)
+        if built is None:
+            built = self._build(fed)
+            if len(self._defs) >= self.MAX_DEFINITIONS:
+                self._defs.pop(next(iter(self._defs)))
+            self._defs[key] = built
+        self._last = built
+        outs = built.fd.execute(fed, device=self._device)
+        n = built.plain_outputs
+        if len(outs) not in (n, n + built.aliased_outputs):
+            raise RuntimeError(
+                f"fusion_alias: {self.name}: nvFuser returned {len(outs)} outputs, expected {n} "
+                f"(or {n + built.aliased_outputs} with the write-backs)"
+            )
+        emitted = list(outs[len(outs) - n :]) if n else []
+        for i, (v, want) in enumerate(zip(emitted, self._expected)):
+            if want is None or not isinstance(v, torch.Tensor):
+                continue
+            shape, dtype = want
+            if tuple(v.shape) != shape:
+                raise RuntimeError(
+                    f"fusion_alias: {self.name}: nvFuser output {self._emitted[i]} has shape "
+                    f"{tuple(v.shape)}, the trace says {shape}"
+                )
+            if v.dtype != dtype:
+                emitted[i] = v.to(dtype)
+        inputs = {p.name: a for p, a in zip(spec.inputs, args)}
+        return assemble_outputs(spec, inputs, emitted)
+
+    def _torch_region(self):
+        """The region on torch, for a call nvFuser cannot take (a CPU tensor that is not 0-d)."""
+        if self._torch is None:
+            from fusion_alias.backends.reference import ReferenceFusion
+
+            self._torch = ReferenceFusion(self.spec, "reads-first")
+        return self._torch
+
+    def __repr__(self):
+        from fusion_alias.backends.reference import describe
+
+        if self._fallback is not None:
+            source = (
+                f"# not sent to nvFuser: {self.fallback_reason}; torch runs this region (reference backend, reads-first)\n"
+                + self._fallback.fd.to_source(self.name)
+            )
+        elif self._last is None:
+            source = (
+                "# nvFuser definition not built yet (one is built per input layout at the first call);\n"
+                "# the calls it will make, for contiguous inputs:\n" + preview_source(self.spec)
+            )
+        else:
+            source = _definition_text(self._last.fd)
+        return describe(self.spec, source)
+
+
+def _nvfuser_can_take(args) -> bool:
+    """nvFuser takes CUDA tensors, 0-d CPU tensors and Python numbers."""
+    for a in args:
+        if isinstance(a, torch.Tensor) and not a.is_cuda and not (a.is_cpu and a.dim() == 0):
+            return False
+    return True
+
+
+def _explicit_device(spec):
+    """The CUDA device index to pass to ``execute`` when no tensor input says where to run."""
+    from thunder.core.proxies import TensorProxy
+
+    from fusion_alias import ops
+
+    if any(isinstance(p, TensorProxy) for p in spec.inputs):
+        return None
+    for b in spec.bsyms:
+        if b.sym.id is ops.PrimIDs.FULL:
+            dev = b.kwargs.get("device")
+            index = getattr(dev, "index", None)
+            if index is not None:
+                return int(index)
+    return None

@@ -1,0 +1,530 @@
+"""The nvFuser backend.
+
+Two kinds of tests live here:
+
+* ``@pytest.mark.cuda`` tests run the seed programs, the large race programs
+  and the alias-keyed cache on a real GPU through real nvFuser. They are
+  skipped, with the reason, wherever ``fusion_alias.backends.nvfuser.missing()``
+  says the backend cannot run (every CPU machine). ``scripts/gpu_check.sh``
+  runs them on a GPU machine: ``pytest -m cuda tests/test_nvfuser.py``.
+* Unmarked tests run everywhere: the refusal without CUDA/nvFuser, the cache
+  key, the runtime alias guard and the adapter's translation of the lowering's
+  calls (driven into a recording definition, so no nvFuser is needed).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import fusion_alias
+from fusion_alias.backends import nvfuser as nvb
+from fusion_alias.lowering import RecordedDataType, RecordingFusionDefinition, define_region
+
+from helpers import as_tuple, region_count
+from programs import SEED_PROGRAMS, aliased_inputs, f, h, write_then_add
+
+WHY_NOT = nvb.missing()
+needs_nvfuser = pytest.mark.skipif(WHY_NOT is not None, reason=f"nvFuser backend cannot run here: {WHY_NOT}")
+cuda = [pytest.mark.cuda, needs_nvfuser]
+
+SEED_IDS = [p[0].__name__ for p in SEED_PROGRAMS]
+
+
+# ---------------------------------------------------------------------------
+# helpers
+# ---------------------------------------------------------------------------
+
+
+def _on(device, make_inputs, base):
+    """``make_inputs(base)`` with any tensor it made elsewhere moved next to ``base``."""
+    return tuple(
+        a.to(device) if isinstance(a, torch.Tensor) and a.device != torch.device(device) else a
+        for a in make_inputs(base)
+    )
+
+
+def _run_pair(fn, make_inputs, jitted, *, shape=(5, 5), seed=0, device="cuda"):
+    """Eager and jitted on fresh copies with the same aliasing; both results and final states."""
+    gen = torch.Generator().manual_seed(seed)
+    base = torch.randn(shape, generator=gen).to(device)
+    b_eager, b_jit = base.clone(), base.clone()
+    a_eager, a_jit = _on(device, make_inputs, b_eager), _on(device, make_inputs, b_jit)
+    want = as_tuple(fn(*a_eager))
+    got = as_tuple(jitted(*a_jit))
+    if device == "cuda":
+        torch.cuda.synchronize()
+    return got, want, (b_jit, a_jit), (b_eager, a_eager)
+
+
+def _assert_same(got, want, state_jit, state_eager):
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w)
+    torch.testing.assert_close(state_jit[0], state_eager[0])
+    for a, b in zip(state_jit[1], state_eager[1]):
+        if isinstance(a, torch.Tensor):
+            torch.testing.assert_close(a, b)
+
+
+def _wrappers(jitted):
+    return [b._call_ctx[b.sym.name] for b in fusion_alias.regions(jitted)]
+
+
+def _reference_specs(fn, make_inputs):
+    """Region specs of ``fn`` compiled on CPU with the reference backend."""
+    jitted = fusion_alias.jit(fn, backend="reference")
+    jitted(*make_inputs(torch.randn(5, 5)))
+    return [w.spec for w in _wrappers(jitted)]
+
+
+def _spec_with_inputs(fn, make_inputs, n_tensor_inputs):
+    for spec in _reference_specs(fn, make_inputs):
+        if sum(isinstance(p, torch.Tensor) or hasattr(p, "shape") for p in spec.inputs) == n_tensor_inputs:
+            return spec
+    raise AssertionError(f"no region of {fn.__name__} has {n_tensor_inputs} tensor inputs")
+
+
+def _two_input_spec():
+    """A region of ``write_then_add`` on aliased inputs with two tensor inputs in one alias group."""
+    for spec in _reference_specs(write_then_add, aliased_inputs):
+        if spec.alias_groups:
+            return spec
+    raise AssertionError("write_then_add on aliased inputs should have a region with an alias group")
+
+
+# ---------------------------------------------------------------------------
+# Everywhere: refusal, cache key, guard, adapter
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(WHY_NOT is None, reason="CUDA and nvFuser are present: nothing to refuse")
+def test_backend_nvfuser_refuses_clearly_without_cuda_or_nvfuser():
+    with pytest.raises(RuntimeError) as err:
+        fusion_alias.jit(f, backend="nvfuser")
+    msg = str(err.value)
+    assert "CUDA" in msg or "nvFuser" in msg
+    assert "backend='nvfuser'" in msg
+
+
+@pytest.mark.skipif(WHY_NOT is None, reason="CUDA and nvFuser are present: nothing to refuse")
+def test_wrapper_refuses_clearly_without_cuda_or_nvfuser():
+    spec = _two_input_spec()
+    with pytest.raises(RuntimeError, match="CUDA|nvFuser"):
+        nvb.NvFuserFusion(spec)
+
+
+def test_importing_fusion_alias_loads_no_nvfuser_module_without_cuda():
+    code = (
+        "import sys, torch, fusion_alias\n"
+        "import fusion_alias.backends.nvfuser as nvb\n"
+        "loaded = [m for m in ('nvfuser', 'nvfuser_direct', 'thunder.executors.nvfuserex_impl') if m in sys.modules]\n"
+        "print('CUDA' if torch.cuda.is_available() else 'CPU', loaded)\n"
+        "assert torch.cuda.is_available() or not loaded, loaded\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+
+
+def _args_for(spec, big, scalar=None):
+    """Arguments for ``spec``: ``big`` for every 2-D input, a fresh 0-d tensor (or ``scalar``) otherwise."""
+    return [big if len(p.shape) == 2 else (torch.randn(()) if scalar is None else scalar) for p in spec.inputs]
+
+
+def test_cache_key_separates_alias_groups():
+    spec = _two_input_spec()  # write_then_add: (t1, t2, a) with {t1, a} in one alias group
+    unaliased = dataclasses.replace(spec, alias_groups=[])
+    args = _args_for(spec, torch.randn(5, 5))
+    k_aliased, k_plain = nvb.cache_key(spec, args), nvb.cache_key(unaliased, args)
+    assert k_aliased != k_plain
+    assert k_aliased[1] == tuple(map(tuple, spec.alias_groups)) and k_plain[1] == ()
+    assert k_aliased[0] == k_plain[0]  # same layouts: only the aliasing tells them apart
+    # layouts are part of it too
+    assert nvb.cache_key(spec, _args_for(spec, torch.randn(5, 5).t())) != k_aliased
+
+
+class _P:
+    def __init__(self, name):
+        self.name = name
+
+
+def _guard_spec(groups=()):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(name="R", inputs=[_P("u"), _P("v")], alias_groups=[list(g) for g in groups])
+
+
+def test_guard_rejects_overlap_the_region_was_not_compiled_for():
+    x = torch.randn(5, 5)
+    with pytest.raises(RuntimeError, match="overlap") as err:
+        nvb.check_aliasing(_guard_spec(), [x, x[0, 0]])
+    assert "u and v" in str(err.value) and "set_()" in str(err.value)
+    with pytest.raises(RuntimeError, match="overlap"):
+        nvb.check_aliasing(_guard_spec(), [x, x])
+    # separate tensors, or disjoint parts of one storage: fine
+    nvb.check_aliasing(_guard_spec(), [x, torch.randn(())])
+    z = torch.randn(6, 5)
+    nvb.check_aliasing(_guard_spec(), [z[:5], z[5, 0]])
+
+
+def test_guard_accepts_overlap_inside_an_alias_group():
+    x = torch.randn(5, 5)
+    nvb.check_aliasing(_guard_spec([("u", "v")]), [x, x[0, 0]])
+    # a real region: write_then_add's {t1, a} group, t1 and a the same buffer
+    spec = _two_input_spec()
+    nvb.check_aliasing(spec, _args_for(spec, x))
+    with pytest.raises(RuntimeError, match="overlap"):
+        nvb.check_aliasing(dataclasses.replace(spec, alias_groups=[]), _args_for(spec, x))
+
+
+def test_guard_compares_exactly_within_one_storage():
+    x = torch.randn(6, 5)
+    even, odd = x[0::2], x[1::2]  # interleaved rows: same storage, overlapping ranges, no shared byte
+    nvb.check_aliasing(_guard_spec(), [even, odd])
+    with pytest.raises(RuntimeError, match="u and v"):
+        nvb.check_aliasing(_guard_spec(), [even, x[2:4]])
+
+
+def _adapter(layouts):
+    rec = RecordingFusionDefinition()
+    return rec, nvb.NvFuserAdapter(rec, layouts, RecordedDataType)
+
+
+def test_adapter_passes_real_layouts_and_writes_back_a_fresh_value():
+    spec = _spec_with_inputs(f, aliased_inputs, 1)  # a.exp_(): write-back into its input
+    layouts = [((5, 5), [False, True], [1, 0], False)]  # e.g. a row-strided input
+    src = nvb.preview_source(spec, layouts)
+    assert "contiguity=[False, True]" in src and "stride_order=[1, 0]" in src and "is_cpu=False" in src
+    rec = RecordingFusionDefinition()
+    define_region(nvb.NvFuserAdapter(rec, layouts, RecordedDataType), spec, RecordedDataType)
+    (alias,) = [c for c in rec.calls if c.op == "add_output" and "alias_input" in c.kwargs]
+    producer = {c.out.index: c for c in rec.calls if c.out is not None}
+    written = producer[alias.args[0].index]
+    assert written.op == "ops.set"  # never the computed value itself (it may also be a plain output)
+    assert producer[written.args[0].index].op == "ops.cast"  # in the destination's dtype
+    assert producer[alias.kwargs["alias_input"].index].op == "define_tensor"
+
+
+def test_adapter_write_back_of_an_input_into_another_input():
+    # h's second region writes one input into another: nvFuser needs a computed value there.
+    spec = _spec_with_inputs(h, aliased_inputs, 2)
+    src = nvb.preview_source(spec)
+    assert "alias_input=T" in src and "fd.ops.set(" in src
+
+
+def test_adapter_translations():
+    rec, ad = _adapter([((4, 3), [True, True], [1, 0], False)])
+    t = ad.define_tensor(shape=[4, 3], contiguity=[True, True], dtype=RecordedDataType.Float, is_cpu=True)
+    ad.ops.sum(t, dims=[], keepdim=False)
+    ad.ops.max(t, dims=[1], keepdim=False)
+    ad.ops.squeeze(t, dims=[])
+    ad.ops.broadcast_in_dim(t, shape=[2, 4, 3], broadcast_dims=[1, 2])
+    ad.ops.reshape(t, new_shape=(12,))
+    ad.ops.slice(t, start_indices=[0, 0], end_indices=[2, 3], strides=[1, 1])
+    with pytest.raises(NotImplementedError, match="step"):
+        ad.ops.slice(t, start_indices=[0, 0], end_indices=[4, 3], strides=[2, 1])
+    s = ad.define_scalar(1.5, dtype=RecordedDataType.Double)
+    ad.ops.full(shape=[2], fill_value=s, dtype=RecordedDataType.Float)
+    ad.ops.cast(t, dtype=RecordedDataType.Half)
+    ops = [(c.op, c.args[1:], c.kwargs) for c in rec.calls[1:]]
+    assert ops[0][0] == "ops.set"  # empty reduction: the value itself
+    assert ops[1] == ("ops.max", ([1], False), {})
+    assert ops[2][0] == "ops.set"
+    assert ops[3] == ("ops.broadcast_in_dim", ([2, 4, 3], [1, 2]), {})
+    assert ops[4] == ("ops.reshape", ([12],), {})
+    assert ops[5] == ("ops.slice", ([0, 0], [2, 3], [1, 1]), {})
+    assert ops[6][0] == "define_scalar" and ops[6][1] == ("Double",)
+    assert ops[7][0] == "ops.full" and ops[7][1][1:] == ("Float",)
+    assert ops[8] == ("ops.cast", ("Half",), {})
+    assert rec.calls[0].kwargs["stride_order"] == [1, 0]
+
+
+def test_adapter_casts_where_to_the_trace_dtype():
+    def fn(a):
+        return torch.where(a > 0, a, 0.5)
+
+    specs = _reference_specs(fn, lambda x: (x,))
+    (spec,) = [s for s in specs if any(b.sym.name == "where" for b in s.bsyms)]
+    src = nvb.preview_source(spec)
+    where_line = next(line for line in src.splitlines() if "fd.ops.where" in line)
+    out = where_line.split("=")[0].strip()
+    assert f"fd.ops.cast({out}, DataType.Float)" in src
+
+
+def test_strided_slices_are_not_sent_to_nvfuser():
+    def fn(a):
+        return a[::2] * 2
+
+    specs = _reference_specs(fn, lambda x: (x,))
+    reasons = [nvb.unsupported_reason(s) for s in specs]
+    assert any(r and "step" in r for r in reasons), reasons
+
+
+def test_nvfuser_takes_cuda_tensors_cpu_scalars_and_numbers_only():
+    assert nvb._nvfuser_can_take([torch.randn(()), 2.0, 3])
+    assert not nvb._nvfuser_can_take([torch.randn(3)])
+
+
+# ---------------------------------------------------------------------------
+# A stand-in for nvFuser on CPU: the wrapper's whole call path, without a GPU
+# ---------------------------------------------------------------------------
+#
+# FakeNvFuser models the pinned nvFuser's Python API as far as the wrapper uses
+# it: positional op signatures with the real parameter names (read from
+# nvfuser 0.2.35), define_scalar(dtype) / define_scalar(value, dtype), a
+# context-manager FusionDefinition, execute() returning the plain outputs (and,
+# optionally, the aliased ones first, which nvFuser hides). It executes the
+# recorded definition with the reference backend's runner. It proves the
+# wrapper's plumbing (build, cache, output order, views, write-backs); it says
+# nothing about real nvFuser, which only the CUDA tests below exercise.
+
+from fusion_alias.backends.reference import run_recorded  # noqa: E402
+
+_REAL_SIGNATURES = {
+    "cast": ("dtype",),
+    "broadcast_in_dim": ("shape", "broadcast_dims"),
+    "reshape": ("new_shape",),
+    "slice": ("start_indices", "end_indices", "strides"),
+    "squeeze": ("dims",),
+    "permute": ("dims",),
+    "sum": ("dims", "keepdim"),
+    "max": ("dims", "keepdim"),
+    "min": ("dims", "keepdim"),
+    "prod": ("dims", "keepdim"),
+}
+
+
+class _FakeOps:
+    def __init__(self, fd):
+        self._fd = fd
+
+    def __getattr__(self, name):
+        def op(*args):
+            if name == "full":
+                shape, fill, dtype = args
+                return self._fd._record("ops.full", (), {"shape": shape, "fill_value": fill, "dtype": dtype}, "T")
+            names = _REAL_SIGNATURES.get(name)
+            if names is None:
+                return self._fd._record("ops." + name, args, {}, "T")
+            assert len(args) - 1 <= len(names), (name, args)
+            return self._fd._record("ops." + name, args[:1], dict(zip(names, args[1:])), "T")
+
+        return op
+
+
+class _FakeFusionDefinition(RecordingFusionDefinition):
+    return_aliased = False
+
+    def __init__(self):
+        super().__init__()
+        self.ops = _FakeOps(self)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def define_scalar(self, *args):
+        if len(args) == 1:  # an input: define_scalar(dtype)
+            return self._record("define_scalar", (), {"dtype": args[0]}, "S")
+        value, dtype = args
+        return self._record("define_scalar", (value,), {"dtype": dtype}, "S")
+
+    def execute(self, inputs, device=None):
+        env = run_recorded(self, list(inputs), "reads-first")
+        outs = [c for c in self.calls if c.op == "add_output"]
+        aliased = [env[c.args[0].index] for c in outs if "alias_input" in c.kwargs]
+        plain = [env[c.args[0].index] for c in outs if "alias_input" not in c.kwargs]
+        return (aliased if self.return_aliased else []) + plain
+
+
+def _fake_descriptor(shape, stride):
+    order = sorted(range(len(shape)), key=lambda d: (stride[d], d))  # innermost first
+    stride_order = [0] * len(shape)
+    for rank, d in enumerate(order):
+        stride_order[d] = rank
+    contiguity = [None if n == 1 or st == 0 else True for n, st in zip(shape, stride)]
+    return contiguity, stride_order
+
+
+@pytest.fixture(params=[False, True], ids=["aliased-hidden", "aliased-returned"])
+def fake_nvfuser(request, monkeypatch):
+    """Route every region through NvFuserFusion over FakeNvFuser (CPU tensors)."""
+    import importlib
+    from types import SimpleNamespace
+
+    fd_class = type("FD", (_FakeFusionDefinition,), {"return_aliased": request.param})
+    fake = SimpleNamespace(
+        FusionDefinition=fd_class, DataType=RecordedDataType, compute_tensor_descriptor=_fake_descriptor
+    )
+    monkeypatch.setattr(nvb, "_nvfuser", lambda: fake)
+    monkeypatch.setattr(nvb, "require", lambda: None)
+    monkeypatch.setattr(nvb, "_nvfuser_can_take", lambda args: True)
+    executor_module = importlib.import_module("fusion_alias.executor")
+    monkeypatch.setattr(executor_module, "make_callable", lambda spec, backend, schedule: nvb.NvFuserFusion(spec))
+    return fake
+
+
+@pytest.mark.parametrize("fn,make_inputs,max_regions", SEED_PROGRAMS, ids=SEED_IDS)
+def test_wrapper_call_path_on_fake_nvfuser(fake_nvfuser, fn, make_inputs, max_regions):
+    jitted = fusion_alias.jit(fn, backend="reference")
+    for seed in range(2):  # build, then the cached definition
+        got, want, sj, se = _run_pair(fn, make_inputs, jitted, seed=seed, device="cpu")
+        _assert_same(got, want, sj, se)
+    wrappers = _wrappers(jitted)
+    assert wrappers and all(isinstance(w, nvb.NvFuserFusion) for w in wrappers)
+    for w in wrappers:
+        (key,) = w.cache_keys()
+        assert key[1] == tuple(map(tuple, w.spec.alias_groups))
+    text = fusion_alias.explain(jitted)
+    assert "stride_order=" in text and "alias group" in text and "not built yet" not in text
+
+
+def test_wrapper_views_and_escaping_results_on_fake_nvfuser(fake_nvfuser):
+    def fn(a):
+        t = a.mul_(0.5)  # copy_ result: must be a itself
+        v = t.permute(1, 0)  # a view of it
+        c = a * 2
+        c.add_(1)  # a write into a region-made tensor: a "final" output
+        return t, v, c
+
+    jitted = fusion_alias.jit(fn, backend="reference")
+    x0 = torch.randn(4, 3)
+    x, y = x0.clone(), x0.clone()
+    t, v, c = jitted(x)
+    assert t.data_ptr() == x.data_ptr() and v.data_ptr() == x.data_ptr() and v.shape == (3, 4)
+    want = fn(y)
+    torch.testing.assert_close((t, v, c), want)
+    torch.testing.assert_close(x, y)
+
+
+def test_wrapper_guard_on_fake_nvfuser(fake_nvfuser):
+    spec = _two_input_spec()
+    without = nvb.NvFuserFusion(dataclasses.replace(spec, alias_groups=[]))
+    x = torch.randn(5, 5)
+    with pytest.raises(RuntimeError, match="overlap"):
+        without(*_args_for(spec, x))
+    assert not without.cache_keys()  # refused before building anything
+    assert "not built yet" in repr(without)
+    without(*[torch.randn(5, 5) if len(p.shape) == 2 else torch.randn(()) for p in spec.inputs])
+    assert len(without.cache_keys()) == 1
+    without(*[torch.randn(5, 5).t() if len(p.shape) == 2 else torch.randn(()) for p in spec.inputs])
+    assert len(without.cache_keys()) == 2  # another layout, another definition
+
+
+def test_wrapper_keeps_strided_slices_off_nvfuser(fake_nvfuser):
+    def fn(a):
+        return a[::2] * 2
+
+    jitted = fusion_alias.jit(fn, backend="reference")
+    x = torch.randn(5, 4)
+    torch.testing.assert_close(jitted(x), fn(x))
+    (w,) = _wrappers(jitted)
+    assert w.fallback_reason and "step" in w.fallback_reason
+    assert "not sent to nvFuser" in repr(w)
+
+
+# ---------------------------------------------------------------------------
+# CUDA + nvFuser
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.cuda
+@needs_nvfuser
+@pytest.mark.parametrize("fn,make_inputs,max_regions", SEED_PROGRAMS, ids=SEED_IDS)
+def test_seed_program_on_nvfuser(fn, make_inputs, max_regions):
+    jitted = fusion_alias.jit(fn, backend="nvfuser")
+    got, want, sj, se = _run_pair(fn, make_inputs, jitted)
+    _assert_same(got, want, sj, se)
+    wrappers = _wrappers(jitted)
+    assert wrappers and all(isinstance(w, nvb.NvFuserFusion) for w in wrappers)
+
+    # same number of regions as the reference backend on CPU
+    ref = fusion_alias.jit(fn, backend="reference")
+    _run_pair(fn, make_inputs, ref, device="cpu")
+    assert region_count(jitted) == region_count(ref)
+    assert 1 <= region_count(jitted) <= max_regions
+
+    # cached call on fresh inputs
+    got, want, sj, se = _run_pair(fn, make_inputs, jitted, seed=1)
+    _assert_same(got, want, sj, se)
+
+    # explain shows nvFuser's own definition and the alias groups
+    text = fusion_alias.explain(jitted)
+    assert "define_tensor" in text and "alias group" in text
+
+
+def scalar_view_write_then_base_read(a, b):
+    b.tanh_()
+    return a * 2
+
+
+RACE_PROGRAMS = [scalar_view_write_then_base_read, write_then_add, h, f]
+
+
+@pytest.mark.cuda
+@needs_nvfuser
+@pytest.mark.parametrize("fn", RACE_PROGRAMS, ids=[p.__name__ for p in RACE_PROGRAMS])
+def test_no_race_at_large_sizes(fn):
+    """2**22 elements: where nvFuser's segments were seen to race on a shared buffer."""
+    jitted = fusion_alias.jit(fn, backend="nvfuser")
+    for seed in range(4):
+        got, want, sj, se = _run_pair(fn, aliased_inputs, jitted, shape=(2048, 2048), seed=seed)
+        _assert_same(got, want, sj, se)
+
+
+@pytest.mark.cuda
+@needs_nvfuser
+def test_alias_groups_key_the_definitions():
+    jitted = fusion_alias.jit(write_then_add, backend="nvfuser")
+
+    def independent(x):
+        return (x, torch.randn((), device=x.device))
+
+    got, want, sj, se = _run_pair(write_then_add, aliased_inputs, jitted)
+    _assert_same(got, want, sj, se)
+    aliased = _wrappers(jitted)
+    got, want, sj, se = _run_pair(write_then_add, independent, jitted)
+    _assert_same(got, want, sj, se)
+    plain = _wrappers(jitted)
+    assert jitted.compiled_structures == 2
+    assert any(w.spec.alias_groups for w in aliased)
+    assert not any(w.spec.alias_groups for w in plain)
+    for w in aliased + plain:
+        assert w.cache_keys(), f"{w.name} built no definition"
+        for key in w.cache_keys():
+            assert key[1] == tuple(map(tuple, w.spec.alias_groups))
+
+    # one spec, with and without its alias group: different keys, and the guard
+    # refuses to run the unaliased definition on overlapping inputs
+    (spec,) = [w.spec for w in aliased if w.spec.alias_groups]  # (t1, t2, a), {t1, a}
+    x = torch.randn(5, 5, device="cuda")
+    args = _args_for(spec, x, torch.randn((), device="cuda"))  # t1 and a: one buffer
+    with_groups = nvb.NvFuserFusion(spec)
+    without = nvb.NvFuserFusion(dataclasses.replace(spec, alias_groups=[]))
+    with_groups(*args)
+    assert nvb.cache_key(with_groups.spec, args) != nvb.cache_key(without.spec, args)
+    with pytest.raises(RuntimeError, match="overlap"):
+        without(*args)
+    separate = [torch.randn(5, 5, device="cuda") if len(p.shape) == 2 else torch.randn((), device="cuda") for p in spec.inputs]
+    without(*separate)
+    assert without.cache_keys() and all(k[1] == () for k in without.cache_keys())
+
+
+@pytest.mark.cuda
+@needs_nvfuser
+def test_non_contiguous_destination():
+    """A write-back into a strided input: nvFuser must take the real layout."""
+
+    def fn(a, b):
+        b.mul_(3)
+        return a * 2
+
+    jitted = fusion_alias.jit(fn, backend="nvfuser")
+    got, want, sj, se = _run_pair(fn, lambda x: (x, x[:, 1]), jitted, shape=(64, 33))
+    _assert_same(got, want, sj, se)
