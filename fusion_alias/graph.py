@@ -39,6 +39,9 @@ from fusion_alias.aliasing import AliasInfo, may_write, tensor_args
 
 def memory_reads(bsym: BoundSymbol) -> list[TensorProxy]:
     """Tensor arguments whose *memory* the symbol reads."""
+    if bsym.sym.id is ops.PrimIDs.RESHAPE:
+        # torch's reshape copies when the layout is not viewable: a read, conservatively
+        return [bsym.args[0]]
     if ops.is_view(bsym) or ops.is_update_aliases(bsym):
         return []
     if ops.is_copy(bsym):

@@ -107,3 +107,18 @@ def test_cache_counters_sum_over_alias_structures():
     j(a, a)
     j(a, b)
     assert (thunder.cache_hits(j), thunder.cache_misses(j)) == (0, 2)
+
+
+@pytest.mark.parametrize("schedule", ["reads-first", "writes-first"])
+def test_reshape_that_copies_reads_after_aliased_write(schedule):
+    # fuzz seed 1 #331/#368: reshape of a non-viewable layout copies, i.e. reads memory
+    def prog(a, d):
+        t0 = d.mul_(d)
+        a.sin_()
+        return t0.unsqueeze(1).reshape(-1)
+
+    x0 = torch.rand(4, 6)
+    x1 = x0.clone()
+    out = fusion_alias.jit(prog, schedule=schedule)(x0, x0.t())
+    torch.testing.assert_close(out, prog(x1, x1.t()))
+    torch.testing.assert_close(x0, x1)
