@@ -33,6 +33,7 @@ a write of those groups.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -162,6 +163,8 @@ def analyze(
         else:
             # Note [unknown ops alias conservatively]
             for o in outs:
+                if o.name in info.root:  # e.g. unpack_trivial re-binding an input
+                    continue
                 info.add_root(o.name)
                 if args and output_may_alias(bsym, o.name):
                     info.groups.union(o.name, *(info.root[a.name] for a in args))
@@ -173,10 +176,16 @@ _OPAQUE_VIEW_PRIMS = frozenset(
 )
 
 
+@functools.cache
 def _view_symbols() -> frozenset:
     import thunder.torch as ltorch
 
     return frozenset(ltorch._syms_returning_views) | frozenset(ltorch._syms_that_may_return_views)
+
+
+@functools.cache
+def _view_names() -> frozenset:
+    return frozenset(s.name for s in _view_symbols())
 
 
 def output_may_alias(bsym: BoundSymbol, out_name: str) -> bool:
@@ -186,13 +195,16 @@ def output_may_alias(bsym: BoundSymbol, out_name: str) -> bool:
     prim or a torch view function means yes; a compute prim means no; a symbol
     with no decomposition is unknown, so yes.
     """
-    if bsym.sym in _view_symbols() or bsym.sym.id in ops.VIEW_IDS or bsym.sym.id in _OPAQUE_VIEW_PRIMS:
+    sym = bsym.sym
+    if sym in _view_symbols() or sym.id in ops.VIEW_IDS or sym.id in _OPAQUE_VIEW_PRIMS:
+        return True
+    if sym.name in _view_names():  # an executor's op for a torch view function (torch.narrow)
         return True
     if ops.is_copy(bsym):
         return True
     for sub in bsym.subsymbols:
         if any(isinstance(o, TensorProxy) and o.name == out_name for o in sub.flat_outs):
             return output_may_alias(sub, out_name)
-    if bsym.sym.is_prim:
+    if isinstance(sym.id, prims.PrimIDs):  # a Thunder prim that is not a view
         return False
-    return not bsym.subsymbols
+    return not bsym.subsymbols  # an opaque leaf: cannot tell
