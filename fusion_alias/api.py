@@ -34,16 +34,22 @@ class AliasSpecializedFunction:
         self._last = None
         functools.update_wrapper(self, fn)
 
-    def _jitted_for(self, structure: tuple):
-        jfn = self._by_structure.get(structure)
+    def _jitted_for(self, structure: tuple, needs_grad: bool):
+        key = (structure, needs_grad)
+        jfn = self._by_structure.get(key)
         if jfn is None:
+            # Note [autograd keeps Thunder's alias pass]: Thunder's autodiff relies on its own
+            # in-place functionalization (insert_alias_updates); with it skipped, the
+            # gradients of in-place programs come out wrong (checked on Thunder 0.2.6:
+            # y = x * w; y.tanh_(); (y * w).sum()). So a call that needs gradients keeps
+            # Thunder's pass and we read its update_aliases as alias facts.
             jfn = thunder.jit(
                 self._fn,
                 executors=[executor],
-                skip_inplace_alias_updates=True,
+                skip_inplace_alias_updates=not needs_grad,
                 **self._options,
             )
-            self._by_structure[structure] = jfn
+            self._by_structure[key] = jfn
         return jfn
 
     def __call__(self, *args, **kwargs):
@@ -51,7 +57,8 @@ class AliasSpecializedFunction:
 
         flat, _ = tree_flatten((args, kwargs))
         structure = overlap_components(flat)
-        jfn = self._jitted_for(structure)
+        needs_grad = torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in flat)
+        jfn = self._jitted_for(structure, needs_grad)
         self._last = jfn
         ctx = context.CompileContext(
             backend=self._backend,

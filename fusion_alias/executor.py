@@ -45,6 +45,7 @@ class Prepared:
     graph: object
     tensor_inputs: list
     seconds: dict
+    is_fusible: object = None
 
 
 @dataclass
@@ -128,19 +129,27 @@ class FusionAliasExecutor(FusionExecutor):
         t0 = time.perf_counter()
         info = analyze(flat, tensor_inputs, list(input_groups) + alias_facts)
         _check_writes(flat, info, actual)
-        bsyms = substitute_reads(trace, flat, info, self.is_fusible)
+        fusible = self.is_fusible
+        if any(p.requires_grad for p in tensor_inputs):
+            # Note [writes stay visible to autograd's split]: Thunder's
+            # split_into_forward_and_backward keeps a forward bsym only if its outputs
+            # are needed, or if it is named copy_. A fusion that only writes back would
+            # be moved to the backward and lost, so with grad inputs the copy_ prims
+            # stay outside regions (Thunder's torch executor runs them).
+            fusible = lambda b: self.is_fusible(b) and not ops.is_copy(b)  # noqa: E731
+        bsyms = substitute_reads(trace, flat, info, fusible)
         bsyms = _dce(bsyms, trace)
         t1 = time.perf_counter()
-        graph = build_graph(bsyms, info, self.is_fusible)
+        graph = build_graph(bsyms, info, fusible)
         t2 = time.perf_counter()
-        return Prepared(bsyms, info, graph, tensor_inputs, {"analysis": t1 - t0, "graph": t2 - t1})
+        return Prepared(bsyms, info, graph, tensor_inputs, {"analysis": t1 - t0, "graph": t2 - t1}, fusible)
 
     def fusion_pass(self, trace: TraceCtx) -> TraceCtx:
         start = time.perf_counter()
         ctx = context.current()
         prep = self.prepare(trace)
         bsyms, info, graph, tensor_inputs = prep.bsyms, prep.info, prep.graph, prep.tensor_inputs
-        part = partition(bsyms, graph, self.is_fusible, ignore_hazards=ctx.ignore_hazards)
+        part = partition(bsyms, graph, prep.is_fusible, ignore_hazards=ctx.ignore_hazards)
 
         new_trace = from_trace(trace)
         consumers: dict[str, int] = {}  # name -> last item index that consumes it
