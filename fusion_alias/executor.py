@@ -128,7 +128,9 @@ class FusionAliasExecutor(FusionExecutor):
             input_groups, actual = _input_groups(trace, ctx, tensor_inputs)
         t0 = time.perf_counter()
         info = analyze(flat, tensor_inputs, list(input_groups) + alias_facts)
-        _check_writes(flat, info, actual)
+        proxies = {o.name: o for b in flat for o in b.flat_outs if isinstance(o, TensorProxy)}
+        proxies.update((p.name, p) for p in tensor_inputs)
+        _check_writes(flat, info, actual, proxies)
         fusible = self.is_fusible
         if any(p.requires_grad for p in tensor_inputs):
             # Note [writes stay visible to autograd's split]: Thunder's
@@ -298,21 +300,22 @@ def _input_groups(trace, ctx, tensor_inputs):
     return ([names] if len(names) > 1 else []), {}
 
 
-def _check_writes(bsyms, info: AliasInfo, actual: dict) -> None:
-    """Reject writes eager PyTorch rejects: into an expanded (self-overlapping) tensor."""
+def _check_writes(bsyms, info: AliasInfo, actual: dict, proxies: dict) -> None:
+    """Reject in-place writes eager PyTorch rejects, with an error that names the problem.
+
+    A destination whose elements overlap each other (an ``expand()``ed view, or
+    an input with zero strides) is found exactly by replaying its view chain
+    on the real input (or on a meta tensor of a fresh root's shape) and asking
+    torch for internal overlap: ``a.expand(2, 6, 4).select(0, 1)`` is fine,
+    ``a.expand(2, 6, 4)`` is not.
+    """
+    from fusion_alias.backends.reference import replay_view
+
+    producers = {o.name: b for b in bsyms for o in b.flat_outs if isinstance(o, TensorProxy)}
     for b in bsyms:
         if not ops.is_copy(b):
             continue
         dst = b.args[1]
-        for step in info.chain.get(dst.name, ()):
-            if step.sym.id is ops.PrimIDs.BROADCAST_IN_DIM:
-                src = step.args[0]
-                if src.numel != step.output.numel and step.output.numel > 1:
-                    raise AliasInputError(
-                        f"fusion_alias: in-place write into {dst.name}, an expanded view of {src.name}: "
-                        "more than one element of the written-to tensor refers to a single memory location "
-                        "(eager PyTorch rejects this too); clone() the tensor before writing"
-                    )
         root = info.root.get(dst.name)
         t = actual.get(root)
         if t is not None and t.is_leaf and t.requires_grad and torch.is_grad_enabled():
@@ -320,12 +323,30 @@ def _check_writes(bsyms, info: AliasInfo, actual: dict) -> None:
                 f"fusion_alias: in-place write into input {root}: a leaf Variable that requires grad "
                 "is being used in an in-place operation (eager PyTorch rejects this too)"
             )
-        if t is not None and torch._debug_has_internal_overlap(t) == 1:
+        base = t
+        if base is None and root in proxies and isinstance(proxies[root], TensorProxy):
+            base = torch.empty(tuple(proxies[root].shape), device="meta")
+        if base is None:
+            continue
+        try:
+            view = replay_view(base, info.chain.get(dst.name, ()))
+        except Exception:  # a chain torch cannot replay as views: nothing to say
+            continue
+        if torch._debug_has_internal_overlap(view) != 1:
+            continue
+        src = producers.get(getattr(b.args[0], "name", None))
+        what = f"input {root}" if t is not None and view is t else f"{dst.name} (a view of {root})"
+        where = f"strides {tuple(view.stride())} on shape {tuple(view.shape)}"
+        if src is not None and src.sym.id is ops.PrimIDs.FULL:
             raise AliasInputError(
-                f"fusion_alias: in-place write into input {root}, whose elements overlap each other "
-                f"(strides {tuple(t.stride())} on shape {tuple(t.shape)}, e.g. an expand()ed tensor); "
-                "eager PyTorch rejects this too"
+                f"fusion_alias: fill_/zero_ into {what}, whose elements overlap each other ({where}, "
+                "an expand()ed tensor) is not supported; clone() it first"
             )
+        raise AliasInputError(
+            f"fusion_alias: in-place write into {what}, whose elements overlap each other ({where}, "
+            "an expand()ed tensor): more than one element of the written-to tensor refers to a single "
+            "memory location (eager PyTorch rejects this too); clone() it first"
+        )
 
 
 def _dce(bsyms: list[BoundSymbol], trace: TraceCtx) -> list[BoundSymbol]:

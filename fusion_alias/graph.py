@@ -112,6 +112,7 @@ def build_graph(
                     add(j, i, "data")
 
     last_write: dict[str, int] = {}
+    floor: dict[str, int] = {}  # reads of a group after this index may still race a write
     reads_since: dict[str, list[tuple[int, TensorProxy]]] = {}
     for i, b in enumerate(bsyms):
         opaque = not is_fusible(b)
@@ -126,8 +127,18 @@ def build_graph(
         for d in memory_writes(b, opaque):
             grp = info.group(d.name)
             w = last_write.get(grp)
+            coalesced = w is not None and not opaque and _covers(bsyms[w], b, info)
             if w is not None:
-                add(w, i, "waw", unsafe=opaque or not _covers(bsyms[w], b, info))
+                add(w, i, "waw", unsafe=not coalesced)
+            if not coalesced:
+                # Reads before the previous write are ordered before it (war edges to
+                # it); a new chain of writes starts here.
+                reads_since[grp] = [(r, p) for r, p in reads_since.get(grp, ()) if w is None or r > w]
+                floor[grp] = w if w is not None else -1
+            # Note [coalesced writes keep their reads]: a covering write drops the
+            # previous write-back, so a read that was safe only because it fed that
+            # write is checked again against this one (``a.neg_(); a.zero_()``:
+            # neg's read of a does not feed zero's write-back, which nvFuser may land first).
             ancestors = None
             for r, p in reads_since.get(grp, ()):
                 if r == i:
@@ -135,12 +146,10 @@ def build_graph(
                 safe = False
                 if not opaque and ops.is_copy(b) and info.same_view(p.name, d.name):
                     if ancestors is None:
-                        floor = w if w is not None else -1
-                        ancestors = _pointwise_ancestors(i, bsyms, producer_idx, d.shape, floor)
+                        ancestors = _pointwise_ancestors(i, bsyms, producer_idx, d.shape, floor[grp])
                     safe = r in ancestors and tuple(p.shape) == tuple(d.shape)
                 add(r, i, "war", unsafe=not safe)
             last_write[grp] = i
-            reads_since[grp] = []
     return g
 
 
