@@ -242,7 +242,7 @@ def datatype(DataType, dtype):
     if dtype in (complex,):
         return DataType.ComplexDouble
     try:
-        return getattr(DataType, _DTYPE_NAMES[dtypes.to_dtype(dtype, true_dtype=True)])
+        return getattr(DataType, _DTYPE_NAMES[dtypes.to_strong_dtype(dtypes.to_dtype(dtype, true_dtype=True))])
     except KeyError:
         raise NotImplementedError(f"fusion_alias: dtype {dtype} has no nvFuser DataType") from None
 

@@ -205,3 +205,16 @@ def test_fill_into_expanded_view_is_a_clear_error():
 
     with pytest.raises(fusion_alias.AliasInputError, match="fill_/zero_ into .* not supported"):
         fusion_alias.jit(prog)(torch.rand(4, 6))
+
+
+@pytest.mark.parametrize("schedule", ["reads-first", "writes-first"])
+def test_weak_dtype_scalar_setitem(schedule):
+    # fuzz seed 1 #172: b[...] = b traces a weak float32_ value, which has a DataType all the same
+    def prog(a, b):
+        b[...] = b
+        return a * 2
+
+    x = torch.rand(2, 3)
+    y = x.clone()
+    torch.testing.assert_close(fusion_alias.jit(prog, schedule=schedule)(x, x[1, 0]), prog(y, y[1, 0]))
+    torch.testing.assert_close(x, y)
