@@ -13,7 +13,6 @@ Thunder's torch executor runs it.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -98,7 +97,7 @@ _BINARY = {
 }
 
 
-def _broadcast_in_dim(a, shape, broadcast_dimensions):
+def torch_broadcast_in_dim(a, shape, broadcast_dimensions):
     view_shape = [1] * len(shape)
     for src_dim, dst_dim in enumerate(broadcast_dimensions):
         view_shape[dst_dim] = a.shape[src_dim]
@@ -116,7 +115,7 @@ def _convert(a, dtype):
     return dtype(a) if isinstance(dtype, type) else a
 
 
-def _where(pred, a, b):
+def torch_where(pred, a, b):
     def as_t(x):
         return x if isinstance(x, torch.Tensor) else torch.tensor(x)
 
@@ -127,10 +126,17 @@ def _full(shape, fill_value, *, device, dtype):
     return torch.full(tuple(shape), fill_value, device=str(device), dtype=to_torch_dtype(dtype))
 
 
+def torch_prod(a, dims):
+    out = a
+    for d in sorted(dims, reverse=True):
+        out = out.prod(d)
+    return out if dims else a.clone()
+
+
 _OTHER = {
-    "WHERE": OpInfo("elementwise", "where", _where),
+    "WHERE": OpInfo("elementwise", "where", torch_where),
     "CONVERT_ELEMENT_TYPE": OpInfo("elementwise", "cast", _convert),
-    "BROADCAST_IN_DIM": OpInfo("view", "broadcast_in_dim", _broadcast_in_dim),
+    "BROADCAST_IN_DIM": OpInfo("view", "broadcast_in_dim", torch_broadcast_in_dim),
     "RESHAPE": OpInfo("view", "reshape", lambda a, shape: a.reshape(tuple(shape))),
     "SLICE": OpInfo("view", "slice", _slice),
     "SQUEEZE": OpInfo("view", "squeeze", lambda a, dims: a.squeeze(tuple(dims)) if dims else a.view_as(a)),
@@ -139,18 +145,11 @@ _OTHER = {
     "SUM": OpInfo("reduction", "sum", lambda a, dims: a.sum(tuple(dims)) if dims else a.clone()),
     "AMAX": OpInfo("reduction", "max", lambda a, dims: a.amax(tuple(dims)) if dims else a.clone()),
     "AMIN": OpInfo("reduction", "min", lambda a, dims: a.amin(tuple(dims)) if dims else a.clone()),
-    "PROD": OpInfo("reduction", "prod", lambda a, dims: _prod(a, dims)),
+    "PROD": OpInfo("reduction", "prod", torch_prod),
     "FULL": OpInfo("creation", "full", _full),
     "COPY_": OpInfo("write", "add_output", None),
     "UPDATE_ALIASES": OpInfo("alias", "update_aliases", None),
 }
-
-
-def _prod(a, dims):
-    out = a
-    for d in sorted(dims, reverse=True):
-        out = out.prod(d)
-    return out if dims else a.clone()
 
 
 OP_TABLE: dict[PrimIDs, OpInfo] = {}
@@ -206,4 +205,4 @@ def is_update_aliases(bsym) -> bool:
     return bsym.sym.id == UPDATE_ALIASES_ID
 
 
-__all__ = ["OpInfo", "OP_TABLE", "op_info", "is_view", "is_copy", "is_update_aliases", "math"]
+__all__ = ["OpInfo", "OP_TABLE", "op_info", "is_view", "is_copy", "is_update_aliases"]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import torch
 
+from fusion_alias import ops
 from fusion_alias.lowering import RecordedCall, RecordedValue, RecordingFusionDefinition
 
 SCHEDULES = ("reads-first", "writes-first")
@@ -40,19 +41,6 @@ _TORCH_DTYPES = {
 }
 
 
-def _as_tensor(x, like=None):
-    if isinstance(x, torch.Tensor):
-        return x
-    return torch.tensor(x)
-
-
-def _bcast(a, shape, broadcast_dims):
-    view_shape = [1] * len(shape)
-    for src, dst in enumerate(broadcast_dims):
-        view_shape[dst] = a.shape[src]
-    return a.reshape(view_shape).expand(tuple(shape))
-
-
 def _reduce(fn):
     def impl(a, dims, keepdim=False):
         if not dims:
@@ -62,54 +50,24 @@ def _reduce(fn):
     return impl
 
 
-def _prod(a, dims, keepdim=False):
-    out = a
-    for d in sorted(dims, reverse=True):
-        out = out.prod(d, keepdim=keepdim)
-    return out if dims else a.clone()
-
-
-_BINARY = {
-    "add": torch.add,
-    "sub": torch.sub,
-    "mul": torch.mul,
-    "div": torch.true_divide,
-    "pow": torch.pow,
-    "atan2": torch.atan2,
-    "fmod": torch.fmod,
-    "remainder": torch.remainder,
-    "maximum": torch.maximum,
-    "minimum": torch.minimum,
-    "eq": torch.eq,
-    "ne": torch.ne,
-    "lt": torch.lt,
-    "le": torch.le,
-    "gt": torch.gt,
-    "ge": torch.ge,
-    "bitwise_and": torch.bitwise_and,
-    "bitwise_or": torch.bitwise_or,
-    "bitwise_xor": torch.bitwise_xor,
+# fd.ops.<name> -> torch, for the elementwise ops: the op table already holds both spellings
+_ELEMENTWISE = {
+    info.nv_name: info.torch_fn
+    for info in ops.OP_TABLE.values()
+    if info.kind == "elementwise" and info.nv_name not in ("cast", "where")
 }
 
 
-def _binary(fn):
-    def impl(a, b):
-        if not isinstance(a, torch.Tensor) and not isinstance(b, torch.Tensor):
-            return fn(torch.tensor(a), torch.tensor(b))
-        return fn(a, b)
-
-    return impl
-
-
 def _run_op(name: str, args: tuple, kwargs: dict):
-    if name in _BINARY:
-        return _binary(_BINARY[name])(*args)
+    if name in _ELEMENTWISE:
+        return _ELEMENTWISE[name](*args)
     if name == "where":
-        return torch.where(*(_as_tensor(a) for a in args))
+        return ops.torch_where(*args)
     if name == "cast":
-        return _as_tensor(args[0]).to(_TORCH_DTYPES[str(kwargs["dtype"])])
+        x = args[0] if isinstance(args[0], torch.Tensor) else torch.tensor(args[0])
+        return x.to(_TORCH_DTYPES[str(kwargs["dtype"])])
     if name == "broadcast_in_dim":
-        return _bcast(args[0], kwargs["shape"], kwargs["broadcast_dims"])
+        return ops.torch_broadcast_in_dim(args[0], kwargs["shape"], kwargs["broadcast_dims"])
     if name == "reshape":
         return args[0].reshape(tuple(kwargs["new_shape"]))
     if name == "slice":
@@ -131,13 +89,10 @@ def _run_op(name: str, args: tuple, kwargs: dict):
     if name == "min":
         return _reduce(torch.amin)(args[0], kwargs["dims"], kwargs.get("keepdim", False))
     if name == "prod":
-        return _prod(args[0], kwargs["dims"], kwargs.get("keepdim", False))
+        return ops.torch_prod(args[0], kwargs["dims"])
     if name == "full":
         return torch.full(tuple(kwargs["shape"]), kwargs["fill_value"], dtype=_TORCH_DTYPES[str(kwargs["dtype"])])
-    fn = getattr(torch, name, None)
-    if fn is None:  # pragma: no cover
-        raise NotImplementedError(f"reference backend: no torch implementation of fd.ops.{name}")
-    return fn(*args)
+    raise NotImplementedError(f"reference backend: no torch implementation of fd.ops.{name}")
 
 
 def run_recorded(fd: RecordingFusionDefinition, inputs: list, schedule: str) -> dict[int, object]:
