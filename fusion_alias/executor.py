@@ -289,10 +289,9 @@ def _input_groups(trace, ctx, tensor_inputs):
         if missing:  # could not match an input: it may alias anything
             groups.append(names)
         return groups, actual
-    cache_info = thunder._get_cache_info() if hasattr(thunder, "_get_cache_info") else {}
     try:
-        alias_indices = cache_info.get("alias_tensor_indices", None)
-    except Exception:
+        alias_indices = thunder._get_cache_info().get("alias_tensor_indices")
+    except LookupError:  # not inside a thunder.jit compilation
         alias_indices = None
     if alias_indices == "":
         return [], {}

@@ -102,10 +102,6 @@ def substitute_reads(
 
     def rewrite_args(bsym: BoundSymbol, which: Callable[[int], bool]) -> BoundSymbol:
         swapped = False
-
-        def swap(x, pos=[0]):
-            return x
-
         new_args = []
         for i, a in enumerate(bsym.args):
             if which(i):
