@@ -149,6 +149,9 @@ class FusionAliasExecutor(FusionExecutor):
     def fusion_pass(self, trace: TraceCtx) -> TraceCtx:
         start = time.perf_counter()
         ctx = context.current()
+        # Region facts live for one pass: fuse() may be called again for these regions
+        # by a later fusion pass of the same compilation, never by another compilation.
+        self._regions = {}
         prep = self.prepare(trace)
         bsyms, info, graph, tensor_inputs = prep.bsyms, prep.info, prep.graph, prep.tensor_inputs
         part = partition(bsyms, graph, prep.is_fusible, ignore_hazards=ctx.ignore_hazards)
@@ -171,7 +174,10 @@ class FusionAliasExecutor(FusionExecutor):
             inputs, outputs = _region_io(region_bsyms, pos, consumers)
             groups = _region_alias_groups(inputs, info)
             self._regions[_region_key(region_bsyms)] = _RegionMeta(
-                groups, lambda n, keys=info.view_key: keys.get(n, ("unknown", n)), resolve_backend(ctx.backend, device), ctx.schedule
+                alias_groups=groups,
+                view_key=lambda n, keys=info.view_key: keys.get(n, ("unknown", n)),
+                backend=resolve_backend(ctx.backend, device),
+                schedule=ctx.schedule,
             )
             region = _Region(inputs=inputs, outputs=outputs, bound_symbols=region_bsyms)
             out_bsyms.append(self.fuse(region, counter))
