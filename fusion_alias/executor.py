@@ -342,9 +342,16 @@ def _check_writes(bsyms, info: AliasInfo, actual: dict, proxies: dict) -> None:
         src = producers.get(getattr(b.args[0], "name", None))
         what = f"input {root}" if t is not None and view is t else f"{dst.name} (a view of {root})"
         where = f"strides {tuple(view.stride())} on shape {tuple(view.shape)}"
+        # Eager allows fill_/zero_ and __setitem__ into an expanded tensor (they write one
+        # value per location); Thunder turns them into a whole-tensor copy_ we cannot land.
+        kind = None
         if src is not None and src.sym.id is ops.PrimIDs.FULL:
+            kind = "fill_/zero_"
+        elif src is not None and "setitem" in src.sym.name:
+            kind = "__setitem__"
+        if kind is not None:
             raise AliasInputError(
-                f"fusion_alias: fill_/zero_ into {what}, whose elements overlap each other ({where}, "
+                f"fusion_alias: {kind} into {what}, whose elements overlap each other ({where}, "
                 "an expand()ed tensor) is not supported; clone() it first"
             )
         raise AliasInputError(
