@@ -223,11 +223,11 @@ def test_weak_dtype_scalar_setitem(schedule):
 def test_setitem_into_expanded_view_is_a_clear_error():
     # fuzz seed 1 #1142: eager writes only the selected (non-overlapping) slice; Thunder's
     # setitem writes the whole expanded tensor back, which we refuse by name
-    def prog(a):
+    def prog(a, b):
         t0 = a.expand(2, 1, 3)
-        t0[1::2] = a
+        t0[1::2] = b
         return a
 
-    prog(torch.rand(1, 3))  # eager accepts it
+    prog(torch.rand(1, 3), torch.rand(1, 3))  # eager accepts it
     with pytest.raises(fusion_alias.AliasInputError, match="__setitem__ into .* not supported"):
-        fusion_alias.jit(prog)(torch.rand(1, 3))
+        fusion_alias.jit(prog)(torch.rand(1, 3), torch.rand(1, 3))
