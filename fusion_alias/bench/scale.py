@@ -1,0 +1,425 @@
+"""Partition cost at scale, and the pass's share of a whole ``thunder.jit`` compile.
+
+Synthetic traces
+----------------
+Built directly (no interpretation of Python): a ``TraceCtx`` under
+``tracectx``, input proxies unpacked with ``prims.unpack_trivial`` as Thunder's
+own computation traces are, then ``thunder.torch`` in-place ops called on the
+proxies, which records the same composite bound symbols
+(``ltorch.tanh_`` → ``prims.tanh``, ``prims.copy_``) a traced program has. The
+size is counted in *flattened* bound symbols: the nodes the partitioner sees.
+
+* ``chain``: ``a.tanh_(); b.add_(1)`` repeated on two inputs. Aliased: ``a``
+  and ``b`` may overlap, so every op is a region boundary (each write is read
+  back through the other name). Not aliased: one region.
+* ``wide``: ``p_i.add_(g_i, alpha=-lr)`` for thousands of parameters (many
+  independent in-place updates). Aliased: all ``p_i`` in one memory group
+  (what a guard that cannot separate them would say).
+
+Per size and variant: alias analysis + read substitution + DCE
+(``prepare``'s ``analysis``), graph building (``graph``) and partitioning,
+timed separately. Next to them, Thunder's ``fuse_bound_symbols`` on the same
+flattened trace (consecutive, ``thunder.jit``'s default, and dataflow), and
+Thunder's own alias pass (``insert_alias_updates``) where it finishes in
+reasonable time: it is quadratic or worse, so it is measured at small sizes and
+extrapolated (marked ``~``) above them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+import gc
+import math
+import time
+
+import thunder
+import thunder.core.prims as prims
+import thunder.torch as ltorch
+from thunder.core import devices, dtypes
+from thunder.core.langctxs import Languages, langctx
+from thunder.core.proxies import TensorProxy
+from thunder.core.trace import TraceCtx, tracectx
+
+import fusion_alias
+from fusion_alias.executor import executor
+from fusion_alias.partition import partition
+from fusion_alias.bench.programs import Program
+from fusion_alias.bench import regions as reg
+
+KINDS = ("chain", "wide")
+
+
+@dataclass
+class Synthetic:
+    kind: str
+    trace: TraceCtx  # top-level (composite) bound symbols, like a traced program
+    flat: TraceCtx  # flattened to prims (what fusion_alias and fuse_bound_symbols see)
+    groups: list[list[str]]  # the inputs that may overlap in the aliased variant
+    thunder_alias_indices: list[list[int]]
+    build_seconds: float
+
+
+def _proxy(name: str, shape=(8,)) -> TensorProxy:
+    return TensorProxy(name, shape=shape, device=devices.cpu, dtype=dtypes.float32)
+
+
+def _flat_size_of_update() -> int:
+    """Flattened bound symbols of one ``p.add_(g, alpha=-lr)``."""
+    trc = TraceCtx()
+    with tracectx(trc), langctx(Languages.TORCH):
+        p, g = _proxy("p"), _proxy("g")
+        ltorch.add_(p, g, alpha=-0.1)
+    return sum(len(executor._flatten(b)) for b in trc.bound_symbols)
+
+
+def build(kind: str, size: int) -> Synthetic:
+    """A synthetic trace of ``kind`` with at least ``size`` flattened bound symbols."""
+    start = time.perf_counter()
+    trc = TraceCtx()
+    flat_count = 0
+
+    def record_flat(first: int) -> None:
+        nonlocal flat_count
+        for b in trc.bound_symbols[first:]:
+            flat_count += len(executor._flatten(b))
+
+    with tracectx(trc), langctx(Languages.TORCH):
+        if kind == "chain":
+            a, b = _proxy("a"), _proxy("b")
+            args = [a, b]
+            for p in args:
+                prims.unpack_trivial(p, name=p.name)
+            flat_count = 2
+            while flat_count < size:
+                first = len(trc.bound_symbols)
+                ltorch.tanh_(a)
+                ltorch.add_(b, 1)
+                record_flat(first)
+            groups = [["a", "b"]]
+            indices = [[0, 1]]
+        elif kind == "wide":
+            per_update = 2 + _flat_size_of_update()  # two unpacks + the update's prims
+            m = max(1, math.ceil((size - 1) / per_update))
+            params = [_proxy(f"p{i}") for i in range(m)]
+            grads = [_proxy(f"g{i}") for i in range(m)]
+            args = params + grads
+            for p in args:
+                prims.unpack_trivial(p, name=p.name)
+            flat_count = len(args)
+            for i in range(m):
+                first = len(trc.bound_symbols)
+                ltorch.add_(params[i], grads[i], alpha=-0.1)
+                record_flat(first)
+                if flat_count >= size:
+                    break
+            groups = [[p.name for p in params]]
+            indices = [list(range(m))]
+        else:
+            raise ValueError(f"unknown synthetic kind {kind!r}")
+        trc.args = args
+        prims.python_return(tuple(args[:2]))
+    flat = reg.flatten_trace(trc)
+    return Synthetic(kind, trc, flat, groups, indices, time.perf_counter() - start)
+
+
+@dataclass
+class ScaleRow:
+    kind: str
+    aliased: bool
+    size: int  # flattened bound symbols
+    top_level: int
+    regions: int = 0
+    analysis: float = 0.0
+    graph: float = 0.0
+    partition: float = 0.0
+    thunder_consecutive: float | None = None
+    thunder_dataflow: float | None = None
+    thunder_alias_pass: float | None = None
+    thunder_alias_pass_estimated: bool = False
+    thunder_regions: int | None = None
+    thunder_alias_pass_exponent: float | None = None  # fitted on the sizes it was measured at
+    skipped: bool = False  # not run at this size: the stage times are extrapolated
+
+    @property
+    def total(self) -> float:
+        return self.analysis + self.graph + self.partition
+
+
+def _timed(fn):
+    gc.collect()
+    t0 = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t0
+
+
+def measure_synthetic(syn: Synthetic, aliased: bool, *, dataflow_limit: int = 20_000) -> ScaleRow:
+    size = len(syn.flat.bound_symbols)
+    row = ScaleRow(syn.kind, aliased, size, len(syn.trace.bound_symbols))
+    groups = syn.groups if aliased else []
+    # fusion_alias: the pass as fusion_pass runs it, on the top-level trace
+    prep = executor.prepare(syn.trace, input_groups=groups)
+    part, row.partition = _timed(lambda: partition(prep.bsyms, prep.graph, executor.is_fusible))
+    row.analysis, row.graph = prep.seconds["analysis"], prep.seconds["graph"]
+    row.regions = len(part.regions)
+    if not aliased:  # Thunder's grouping does not see aliasing without its alias pass
+        from thunder.executors.data_dependent_partition import consecutive_fusion, dataflow_fusion
+
+        groups_c, row.thunder_consecutive = _timed(lambda: consecutive_fusion(syn.flat, reg._merge))
+        row.thunder_regions = reg.count_thunder_groups(groups_c)
+        if size <= dataflow_limit:
+            _, row.thunder_dataflow = _timed(lambda: dataflow_fusion(syn.flat, reg._merge))
+    return row
+
+
+def thunder_alias_pass_seconds(kind: str, sizes, *, budget_s: float) -> dict[int, tuple[float, bool, float | None]]:
+    """Thunder's ``insert_alias_updates`` on the aliased synthetic trace.
+
+    size -> (seconds, estimated, growth exponent between the two largest sizes measured).
+    Sizes 250 and 500 are measured first (when below ``sizes``) to fit the exponent.
+    """
+    from thunder.core.update_aliases import insert_alias_updates
+
+    out: dict[int, tuple[float, bool]] = {}
+    probe = [s for s in (250, 500) if s < min(sizes)]
+    measured: list[tuple[int, float]] = []
+    spent = 0.0
+    for size in sorted(set(probe) | set(sizes)):
+        predicted = _extrapolate(measured, size) if len(measured) >= 2 else 0.0
+        if spent + predicted > budget_s:
+            out[size] = (predicted, True)
+            continue
+        syn = build(kind, size)
+        _, secs = _timed(lambda: insert_alias_updates(syn.trace, syn.thunder_alias_indices))
+        spent += secs
+        measured.append((len(syn.flat.bound_symbols), secs))
+        out[size] = (secs, False)
+    k = slope(*measured[-2], *measured[-1]) if len(measured) >= 2 else None
+    return {s: v + (k,) for s, v in out.items() if s in sizes}
+
+
+def _extrapolate(points: list[tuple[int, float]], size: int) -> float:
+    (n1, t1), (n2, t2) = points[-2], points[-1]
+    k = slope(n1, t1, n2, t2) or 2.0
+    return t2 * (size / n2) ** k
+
+
+def slope(n1: float, t1: float, n2: float, t2: float) -> float | None:
+    """The log-log slope between two (size, time) points: the growth exponent."""
+    if t1 <= 0 or t2 <= 0 or n1 == n2:
+        return None
+    return math.log(t2 / t1) / math.log(n2 / n1)
+
+
+def _predict(points: list[tuple[int, float]], size: int) -> float | None:
+    """Time at ``size`` from the last two measured points (exponent 1 from a single one)."""
+    if not points:
+        return None
+    if len(points) == 1:
+        n, t = points[0]
+        return t * size / n
+    return _extrapolate(points, size)
+
+
+def run_scale(
+    sizes,
+    *,
+    alias_pass_budget_s: float = 20.0,
+    max_measure_s: float = 90.0,
+    repeat_below_s: float = 2.0,
+    log=print,
+) -> list[ScaleRow]:
+    """Measure every kind and variant at every size.
+
+    A (kind, variant) whose time at the next size, extrapolated from the last
+    two, exceeds ``max_measure_s`` is not run there: its row is marked
+    ``skipped`` and holds the extrapolated stage times. Every measurement is
+    the first pass over a freshly built trace (as in a real compile), after a
+    ``gc.collect()``; those under ``repeat_below_s`` are taken three times and
+    the fastest kept.
+    """
+    rows: list[ScaleRow] = []
+    for kind in KINDS:
+        alias_pass = thunder_alias_pass_seconds(kind, sizes, budget_s=alias_pass_budget_s)
+        history: dict[bool, list[ScaleRow]] = {False: [], True: []}
+        for size in sizes:
+            predicted = {
+                a: _predict([(r.size, r.total) for r in history[a]], size) for a in (False, True)
+            }
+            run = {a: predicted[a] is None or predicted[a] <= max_measure_s for a in (False, True)}
+            syn = build(kind, size) if any(run.values()) or size <= 20_000 else None
+            if syn is not None:
+                log(f"  {kind} {size}: built {len(syn.flat.bound_symbols)} bsyms in {syn.build_seconds:.1f} s")
+            for aliased in (False, True):
+                if run[aliased]:
+                    row = measure_synthetic(syn, aliased)
+                    # cheap sizes: best of three first runs, each on a freshly built trace
+                    # (the protocol of the large sizes, minus the noise of a shared machine)
+                    for _ in range(2 if row.total < repeat_below_s else 0):
+                        again = measure_synthetic(build(kind, size), aliased)
+                        if again.total < row.total:
+                            row = again
+                    history[aliased].append(row)
+                    log(
+                        f"    aliased={aliased}: analysis {row.analysis:.3f} s, graph {row.graph:.3f} s, "
+                        f"partition {row.partition:.3f} s, {row.regions} regions"
+                    )
+                else:
+                    row = _extrapolated_row(kind, aliased, size, history[aliased])
+                    log(f"    aliased={aliased}: skipped, extrapolated {row.total:.0f} s > {max_measure_s:g} s")
+                    if syn is not None and not aliased:
+                        from thunder.executors.data_dependent_partition import consecutive_fusion
+
+                        _, row.thunder_consecutive = _timed(lambda: consecutive_fusion(syn.flat, reg._merge))
+                if aliased:
+                    (
+                        row.thunder_alias_pass,
+                        row.thunder_alias_pass_estimated,
+                        row.thunder_alias_pass_exponent,
+                    ) = alias_pass[size]
+                rows.append(row)
+            del syn
+            gc.collect()
+    return rows
+
+
+def _extrapolated_row(kind: str, aliased: bool, size: int, history: list[ScaleRow]) -> ScaleRow:
+    row = ScaleRow(kind, aliased, size, 0, skipped=True)
+    for attr in ("analysis", "graph", "partition"):
+        setattr(row, attr, _predict([(r.size, getattr(r, attr)) for r in history], size) or 0.0)
+    return row
+
+
+def exponents(rows: list[ScaleRow], attr: str = "total") -> dict[tuple[str, bool], float | None]:
+    """Per (kind, aliased): growth exponent between the two largest sizes."""
+    out = {}
+    for key in {(r.kind, r.aliased) for r in rows}:
+        pts = sorted((r.size, getattr(r, attr)) for r in rows if (r.kind, r.aliased) == key)
+        out[key] = slope(*pts[-2], *pts[-1]) if len(pts) >= 2 else None
+    return out
+
+
+def gc_share(kind: str, size: int, aliased: bool) -> tuple[float, float]:
+    """(total with the cyclic GC on, total with it off): the pass on two freshly built traces."""
+    on = measure_synthetic(build(kind, size), aliased).total
+    syn = build(kind, size)
+    gc.collect()
+    gc.disable()
+    try:
+        off = measure_synthetic(syn, aliased).total
+    finally:
+        gc.enable()
+    return on, off
+
+
+def profile_largest(kind: str, size: int, aliased: bool = True, top: int = 12) -> str:
+    """cProfile of prepare + partition on one synthetic trace: where the time goes."""
+    import cProfile
+    import io
+    import pstats
+
+    syn = build(kind, size)
+    pr = cProfile.Profile()
+    pr.enable()
+    prep = executor.prepare(syn.trace, input_groups=syn.groups if aliased else [])
+    partition(prep.bsyms, prep.graph, executor.is_fusible)
+    pr.disable()
+    buf = io.StringIO()
+    pstats.Stats(pr, stream=buf).sort_stats("tottime").print_stats(top)
+    return buf.getvalue()
+
+
+# -- compile share ---------------------------------------------------------------------
+
+
+@dataclass
+class CompileRow:
+    name: str
+    first_call: float  # wall time of the first call of the fusion_alias.jit function
+    pass_seconds: float  # executor.last_pass_seconds
+    refuse_seconds: float  # fuse() calls outside the pass (Thunder's update_fusion_call_ctx)
+    regions: int
+    trace_lines: int = 0
+    thunder_default_first_call: float | None = None
+    thunder_default_error: str = ""
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def share(self) -> float:
+        return self.pass_seconds / self.first_call if self.first_call else float("nan")
+
+    @property
+    def share_with_refuse(self) -> float:
+        return (self.pass_seconds + self.refuse_seconds) / self.first_call if self.first_call else float("nan")
+
+
+class _FuseTimer:
+    """Times executor.fuse calls made outside fusion_pass (an instance attribute shadows the method)."""
+
+    def __init__(self):
+        self.outside = 0.0
+        self._in_pass = False
+
+    def __enter__(self):
+        fuse = type(executor).fuse.__get__(executor)
+        fusion_pass = type(executor).fusion_pass.__get__(executor)
+
+        def timed_fuse(region, counter):
+            t0 = time.perf_counter()
+            try:
+                return fuse(region, counter)
+            finally:
+                if not self._in_pass:
+                    self.outside += time.perf_counter() - t0
+
+        def marked_pass(trace):
+            self._in_pass = True
+            try:
+                return fusion_pass(trace)
+            finally:
+                self._in_pass = False
+
+        executor.fuse = timed_fuse
+        executor.fusion_pass = marked_pass
+        return self
+
+    def __exit__(self, *exc):
+        executor.__dict__.pop("fuse", None)
+        executor.__dict__.pop("fusion_pass", None)
+        return False
+
+
+def compile_share(prog: Program, *, thunder_default: bool = False, thunder_inputs=None) -> CompileRow:
+    """First-call time of ``fusion_alias.jit(prog.fn)`` and the pass's part of it.
+
+    With ``thunder_default``, also the first call of ``thunder.jit(prog.fn)``
+    (default options, Thunder's alias pass on) on ``thunder_inputs(0)``
+    (default: the program's own inputs).
+    """
+    args = prog.make_inputs(0)
+    jitted = fusion_alias.jit(prog.fn, backend="reference")
+    gc.collect()
+    with _FuseTimer() as ft:
+        t0 = time.perf_counter()
+        jitted(*args)
+        first = time.perf_counter() - t0
+    trace = thunder.last_traces(jitted)[0]
+    row = CompileRow(
+        prog.name,
+        first,
+        executor.last_pass_seconds,
+        ft.outside,
+        len(fusion_alias.regions(jitted)),
+        trace_lines=len(trace.bound_symbols),
+    )
+    if thunder_default:
+        jfn = thunder.jit(prog.fn)
+        args = (thunder_inputs or prog.make_inputs)(0)
+        gc.collect()
+        t0 = time.perf_counter()
+        try:
+            jfn(*args)
+            row.thunder_default_first_call = time.perf_counter() - t0
+        except Exception as e:
+            row.thunder_default_error = f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"
+            row.thunder_default_first_call = time.perf_counter() - t0
+    return row
