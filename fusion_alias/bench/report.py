@@ -32,7 +32,7 @@ def _fmt(x, digits: int = 3) -> str:
 def optimum_cell(r: RegionRow) -> str:
     if r.optimum is None:
         return "n/a"
-    if r.optimum_note.startswith("= lower bound") and r.fusible_nodes > 25:
+    if r.optimum_note.startswith("= lower bound"):
         return f"{r.optimum}†"
     return str(r.optimum)
 
@@ -67,12 +67,14 @@ def region_table(rows: list[RegionRow], max_nodes: int) -> str:
         "(longest chain of nodes that must be pairwise separated) meeting fusion_alias's count; n/a otherwise. "
         "The optimum is relative to the graph's hazard edges: a more precise hazard model could allow fewer regions.",
     ]
-    errors = [r for r in rows if r.error or r.thunder_error or r.legal]
+    errors = [r for r in rows if r.error or r.thunder_error or r.legal or r.better_partition]
     if errors:
         notes.append("")
         for r in errors:
             if r.error:
                 notes.append(f"- {r.name}: fusion_alias/bench error: {r.error.splitlines()[0]}")
+            if r.better_partition:
+                notes.append(f"- {r.name}: a legal partition with fewer regions: {r.better_partition}")
             if r.legal:
                 notes.append(f"- {r.name}: fusion_alias's partition is not legal by the bench's definition: {r.legal}")
             if r.thunder_error:
