@@ -38,19 +38,45 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from networkx.utils import UnionFind
-from thunder.core.proxies import TensorProxy
+from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.symbol import BoundSymbol, gather_tags
 import thunder.core.prims as prims
 
 from fusion_alias import ops
 
 
+def _proxies(x, out: list) -> list:
+    if isinstance(x, Proxy):
+        out.append(x)
+    elif isinstance(x, (tuple, list)):
+        for y in x:
+            _proxies(y, out)
+    elif isinstance(x, dict):
+        for y in x.values():
+            _proxies(y, out)
+    return out
+
+
+def proxy_args(bsym: BoundSymbol) -> list[Proxy]:
+    """The proxies among a bsym's arguments.
+
+    Like ``bsym.flat_args`` for the tuples, lists and dicts prims take, without
+    the cost of Thunder's general pytree flattening (which dominated the pass
+    on large traces).
+    """
+    return _proxies(bsym.kwargs, _proxies(bsym.args, []))
+
+
+def proxy_outs(bsym: BoundSymbol) -> list[Proxy]:
+    return _proxies(bsym.output, [])
+
+
 def tensor_args(bsym: BoundSymbol) -> list[TensorProxy]:
-    return [a for a in bsym.flat_args if isinstance(a, TensorProxy)]
+    return [a for a in proxy_args(bsym) if isinstance(a, TensorProxy)]
 
 
 def tensor_outs(bsym: BoundSymbol) -> list[TensorProxy]:
-    return [o for o in bsym.flat_outs if isinstance(o, TensorProxy)]
+    return [o for o in proxy_outs(bsym) if isinstance(o, TensorProxy)]
 
 
 def _view_step(bsym: BoundSymbol) -> tuple:
@@ -203,7 +229,7 @@ def output_may_alias(bsym: BoundSymbol, out_name: str) -> bool:
     if ops.is_copy(bsym):
         return True
     for sub in bsym.subsymbols:
-        if any(isinstance(o, TensorProxy) and o.name == out_name for o in sub.flat_outs):
+        if any(isinstance(o, TensorProxy) and o.name == out_name for o in proxy_outs(sub)):
             return output_may_alias(sub, out_name)
     if isinstance(sym.id, prims.PrimIDs):  # a Thunder prim that is not a view
         return False

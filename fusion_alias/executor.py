@@ -25,7 +25,7 @@ from thunder.extend import FusionExecutor, register_executor
 import thunder.core.prims as prims
 
 from fusion_alias import context, ops
-from fusion_alias.aliasing import AliasInfo, analyze
+from fusion_alias.aliasing import AliasInfo, analyze, proxy_args, proxy_outs
 from fusion_alias.functionalize import substitute_reads
 from fusion_alias.graph import build_graph
 from fusion_alias.lowering import plan_region
@@ -56,7 +56,25 @@ class _RegionMeta:
     schedule: str
 
 
+def _tensor_proxies(xs):
+    for x in xs:
+        if isinstance(x, TensorProxy):
+            yield x
+        elif isinstance(x, (list, tuple)):
+            yield from _tensor_proxies(x)
+
+
+_DTYPE_OK: dict = {}
+
+
 def _fusible_dtype(x) -> bool:
+    ok = _DTYPE_OK.get(x.dtype) if isinstance(x, TensorProxy) else True
+    if ok is None:
+        ok = _DTYPE_OK[x.dtype] = _fusible_dtype_uncached(x)
+    return ok
+
+
+def _fusible_dtype_uncached(x) -> bool:
     if isinstance(x, TensorProxy):
         try:
             return thunder.core.dtypes.to_torch_dtype(x.dtype) in ops.FUSIBLE_TORCH_DTYPES
@@ -91,8 +109,7 @@ class FusionAliasExecutor(FusionExecutor):
 
     # -- what we claim ------------------------------------------------------
     def _checker(self, *args, **kwargs) -> bool:
-        flat, _ = tree_flatten((args, kwargs))
-        tensors = [x for x in flat if isinstance(x, TensorProxy)]
+        tensors = list(_tensor_proxies(args)) + list(_tensor_proxies(kwargs.values()))
         if not all(_fusible_dtype(t) for t in tensors):
             return False
         if context.current().backend == "nvfuser":
@@ -128,17 +145,25 @@ class FusionAliasExecutor(FusionExecutor):
             input_groups, actual = _input_groups(trace, ctx, tensor_inputs)
         t0 = time.perf_counter()
         info = analyze(flat, tensor_inputs, list(input_groups) + alias_facts)
-        proxies = {o.name: o for b in flat for o in b.flat_outs if isinstance(o, TensorProxy)}
+        proxies = {o.name: o for b in flat for o in proxy_outs(b) if isinstance(o, TensorProxy)}
         proxies.update((p.name, p) for p in tensor_inputs)
         _check_writes(flat, info, actual, proxies)
-        fusible = self.is_fusible
+        verdicts: dict[int, bool] = {}  # per bsym, for this pass: the checker is not free
+
+        def fusible(b: BoundSymbol) -> bool:
+            v = verdicts.get(id(b))
+            if v is None:
+                v = verdicts[id(b)] = self.is_fusible(b)
+            return v
+
         if any(p.requires_grad for p in tensor_inputs):
             # Note [writes stay visible to autograd's split]: Thunder's
             # split_into_forward_and_backward keeps a forward bsym only if its outputs
             # are needed, or if it is named copy_. A fusion that only writes back would
             # be moved to the backward and lost, so with grad inputs the copy_ prims
             # stay outside regions (Thunder's torch executor runs them).
-            fusible = lambda b: self.is_fusible(b) and not ops.is_copy(b)  # noqa: E731
+            fusible_any = fusible
+            fusible = lambda b: fusible_any(b) and not ops.is_copy(b)  # noqa: E731
         bsyms = substitute_reads(trace, flat, info, fusible)
         bsyms = _dce(bsyms, trace)
         t1 = time.perf_counter()
@@ -160,7 +185,7 @@ class FusionAliasExecutor(FusionExecutor):
         consumers: dict[str, int] = {}  # name -> last item index that consumes it
         for pos, (kind, idx) in enumerate(part.items):
             for i in idx:
-                for a in bsyms[i].flat_args:
+                for a in proxy_args(bsyms[i]):
                     if isinstance(a, Proxy):
                         consumers[a.name] = max(consumers.get(a.name, -1), pos)
         device = tensor_inputs[0].device.type if tensor_inputs else None
@@ -225,7 +250,7 @@ class _Region:
 
 
 def _region_key(bsyms: Sequence[BoundSymbol]) -> tuple:
-    return tuple((b.sym.name, tuple(o.name for o in b.flat_outs if isinstance(o, Proxy))) for b in bsyms)
+    return tuple((b.sym.name, tuple(o.name for o in proxy_outs(b) if isinstance(o, Proxy))) for b in bsyms)
 
 
 def _region_io(region_bsyms, pos, consumers):
@@ -234,11 +259,11 @@ def _region_io(region_bsyms, pos, consumers):
     seen: set[str] = set()
     outputs: list[Proxy] = []
     for b in region_bsyms:
-        for a in b.flat_args:
+        for a in proxy_args(b):
             if isinstance(a, Proxy) and a.name not in produced and a.name not in seen:
                 seen.add(a.name)
                 inputs.append(a)
-        for o in b.flat_outs:
+        for o in proxy_outs(b):
             if isinstance(o, Proxy):
                 produced.add(o.name)
                 if consumers.get(o.name, -1) > pos:
@@ -268,7 +293,7 @@ def _drop_update_aliases(bsyms: list[BoundSymbol]) -> tuple[list[BoundSymbol], l
         if ops.is_update_aliases(b):
             ins = [x for x in b.args[0]]
             facts.append([x.name for x in ins if isinstance(x, TensorProxy)])
-            for o, i in zip(b.flat_outs, ins):
+            for o, i in zip(proxy_outs(b), ins):
                 swap[variableify(o)] = i
             continue
         out.append(b)
@@ -316,7 +341,7 @@ def _check_writes(bsyms, info: AliasInfo, actual: dict, proxies: dict) -> None:
     """
     from fusion_alias.backends.reference import replay_view
 
-    producers = {o.name: b for b in bsyms for o in b.flat_outs if isinstance(o, TensorProxy)}
+    producers = {o.name: b for b in bsyms for o in proxy_outs(b) if isinstance(o, TensorProxy)}
     for b in bsyms:
         if not ops.is_copy(b):
             continue
@@ -368,12 +393,12 @@ def _dce(bsyms: list[BoundSymbol], trace: TraceCtx) -> list[BoundSymbol]:
     needed.update(x.name for x in flat_out if isinstance(x, Proxy))
     keep = []
     for b in reversed(bsyms):
-        outs = [o.name for o in b.flat_outs if isinstance(o, Proxy)]
+        outs = [o.name for o in proxy_outs(b) if isinstance(o, Proxy)]
         removable = ops.op_info(b) is not None and not ops.is_copy(b) and not ops.is_update_aliases(b)
         if removable and outs and not any(o in needed for o in outs):
             continue
         keep.append(b)
-        needed.update(a.name for a in b.flat_args if isinstance(a, Proxy))
+        needed.update(a.name for a in proxy_args(b) if isinstance(a, Proxy))
     return list(reversed(keep))
 
 

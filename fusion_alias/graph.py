@@ -34,7 +34,7 @@ from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.symbol import BoundSymbol
 
 from fusion_alias import ops
-from fusion_alias.aliasing import AliasInfo, may_write, tensor_args
+from fusion_alias.aliasing import AliasInfo, may_write, proxy_args, proxy_outs, tensor_args
 
 
 def memory_reads(bsym: BoundSymbol) -> list[TensorProxy]:
@@ -58,26 +58,27 @@ def memory_writes(bsym: BoundSymbol, opaque: bool) -> list[TensorProxy]:
     return []
 
 
-def _pointwise_ancestors(idx: int, bsyms, producer_idx: dict[str, int], shape, floor: int) -> set[int]:
-    """Nodes after ``floor`` feeding ``bsyms[idx]``'s source through same-shape elementwise ops.
+def _pointwise_feeders(bsyms, producer_idx: dict[str, int], written_groups: set, info: AliasInfo) -> list:
+    """For each node, the memory-reading elementwise nodes that feed it through
+    elementwise ops of one shape (None where the node is not elementwise).
 
-    Only nodes after ``floor`` (the group's previous write) can be the reads in
-    question, so the walk never goes further back: linear over a trace.
+    One forward pass; each set only holds reads of written memory, so it stays
+    small (after substitution most reads of written memory are gone).
     """
-    seen: set[int] = set()
-    src = bsyms[idx].args[0]
-    stack = [src] if isinstance(src, TensorProxy) else []
-    while stack:
-        p = stack.pop()
-        j = producer_idx.get(p.name)
-        if j is None or j in seen or j <= floor:
+    feeders: list = [None] * len(bsyms)
+    for n, b in enumerate(bsyms):
+        if b.sym.id not in ops.ELEMENTWISE_IDS or not isinstance(b.output, TensorProxy):
             continue
-        b = bsyms[j]
-        if b.sym.id not in ops.ELEMENTWISE_IDS or tuple(p.shape) != tuple(shape):
-            continue
-        seen.add(j)
-        stack.extend(a for a in tensor_args(b))
-    return seen
+        shape = tuple(b.output.shape)
+        acc: set[int] = set()
+        for a in tensor_args(b):
+            if a.name in info.root and info.group(a.name) in written_groups:
+                acc.add(n)
+            j = producer_idx.get(a.name)
+            if j is not None and feeders[j] is not None and tuple(a.shape) == shape:
+                acc |= feeders[j]
+        feeders[n] = acc
+    return feeders
 
 
 def build_graph(
@@ -90,7 +91,7 @@ def build_graph(
     producer_idx: dict[str, int] = {}
     for i, b in enumerate(bsyms):
         g.add_node(i)
-        for o in b.flat_outs:
+        for o in proxy_outs(b):
             if isinstance(o, Proxy):
                 producer_idx.setdefault(o.name, i)
 
@@ -105,14 +106,19 @@ def build_graph(
             g.add_edge(u, v, kinds={kind}, unsafe=unsafe)
 
     for i, b in enumerate(bsyms):
-        for a in b.flat_args:
+        for a in proxy_args(b):
             if isinstance(a, Proxy):
                 j = producer_idx.get(a.name)
                 if j is not None and j < i:
                     add(j, i, "data")
 
+    written_groups = set()
+    for b in bsyms:
+        for d in memory_writes(b, not is_fusible(b)):
+            written_groups.add(info.group(d.name))
+    feeders = _pointwise_feeders(bsyms, producer_idx, written_groups, info)
+
     last_write: dict[str, int] = {}
-    floor: dict[str, int] = {}  # reads of a group after this index may still race a write
     reads_since: dict[str, list[tuple[int, TensorProxy]]] = {}
     for i, b in enumerate(bsyms):
         opaque = not is_fusible(b)
@@ -134,20 +140,24 @@ def build_graph(
                 # Reads before the previous write are ordered before it (war edges to
                 # it); a new chain of writes starts here.
                 reads_since[grp] = [(r, p) for r, p in reads_since.get(grp, ()) if w is None or r > w]
-                floor[grp] = w if w is not None else -1
             # Note [coalesced writes keep their reads]: a covering write drops the
             # previous write-back, so a read that was safe only because it fed that
             # write is checked again against this one (``a.neg_(); a.zero_()``:
             # neg's read of a does not feed zero's write-back, which nvFuser may land first).
-            ancestors = None
+            src = b.args[0] if ops.is_copy(b) else None
+            j = producer_idx.get(src.name) if isinstance(src, TensorProxy) else None
+            fed_by = feeders[j] if j is not None and feeders[j] is not None else ()
+            src_ok = isinstance(src, TensorProxy) and tuple(src.shape) == tuple(d.shape)
             for r, p in reads_since.get(grp, ()):
                 if r == i:
                     continue
-                safe = False
-                if not opaque and ops.is_copy(b) and info.same_view(p.name, d.name):
-                    if ancestors is None:
-                        ancestors = _pointwise_ancestors(i, bsyms, producer_idx, d.shape, floor[grp])
-                    safe = r in ancestors and tuple(p.shape) == tuple(d.shape)
+                safe = (
+                    not opaque
+                    and src_ok
+                    and r in fed_by
+                    and info.same_view(p.name, d.name)
+                    and tuple(p.shape) == tuple(d.shape)
+                )
                 add(r, i, "war", unsafe=not safe)
             last_write[grp] = i
     return g

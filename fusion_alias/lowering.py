@@ -37,6 +37,7 @@ from thunder.core.symbol import BoundSymbol
 import thunder.core.dtypes as dtypes
 
 from fusion_alias import ops
+from fusion_alias.aliasing import proxy_args, proxy_outs
 
 
 @dataclass
@@ -85,7 +86,7 @@ def plan_region(
 
     produced_by = {}
     for b in bsyms:
-        for o in b.flat_outs:
+        for o in proxy_outs(b):
             if isinstance(o, Proxy):
                 produced_by[o.name] = b
     input_names = {p.name for p in inputs}
@@ -164,7 +165,7 @@ def plan_region(
 
 def _proxy_named(bsyms, name):
     for b in bsyms:
-        for o in b.flat_outs:
+        for o in proxy_outs(b):
             if isinstance(o, Proxy) and o.name == name:
                 return o
     return None
@@ -307,7 +308,7 @@ def define_region(fd, spec: RegionSpec, DataType) -> dict[str, object]:
             raise NotImplementedError(f"fusion_alias: no lowering for {b.sym.name}")
         env[b.output.name] = out
 
-    shapes = {p.name: tuple(p.shape) for b in spec.bsyms for p in b.flat_args + b.flat_outs if isinstance(p, TensorProxy)}
+    shapes = {p.name: tuple(p.shape) for b in spec.bsyms for p in proxy_args(b) + proxy_outs(b) if isinstance(p, TensorProxy)}
 
     def shaped(src, dst_name: str):
         """The written value at the destination's shape (``copy_`` broadcasts its source)."""

@@ -32,6 +32,7 @@ from thunder.core.symbol import BoundSymbol
 import thunder.core.prims as prims
 
 from fusion_alias import ops
+from fusion_alias.aliasing import proxy_args, proxy_outs
 
 
 @dataclass
@@ -50,7 +51,7 @@ def destination_views(bsyms: Sequence[BoundSymbol]) -> set[int]:
     """Indices of view prims whose result (through more views) is a copy_ destination."""
     producer = {}
     for i, b in enumerate(bsyms):
-        for o in b.flat_outs:
+        for o in proxy_outs(b):
             if isinstance(o, TensorProxy):
                 producer.setdefault(o.name, i)
     marked: set[int] = set()
