@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+import contextlib
+import gc
 import time
 
 import torch
@@ -36,6 +38,19 @@ BACKENDS = ("auto", "nvfuser", "reference")
 
 class AliasInputError(RuntimeError):
     """A program eager PyTorch rejects (e.g. an in-place write into an expanded tensor)."""
+
+
+@contextlib.contextmanager
+def _gc_paused():
+    """The pass allocates many small objects and frees none: the cyclic collector only
+    rescans them (a third of the pass on 100k-bsym traces). Pause it for the pass."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 @dataclass
@@ -134,6 +149,10 @@ class FusionAliasExecutor(FusionExecutor):
         ``input_groups`` (lists of input names that may overlap) overrides
         what the compile context says; benchmarks pass it for synthetic traces.
         """
+        with _gc_paused():
+            return self._prepare(trace, input_groups)
+
+    def _prepare(self, trace: TraceCtx, input_groups=None) -> Prepared:
         ctx = context.current()
         flat: list[BoundSymbol] = []
         for b in trace.bound_symbols:
@@ -172,6 +191,10 @@ class FusionAliasExecutor(FusionExecutor):
         return Prepared(bsyms, info, graph, tensor_inputs, {"analysis": t1 - t0, "graph": t2 - t1}, fusible)
 
     def fusion_pass(self, trace: TraceCtx) -> TraceCtx:
+        with _gc_paused():
+            return self._fusion_pass(trace)
+
+    def _fusion_pass(self, trace: TraceCtx) -> TraceCtx:
         start = time.perf_counter()
         ctx = context.current()
         # Region facts live for one pass: fuse() may be called again for these regions
@@ -346,6 +369,16 @@ def _check_writes(bsyms, info: AliasInfo, actual: dict, proxies: dict) -> None:
         if not ops.is_copy(b):
             continue
         dst = b.args[1]
+        src_shape = tuple(b.args[0].shape) if isinstance(b.args[0], TensorProxy) else ()
+        try:
+            fits = torch.broadcast_shapes(src_shape, tuple(dst.shape)) == tuple(dst.shape)
+        except RuntimeError:
+            fits = False
+        if not fits:
+            raise AliasInputError(
+                f"fusion_alias: output with shape {list(dst.shape)} doesn't match the broadcast shape "
+                f"{list(src_shape)} of the value written into {dst.name} (eager PyTorch rejects this too)"
+            )
         root = info.root.get(dst.name)
         t = actual.get(root)
         if t is not None and t.is_leaf and t.requires_grad and torch.is_grad_enabled():

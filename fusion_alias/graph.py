@@ -67,6 +67,11 @@ def _pointwise_feeders(bsyms, producer_idx: dict[str, int], written_groups: set,
     """
     feeders: list = [None] * len(bsyms)
     for n, b in enumerate(bsyms):
+        if b.sym.id is ops.PrimIDs.SHALLOW_COPY:
+            # the same elements at the same indices: feeds through (addcmul_ makes these)
+            j = producer_idx.get(b.args[0].name)
+            feeders[n] = set(feeders[j]) if j is not None and feeders[j] is not None else set()
+            continue
         if b.sym.id not in ops.ELEMENTWISE_IDS or not isinstance(b.output, TensorProxy):
             continue
         shape = tuple(b.output.shape)
@@ -87,23 +92,22 @@ def build_graph(
     is_fusible: Callable[[BoundSymbol], bool],
 ) -> nx.DiGraph:
     """Dependency graph of ``bsyms`` (see module docstring)."""
-    g = nx.DiGraph()
     producer_idx: dict[str, int] = {}
     for i, b in enumerate(bsyms):
-        g.add_node(i)
         for o in proxy_outs(b):
-            if isinstance(o, Proxy):
-                producer_idx.setdefault(o.name, i)
+            producer_idx.setdefault(o.name, i)
+
+    edges: dict[tuple[int, int], dict] = {}  # collected first: networkx's add_edge is slow one by one
 
     def add(u: int, v: int, kind: str, unsafe: bool = False) -> None:
         if u == v:
             return
-        if g.has_edge(u, v):
-            data = g.edges[u, v]
+        data = edges.get((u, v))
+        if data is None:
+            edges[(u, v)] = {"kinds": {kind}, "unsafe": unsafe}
+        else:
             data["kinds"].add(kind)
             data["unsafe"] = data["unsafe"] or unsafe
-        else:
-            g.add_edge(u, v, kinds={kind}, unsafe=unsafe)
 
     for i, b in enumerate(bsyms):
         for a in proxy_args(b):
@@ -160,6 +164,9 @@ def build_graph(
                 )
                 add(r, i, "war", unsafe=not safe)
             last_write[grp] = i
+    g = nx.DiGraph()
+    g.add_nodes_from(range(len(bsyms)))
+    g.add_edges_from((u, v, d) for (u, v), d in edges.items())
     return g
 
 

@@ -231,3 +231,16 @@ def test_setitem_into_expanded_view_is_a_clear_error():
     prog(torch.rand(1, 3), torch.rand(1, 3))  # eager accepts it
     with pytest.raises(fusion_alias.AliasInputError, match="__setitem__ into .* not supported"):
         fusion_alias.jit(prog)(torch.rand(1, 3), torch.rand(1, 3))
+
+
+def test_write_of_a_larger_value_into_a_scalar_is_rejected_by_name():
+    # bench report: b.add_(a.sin()) with b = a[0, 0] raised an IndexError inside the backend
+    def f(a, b):
+        b.add_(a.sin())
+        return b
+
+    x = torch.rand(5, 5)
+    with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+        f(x.clone(), x.clone()[0, 0])
+    with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+        fusion_alias.jit(f)(x, x[0, 0])
