@@ -57,18 +57,33 @@ def _proxies(x, out: list) -> list:
     return out
 
 
+_ARGS: dict[int, tuple] = {}  # id(bsym) -> (bsym, args, outs); the bsym is kept, so ids stay unique
+
+
+def _flat(bsym: BoundSymbol) -> tuple:
+    entry = _ARGS.get(id(bsym))
+    if entry is None or entry[0] is not bsym:
+        entry = _ARGS[id(bsym)] = (bsym, _proxies(bsym.kwargs, _proxies(bsym.args, [])), _proxies(bsym.output, []))
+    return entry
+
+
 def proxy_args(bsym: BoundSymbol) -> list[Proxy]:
-    """The proxies among a bsym's arguments.
+    """The proxies among a bsym's arguments (do not mutate the list).
 
     Like ``bsym.flat_args`` for the tuples, lists and dicts prims take, without
     the cost of Thunder's general pytree flattening (which dominated the pass
-    on large traces).
+    on large traces), and remembered until :func:`forget_flattened`.
     """
-    return _proxies(bsym.kwargs, _proxies(bsym.args, []))
+    return _flat(bsym)[1]
 
 
 def proxy_outs(bsym: BoundSymbol) -> list[Proxy]:
-    return _proxies(bsym.output, [])
+    return _flat(bsym)[2]
+
+
+def forget_flattened() -> None:
+    """Drop what proxy_args/proxy_outs remembered (end of a pass)."""
+    _ARGS.clear()
 
 
 def tensor_args(bsym: BoundSymbol) -> list[TensorProxy]:

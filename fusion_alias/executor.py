@@ -27,7 +27,7 @@ from thunder.extend import FusionExecutor, register_executor
 import thunder.core.prims as prims
 
 from fusion_alias import context, ops
-from fusion_alias.aliasing import AliasInfo, analyze, proxy_args, proxy_outs
+from fusion_alias.aliasing import AliasInfo, analyze, forget_flattened, proxy_args, proxy_outs
 from fusion_alias.functionalize import substitute_reads
 from fusion_alias.graph import build_graph
 from fusion_alias.lowering import plan_region
@@ -131,13 +131,28 @@ class FusionAliasExecutor(FusionExecutor):
             return all(t.device.type == "cuda" for t in tensors)
         return True
 
-    def _flatten(self, bsym: BoundSymbol) -> list[BoundSymbol]:
-        if self.can_execute(bsym) or not self.can_fuse(bsym):
-            return [bsym]
+    def flatten(self, bsym: BoundSymbol) -> list[BoundSymbol]:
+        """``bsym`` as the pass sees it: the symbols we claim, or itself when it is not all ours."""
+        return self._flatten(bsym, {})[0]
+
+    def _flatten(self, bsym: BoundSymbol, verdicts: dict) -> tuple[list[BoundSymbol], bool]:
+        """``bsym`` down to the symbols we claim, if all of it is ours; else ``[bsym]``.
+
+        One recursion (``can_fuse`` would re-walk every level), recording each
+        leaf's fusibility in ``verdicts``.
+        """
+        if self.can_execute(bsym):
+            verdicts[id(bsym)] = (bsym, ops.op_info(bsym) is not None)
+            return [bsym], True
+        if bsym.sym.is_fusion or not bsym.subsymbols:
+            return [bsym], False
         out = []
         for sub in bsym.subsymbols:
-            out.extend(self._flatten(sub))
-        return out
+            part, ok = self._flatten(sub, verdicts)
+            if not ok:
+                return [bsym], False
+            out.extend(part)
+        return out, True
 
     def is_fusible(self, bsym: BoundSymbol) -> bool:
         return ops.op_info(bsym) is not None and self.can_execute(bsym)
@@ -154,9 +169,11 @@ class FusionAliasExecutor(FusionExecutor):
 
     def _prepare(self, trace: TraceCtx, input_groups=None) -> Prepared:
         ctx = context.current()
+        forget_flattened()
+        verdicts: dict[int, tuple] = {}  # id -> (bsym, fusible), for this pass: the checker is not free
         flat: list[BoundSymbol] = []
         for b in trace.bound_symbols:
-            flat.extend(self._flatten(b))
+            flat.extend(self._flatten(b, verdicts)[0])
         flat, alias_facts = _drop_update_aliases(flat)
         tensor_inputs = [a for a in trace.args if isinstance(a, TensorProxy)]
         actual: dict = {}
@@ -167,13 +184,11 @@ class FusionAliasExecutor(FusionExecutor):
         proxies = {o.name: o for b in flat for o in proxy_outs(b) if isinstance(o, TensorProxy)}
         proxies.update((p.name, p) for p in tensor_inputs)
         _check_writes(flat, info, actual, proxies)
-        verdicts: dict[int, bool] = {}  # per bsym, for this pass: the checker is not free
-
         def fusible(b: BoundSymbol) -> bool:
-            v = verdicts.get(id(b))
-            if v is None:
-                v = verdicts[id(b)] = self.is_fusible(b)
-            return v
+            entry = verdicts.get(id(b))
+            if entry is None or entry[0] is not b:  # (the bsym is kept: its id stays its own)
+                entry = verdicts[id(b)] = (b, self.is_fusible(b))
+            return entry[1]
 
         if any(p.requires_grad for p in tensor_inputs):
             # Note [writes stay visible to autograd's split]: Thunder's
@@ -192,7 +207,10 @@ class FusionAliasExecutor(FusionExecutor):
 
     def fusion_pass(self, trace: TraceCtx) -> TraceCtx:
         with _gc_paused():
-            return self._fusion_pass(trace)
+            try:
+                return self._fusion_pass(trace)
+            finally:
+                forget_flattened()
 
     def _fusion_pass(self, trace: TraceCtx) -> TraceCtx:
         start = time.perf_counter()
@@ -370,10 +388,7 @@ def _check_writes(bsyms, info: AliasInfo, actual: dict, proxies: dict) -> None:
             continue
         dst = b.args[1]
         src_shape = tuple(b.args[0].shape) if isinstance(b.args[0], TensorProxy) else ()
-        try:
-            fits = torch.broadcast_shapes(src_shape, tuple(dst.shape)) == tuple(dst.shape)
-        except RuntimeError:
-            fits = False
+        fits = src_shape == tuple(dst.shape) or _broadcasts_to(src_shape, tuple(dst.shape))
         if not fits:
             raise AliasInputError(
                 f"fusion_alias: output with shape {list(dst.shape)} doesn't match the broadcast shape "
@@ -386,13 +401,16 @@ def _check_writes(bsyms, info: AliasInfo, actual: dict, proxies: dict) -> None:
                 f"fusion_alias: in-place write into input {root}: a leaf Variable that requires grad "
                 "is being used in an in-place operation (eager PyTorch rejects this too)"
             )
+        chain = info.chain.get(dst.name, ())
+        if not chain and t is None:
+            continue  # a fresh tensor the program made: contiguous, nothing overlaps
         base = t
         if base is None and root in proxies and isinstance(proxies[root], TensorProxy):
             base = torch.empty(tuple(proxies[root].shape), device="meta")
         if base is None:
             continue
         try:
-            view = replay_view(base, info.chain.get(dst.name, ()))
+            view = replay_view(base, chain)
         except Exception:  # a chain torch cannot replay as views: nothing to say
             continue
         if torch._debug_has_internal_overlap(view) != 1:
@@ -417,6 +435,12 @@ def _check_writes(bsyms, info: AliasInfo, actual: dict, proxies: dict) -> None:
             "an expand()ed tensor): more than one element of the written-to tensor refers to a single "
             "memory location (eager PyTorch rejects this too); clone() it first"
         )
+
+
+def _broadcasts_to(shape: tuple, target: tuple) -> bool:
+    if len(shape) > len(target):
+        return False
+    return all(s == t or s == 1 for s, t in zip(reversed(shape), reversed(target)))
 
 
 def _dce(bsyms: list[BoundSymbol], trace: TraceCtx) -> list[BoundSymbol]:

@@ -41,7 +41,6 @@ from collections.abc import Callable, Sequence
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import BoundSymbol
 from thunder.core.trace import TraceCtx, tracectx
-from thunder.core.pytree import tree_map
 
 from fusion_alias import ops
 from fusion_alias.aliasing import AliasInfo, may_write, tensor_args
@@ -100,19 +99,22 @@ def substitute_reads(
         remember(group, key, value)
         return value
 
+    def rewrite(x):
+        """``x`` with its tensor proxies resolved; the very same object when none changes."""
+        if isinstance(x, TensorProxy):
+            return resolve(x)
+        if isinstance(x, (tuple, list)):
+            items = [rewrite(y) for y in x]
+            if all(a is b for a, b in zip(items, x)):
+                return x
+            return type(x)(items)
+        return x
+
     def rewrite_args(bsym: BoundSymbol, which: Callable[[int], bool]) -> BoundSymbol:
-        swapped = False
-        new_args = []
-        for i, a in enumerate(bsym.args):
-            if which(i):
-                new_a = tree_map(lambda x: resolve(x) if isinstance(x, TensorProxy) else x, a)
-            else:
-                new_a = a
-            swapped = swapped or new_a is not a
-            new_args.append(new_a)
-        if not swapped:
+        new_args = tuple(rewrite(a) if which(i) else a for i, a in enumerate(bsym.args))
+        if all(a is b for a, b in zip(new_args, bsym.args)):
             return bsym
-        return bsym.from_bsym(args=tuple(new_args))
+        return bsym.from_bsym(args=new_args)
 
     for bsym in bsyms:
         if ops.is_copy(bsym):

@@ -81,9 +81,10 @@ def partition(
     memory_views = destination_views(bsyms)
     fusible = [is_fusible(b) and i not in memory_views for i, b in enumerate(bsyms)]
     level = [-1] * n  # stage for fusible nodes, "last region it follows" for the others
+    pred = graph.pred
     for v in range(n):  # node indices are a topological order (program order)
         lv = 0 if fusible[v] else -1
-        for u, _, data in graph.in_edges(v, data=True):
+        for u, data in pred[v].items():
             if fusible[v]:
                 if fusible[u]:
                     need = level[u] + (1 if data["unsafe"] and not ignore_hazards else 0)

@@ -142,7 +142,7 @@ def flatten_trace(trace):
     """``trace`` with every bound symbol flattened as fusion_alias flattens it."""
     flat = []
     for b in trace.bound_symbols:
-        flat.extend(executor._flatten(b))
+        flat.extend(executor.flatten(b))
     out = from_trace(trace)
     out.bound_symbols = flat
     return out

@@ -69,7 +69,7 @@ def _flat_size_of_update() -> int:
     with tracectx(trc), langctx(Languages.TORCH):
         p, g = _proxy("p"), _proxy("g")
         ltorch.add_(p, g, alpha=-0.1)
-    return sum(len(executor._flatten(b)) for b in trc.bound_symbols)
+    return sum(len(executor.flatten(b)) for b in trc.bound_symbols)
 
 
 def build(kind: str, size: int) -> Synthetic:
@@ -81,7 +81,7 @@ def build(kind: str, size: int) -> Synthetic:
     def record_flat(first: int) -> None:
         nonlocal flat_count
         for b in trc.bound_symbols[first:]:
-            flat_count += len(executor._flatten(b))
+            flat_count += len(executor.flatten(b))
 
     with tracectx(trc), langctx(Languages.TORCH):
         if kind == "chain":
@@ -158,7 +158,7 @@ def measure_synthetic(syn: Synthetic, aliased: bool, *, dataflow_limit: int = 20
     groups = syn.groups if aliased else []
     # fusion_alias: the pass as fusion_pass runs it, on the top-level trace
     prep = executor.prepare(syn.trace, input_groups=groups)
-    part, row.partition = _timed(lambda: partition(prep.bsyms, prep.graph, executor.is_fusible))
+    part, row.partition = _timed(lambda: partition(prep.bsyms, prep.graph, prep.is_fusible))
     row.analysis, row.graph = prep.seconds["analysis"], prep.seconds["graph"]
     row.regions = len(part.regions)
     if not aliased:  # Thunder's grouping does not see aliasing without its alias pass
