@@ -2,61 +2,19 @@
 
 import torch
 
-
-def f(a, b):
-    return a.exp_() * b.tanh_()
-
-
-def g(a, _):
-    b = a.view(5, 5)
-    return a.exp_() * b.tanh_()
-
-
-def h(a, _):
-    b = a[0, 0]
-    return a.exp_() * b.tanh_()
-
-
-def k(a, b):
-    t2 = a.exp_()
-    b.tanh_()
-    return t2.sin()
-
-
-def scalar_view_then_exp(a, _):
-    b = a[0, 0]
-    c = a.exp_()
-    b.tanh_()
-    return c.sin()
-
-
-def view_exp_tanh(a, _):
-    b = a.view(5, 5)
-    c = a.exp_()
-    b.tanh_()
-    return c.sin() * 2 * b
-
-
-def two_views(a, _):
-    b = a.view(5, 5)
-    c = a.view(5, 5)
-    b.tanh_()
-    return c.sin() * 2 * b
-
-
-def write_then_add(a, b):
-    result = a.exp_() * b.tanh_()
-    a.add_(1)
-    return result, a
-
-
-def tanh_pow4(a, _):
-    a.tanh_()
-    return a * a * a * a
-
-
-def independent(a, b):
-    return a.exp_() * b.tanh_()
+# The programs themselves live in the package, shared with the benchmark and the demo.
+from fusion_alias.bench.programs import (  # noqa: F401
+    f,
+    g,
+    h,
+    independent,
+    k,
+    scalar_view_then_exp,
+    tanh_pow4,
+    two_views,
+    view_exp_tanh,
+    write_then_add,
+)
 
 
 def aliased_inputs(x):

@@ -4,7 +4,7 @@ Each :class:`Program` has a function (plain PyTorch) and an input maker that
 builds its arguments, with the aliasing the program is about, from a seed.
 Families:
 
-* ``seed``: the seed repros of the core issue (the list in ``tests/programs.py``),
+* ``seed``: the seed repros of the core issue (tests/programs.py and the demo import them from here),
   with inputs ``(x, x[0, 0])`` unless the program is about independent inputs;
 * ``optimizer``: SGD / momentum / Adam steps over several parameters written in
   place, with independent parameters or with parameters that are disjoint
@@ -37,7 +37,7 @@ def _randn(*shape, seed: int = 0, offset: int = 0):
     return torch.randn(*shape, generator=torch.Generator().manual_seed(1000 * seed + offset))
 
 
-# -- seed programs (copied from tests/programs.py) ---------------------------
+# -- seed programs (the issue's list; tests and examples import these) ------
 
 
 def f(a, b):
