@@ -26,6 +26,7 @@ from fusion_alias.backends import nvfuser as nvb
 from fusion_alias.lowering import RecordedDataType, RecordingFusionDefinition, define_region
 
 from helpers import as_tuple, region_count
+from helpers import assert_same as _assert_same
 from programs import SEED_PROGRAMS, aliased_inputs, f, h, write_then_add
 
 WHY_NOT = nvb.missing()
@@ -59,16 +60,6 @@ def _run_pair(fn, make_inputs, jitted, *, shape=(5, 5), seed=0, device="cuda"):
     if device == "cuda":
         torch.cuda.synchronize()
     return got, want, (b_jit, a_jit), (b_eager, a_eager)
-
-
-def _assert_same(got, want, state_jit, state_eager):
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        torch.testing.assert_close(g, w)
-    torch.testing.assert_close(state_jit[0], state_eager[0])
-    for a, b in zip(state_jit[1], state_eager[1]):
-        if isinstance(a, torch.Tensor):
-            torch.testing.assert_close(a, b)
 
 
 def _wrappers(jitted):
