@@ -387,6 +387,7 @@ def _check_writes(bsyms, info: AliasInfo, actual: dict, proxies: dict) -> None:
         if not ops.is_copy(b):
             continue
         dst = b.args[1]
+        _check_operand_overlap(b, info, actual, proxies, producers)
         src_shape = tuple(b.args[0].shape) if isinstance(b.args[0], TensorProxy) else ()
         fits = src_shape == tuple(dst.shape) or _broadcasts_to(src_shape, tuple(dst.shape))
         if not fits:
@@ -435,6 +436,85 @@ def _check_writes(bsyms, info: AliasInfo, actual: dict, proxies: dict) -> None:
             "an expand()ed tensor): more than one element of the written-to tensor refers to a single "
             "memory location (eager PyTorch rejects this too); clone() it first"
         )
+
+
+def _actual_view(name: str, info: AliasInfo, actual: dict, proxies: dict, metas: dict):
+    """The tensor ``name`` is at run time (a view of a real input, or of a meta stand-in
+    for a tensor the program made), or None when its view chain cannot be replayed."""
+    from fusion_alias.backends.reference import replay_view
+
+    root = info.root.get(name)
+    base = actual.get(root)
+    if base is None:
+        p = proxies.get(root)
+        if not isinstance(p, TensorProxy):
+            return None
+        if root not in metas:
+            metas[root] = torch.empty(tuple(p.shape), device="meta", dtype=thunder.core.dtypes.to_torch_dtype(p.dtype))
+        base = metas[root]
+    try:
+        return replay_view(base, info.chain.get(name, ()))
+    except Exception:
+        return None
+
+
+def _byte_span(t: torch.Tensor) -> tuple[int, int]:
+    begin = t.data_ptr() if t.device.type != "meta" else t.storage_offset() * t.element_size()
+    return begin, begin + t.numel() * t.element_size()
+
+
+def _partial_overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """PyTorch's rule for an in-place op's operand against its output (``get_overlap_status``):
+    the same bytes with the same strides are fine, any other overlap of two dense tensors is not."""
+    from torch._prims_common import is_non_overlapping_and_dense
+
+    if a.numel() == 0 or b.numel() == 0:
+        return False
+    if not (is_non_overlapping_and_dense(a) and is_non_overlapping_and_dense(b)):
+        return False  # "too hard": eager does not decide, neither do we
+    (a0, a1), (b0, b1) = _byte_span(a), _byte_span(b)
+    if (a0, a1) == (b0, b1):
+        return a.stride() != b.stride()
+    return a0 < b1 and b0 < a1
+
+
+def _check_operand_overlap(copy_bsym, info: AliasInfo, actual: dict, proxies: dict, producers: dict) -> None:
+    """Reject an in-place op whose operand partially overlaps what it writes, as eager does
+    (``x.add_(x.t())``, ``x[0:3].copy_(x[1:4])``, ``x.add_(x[0, 0])``).
+
+    Operands are the arguments of the elementwise prim that computes the written value (or the
+    copied tensor itself), before broadcasting. Ops Thunder decomposes further
+    (``add_(b, alpha=2)`` multiplies first) are not checked: a false rejection is worse.
+    """
+    src, dst = copy_bsym.args[0], copy_bsym.args[1]
+    if not isinstance(src, TensorProxy):
+        return
+    producer = producers.get(src.name)
+    if producer is not None and producer.sym.id in ops.ELEMENTWISE_IDS:
+        operands = [a for a in producer.args if isinstance(a, TensorProxy)]
+    elif producer is None or ops.is_view(producer):
+        operands = [src]
+    else:
+        return
+    metas: dict = {}
+    dst_view = None
+    for x in operands:
+        while (p := producers.get(x.name)) is not None and p.sym.id is ops.PrimIDs.BROADCAST_IN_DIM:
+            x = p.args[0]
+        if x.name not in info.root or info.group(x.name) != info.group(dst.name) or info.same_view(x.name, dst.name):
+            continue
+        if info.root[x.name] != info.root[dst.name] and (info.root[x.name] not in actual or info.root[dst.name] not in actual):
+            continue  # no common ground to compare addresses on
+        dst_view = dst_view if dst_view is not None else _actual_view(dst.name, info, actual, proxies, metas)
+        x_view = _actual_view(x.name, info, actual, proxies, metas)
+        if dst_view is None or x_view is None:
+            continue
+        if _partial_overlap(x_view, dst_view):
+            raise AliasInputError(
+                f"fusion_alias: unsupported operation: some elements of the input tensor {x.name} and the "
+                f"written-to tensor {dst.name} refer to a single memory location (eager PyTorch rejects "
+                "this too); clone() the input first"
+            )
 
 
 def _broadcasts_to(shape: tuple, target: tuple) -> bool:

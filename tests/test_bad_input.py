@@ -63,3 +63,34 @@ def test_unsupported_op_stays_outside_regions():
 
     names = [b.sym.name for b in thunder.last_traces(jitted)[-1].bound_symbols]
     assert any("matmul" in n for n in names)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda x: (x, x.t()),  # same bytes, other strides
+        lambda x: (x[0:3], x[1:4]),  # shifted rows
+        lambda x: (x, x[0]),  # a row broadcast onto its own matrix
+        lambda x: (x, x[0, 0]),  # one element of the destination
+    ],
+    ids=["transpose", "shift", "row", "element"],
+)
+def test_inplace_operand_partially_overlapping_its_output_is_rejected(make):
+    def fn(a, b):
+        return a.add_(b)
+
+    with pytest.raises(RuntimeError, match="single memory location"):
+        fn(*make(torch.rand(4, 4)))
+    with pytest.raises(RuntimeError, match="single memory location"):
+        fusion_alias.jit(fn)(*make(torch.rand(4, 4)))
+
+
+@pytest.mark.parametrize("make", [lambda x: (x, x), lambda x: (x, x.view(4, 4)), lambda x: (x[:, ::2], x[:, 1::2])])
+def test_inplace_operand_fully_or_not_overlapping_is_fine(make):
+    def fn(a, b):
+        return a.add_(b)
+
+    x, y = torch.rand(4, 4), None
+    y = x.clone()
+    torch.testing.assert_close(fusion_alias.jit(fn)(*make(x)), fn(*make(y)))
+    torch.testing.assert_close(x, y)
