@@ -172,8 +172,12 @@ class FusionAliasExecutor(FusionExecutor):
         forget_flattened()
         verdicts: dict[int, tuple] = {}  # id -> (bsym, fusible), for this pass: the checker is not free
         flat: list[BoundSymbol] = []
+        user_copies: set[int] = set()  # copy_ prims that are a user's Tensor.copy_ (not an in-place op's write)
         for b in trace.bound_symbols:
-            flat.extend(self._flatten(b, verdicts)[0])
+            parts = self._flatten(b, verdicts)[0]
+            if b.sym.name == "copy_" and b.sym.id is not ops.COPY_ID:
+                user_copies.update(id(p) for p in parts if ops.is_copy(p))
+            flat.extend(parts)
         flat, alias_facts = _drop_update_aliases(flat)
         tensor_inputs = [a for a in trace.args if isinstance(a, TensorProxy)]
         actual: dict = {}
@@ -183,7 +187,7 @@ class FusionAliasExecutor(FusionExecutor):
         info = analyze(flat, tensor_inputs, list(input_groups) + alias_facts)
         proxies = {o.name: o for b in flat for o in proxy_outs(b) if isinstance(o, TensorProxy)}
         proxies.update((p.name, p) for p in tensor_inputs)
-        _check_writes(flat, info, actual, proxies)
+        _check_writes(flat, info, actual, proxies, user_copies)
         def fusible(b: BoundSymbol) -> bool:
             entry = verdicts.get(id(b))
             if entry is None or entry[0] is not b:  # (the bsym is kept: its id stays its own)
@@ -371,7 +375,7 @@ def _input_groups(trace, ctx, tensor_inputs):
     return ([names] if len(names) > 1 else []), {}
 
 
-def _check_writes(bsyms, info: AliasInfo, actual: dict, proxies: dict) -> None:
+def _check_writes(bsyms, info: AliasInfo, actual: dict, proxies: dict, user_copies=frozenset()) -> None:
     """Reject in-place writes eager PyTorch rejects, with an error that names the problem.
 
     A destination whose elements overlap each other (an ``expand()``ed view, or
@@ -387,7 +391,7 @@ def _check_writes(bsyms, info: AliasInfo, actual: dict, proxies: dict) -> None:
         if not ops.is_copy(b):
             continue
         dst = b.args[1]
-        _check_operand_overlap(b, info, actual, proxies, producers)
+        _check_operand_overlap(b, info, actual, proxies, producers, id(b) in user_copies)
         src_shape = tuple(b.args[0].shape) if isinstance(b.args[0], TensorProxy) else ()
         fits = src_shape == tuple(dst.shape) or _broadcasts_to(src_shape, tuple(dst.shape))
         if not fits:
@@ -478,28 +482,38 @@ def _partial_overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a0 < b1 and b0 < a1
 
 
-def _check_operand_overlap(copy_bsym, info: AliasInfo, actual: dict, proxies: dict, producers: dict) -> None:
+def _check_operand_overlap(
+    copy_bsym, info: AliasInfo, actual: dict, proxies: dict, producers: dict, user_copy: bool
+) -> None:
     """Reject an in-place op whose operand partially overlaps what it writes, as eager does
     (``x.add_(x.t())``, ``x[0:3].copy_(x[1:4])``, ``x.add_(x[0, 0])``).
 
-    Operands are the arguments of the elementwise prim that computes the written value (or the
-    copied tensor itself), before broadcasting. Ops Thunder decomposes further
+    Operands are the arguments of the elementwise prim that computes the written value, or,
+    for a user's ``Tensor.copy_``, the copied tensor itself, before broadcasting. Ops Thunder decomposes further
     (``add_(b, alpha=2)`` multiplies first) are not checked: a false rejection is worse.
     """
     src, dst = copy_bsym.args[0], copy_bsym.args[1]
     if not isinstance(src, TensorProxy):
         return
     producer = producers.get(src.name)
-    if producer is not None and producer.sym.id in ops.ELEMENTWISE_IDS:
-        operands = [a for a in producer.args if isinstance(a, TensorProxy)]
-    elif producer is None or ops.is_view(producer):
+    if user_copy or producer is None or ops.is_view(producer):
         operands = [src]
+    elif producer.sym.id in ops.ELEMENTWISE_IDS:
+        operands = [a for a in producer.args if isinstance(a, TensorProxy)]
     else:
         return
     metas: dict = {}
     dst_view = None
     for x in operands:
-        while (p := producers.get(x.name)) is not None and p.sym.id is ops.PrimIDs.BROADCAST_IN_DIM:
+        if x.name in info.root and info.same_view(x.name, dst.name):
+            continue  # ``t.sin_()``: the operand is the output itself
+        # undo the implicit broadcast of a binary op (``x.add_(x[0])`` compares ``x[0]``), not a
+        # user's unsqueeze, which Thunder also spells broadcast_in_dim but which adds no element
+        while (
+            (p := producers.get(x.name)) is not None
+            and p.sym.id is ops.PrimIDs.BROADCAST_IN_DIM
+            and p.output.numel > p.args[0].numel
+        ):
             x = p.args[0]
         if x.name not in info.root or info.group(x.name) != info.group(dst.name) or info.same_view(x.name, dst.name):
             continue

@@ -244,3 +244,30 @@ def test_write_of_a_larger_value_into_a_scalar_is_rejected_by_name():
         f(x.clone(), x.clone()[0, 0])
     with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
         fusion_alias.jit(f)(x, x[0, 0])
+
+
+@pytest.mark.parametrize("schedule", ["reads-first", "writes-first"])
+def test_inplace_on_unsqueezed_view_is_not_a_partial_overlap(schedule):
+    # fuzz seed 1 #1297: t0 = d.unsqueeze(0); t0.sin_() - the operand is the output itself
+    def prog(d):
+        t0 = d.unsqueeze(0)
+        t0.sin_()
+        return d
+
+    x = torch.rand(4, 6)
+    y = x.clone()
+    torch.testing.assert_close(fusion_alias.jit(prog, schedule=schedule)(x), prog(y))
+
+
+@pytest.mark.parametrize("schedule", ["reads-first", "writes-first"])
+def test_copy_of_a_value_computed_from_an_overlapping_tensor_is_fine(schedule):
+    # fuzz seed 1 #1251: c.copy_(a.sin()) with a = c's element: copy_'s operand is the fresh sin
+    def prog(a, c):
+        c.copy_(a.sin())
+        return c
+
+    x = torch.rand(4, 6)
+    y = x.clone()
+    out = fusion_alias.jit(prog, schedule=schedule)(x[3, 2], x[3])
+    torch.testing.assert_close(out, prog(y[3, 2], y[3]))
+    torch.testing.assert_close(x, y)
