@@ -19,7 +19,7 @@ import time
 
 import torch
 import thunder
-from thunder.core.proxies import NumberProxy, Proxy, TensorProxy, Variable, unvariableify, variableify
+from thunder.core.proxies import Proxy, TensorProxy, Variable, unvariableify, variableify
 from thunder.core.symbol import BoundSymbol, Symbol
 from thunder.core.trace import TraceCtx, TraceProvenance, from_trace
 from thunder.core.pytree import tree_flatten

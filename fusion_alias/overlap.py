@@ -212,6 +212,11 @@ def _describe(t: object):
         isz = t.element_size()
     except Exception:  # no storage, nested tensors, functional wrappers, ...
         return _UNKNOWN
+    return _strided_description(space, base, isz, shape, stride)
+
+
+def _strided_description(space, base: int, isz: int, shape, stride) -> tuple:
+    """Description of a non-contiguous, non-empty tensor: its byte span from its strides."""
     pos = neg = 0
     for n, s in zip(shape, stride):
         if s > 0:
@@ -495,7 +500,7 @@ def overlap_components(tensors: Sequence[object], *, max_work: int | None = DEFA
     for i, t in enumerate(tensors):
         tp = type(t)
         if tp is _Tensor or tp is _Parameter:
-            # Inlined copy of _describe for CPU/CUDA tensors (the hot path).
+            # _describe's CPU/CUDA case, inlined (the hot path).
             try:
                 if t.layout is _strided and (t.is_cuda or t.is_cpu):
                     p = t.data_ptr()
@@ -507,15 +512,7 @@ def overlap_components(tensors: Sequence[object], *, max_work: int | None = DEFA
                         if 0 in shape:
                             d = _EMPTY
                         else:
-                            stride = t.stride()
-                            isz = t.element_size()
-                            pos = neg = 0
-                            for m, st in zip(shape, stride):
-                                if st > 0:
-                                    pos += (m - 1) * st
-                                elif st < 0:
-                                    neg += (m - 1) * st
-                            d = (None, p + neg * isz, p + (pos + 1) * isz, p, isz, shape, stride)
+                            d = _strided_description(None, p, t.element_size(), shape, t.stride())
                 else:
                     d = _describe(t)
             except Exception:

@@ -32,7 +32,7 @@ from thunder.core.symbol import BoundSymbol
 import thunder.core.prims as prims
 
 from fusion_alias import ops
-from fusion_alias.aliasing import proxy_args, proxy_outs
+from fusion_alias.aliasing import proxy_outs
 
 
 @dataclass
