@@ -41,21 +41,14 @@ _TORCH_DTYPES = {
 }
 
 
-def _reduce(fn):
-    def impl(a, dims, keepdim=False):
-        if not dims:
-            return a.clone()
-        return fn(a, tuple(dims), keepdim)
-
-    return impl
-
-
 # fd.ops.<name> -> torch, for the elementwise ops: the op table already holds both spellings
 _ELEMENTWISE = {
     info.nv_name: info.torch_fn
     for info in ops.OP_TABLE.values()
     if info.kind == "elementwise" and info.nv_name not in ("cast", "where")
 }
+# ... and for the reductions (the lowering always asks for keepdim=False)
+_REDUCTIONS = {info.nv_name: info.torch_fn for info in ops.OP_TABLE.values() if info.kind == "reduction"}
 
 
 def _run_op(name: str, args: tuple, kwargs: dict):
@@ -82,14 +75,10 @@ def _run_op(name: str, args: tuple, kwargs: dict):
         return args[0].permute(tuple(kwargs["dims"]))
     if name == "set":
         return args[0].view_as(args[0])
-    if name == "sum":
-        return _reduce(torch.sum)(args[0], kwargs["dims"], kwargs.get("keepdim", False))
-    if name == "max":
-        return _reduce(torch.amax)(args[0], kwargs["dims"], kwargs.get("keepdim", False))
-    if name == "min":
-        return _reduce(torch.amin)(args[0], kwargs["dims"], kwargs.get("keepdim", False))
-    if name == "prod":
-        return ops.torch_prod(args[0], kwargs["dims"])
+    if name in _REDUCTIONS:
+        if kwargs.get("keepdim", False):
+            raise NotImplementedError(f"reference backend: fd.ops.{name} with keepdim=True")
+        return _REDUCTIONS[name](args[0], kwargs["dims"])
     if name == "full":
         return torch.full(tuple(kwargs["shape"]), kwargs["fill_value"], dtype=_TORCH_DTYPES[str(kwargs["dtype"])])
     raise NotImplementedError(f"reference backend: no torch implementation of fd.ops.{name}")
