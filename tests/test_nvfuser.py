@@ -326,12 +326,18 @@ class _FakeFusionDefinition(RecordingFusionDefinition):
         value, dtype = args
         return self._record("define_scalar", (value,), {"dtype": dtype}, "S")
 
-    def execute(self, inputs, device=None):
+    def execute(self, inputs, device=None, **options):
+        self.execute_options = options  # Thunder's nv_* compile options, as the wrapper passes them
         env = run_recorded(self, list(inputs), "reads-first")
         outs = [c for c in self.calls if c.op == "add_output"]
         aliased = [env[c.args[0].index] for c in outs if "alias_input" in c.kwargs]
         plain = [env[c.args[0].index] for c in outs if "alias_input" not in c.kwargs]
         return (aliased if self.return_aliased else []) + plain
+
+
+    def repro_script_for(self, inputs=None):  # the method thunder.examine.get_nvfuser_repro calls
+        shapes = [tuple(t.shape) if isinstance(t, torch.Tensor) else t for t in inputs or ()]
+        return self.to_source("repro") + f"\n# inputs: {shapes}"
 
 
 def _fake_descriptor(shape, stride):
@@ -392,6 +398,41 @@ def test_wrapper_views_and_escaping_results_on_fake_nvfuser(fake_nvfuser):
     want = fn(y)
     torch.testing.assert_close((t, v, c), want)
     torch.testing.assert_close(x, y)
+
+
+def test_wrapper_has_thunders_wrapper_interface_on_fake_nvfuser(fake_nvfuser, monkeypatch):
+    import thunder.examine
+
+    monkeypatch.setattr(thunder.examine, "warn_fusions", lambda: False)  # it checks for CUDA + nvFuser
+    fn, make_inputs, _ = SEED_PROGRAMS[0]
+    jitted = fusion_alias.jit(
+        fn, backend="reference", nv_store_fusion_inputs=True, nv_enable_options=["fuse_multiple_matmuls"]
+    )
+    for seed in range(2):
+        got, want, sj, se = _run_pair(fn, make_inputs, jitted, seed=seed, device="cpu")
+        _assert_same(got, want, sj, se)
+    trace = thunder.last_traces(jitted)[-1]
+    for w in _wrappers(jitted):
+        assert w.use_cache and w.store_inputs and w.last_used is not None
+        assert w.cache_info().misses == 1 and w.cache_info().hits == 1 and w.cache_info().currsize == 1
+        assert w.last_used.execute_options == {"_enable_options": ["fuse_multiple_matmuls"]}
+        assert w.last_inputs and all(isinstance(a, (torch.Tensor, int, float, bool)) for a in w.last_inputs)
+        repro = thunder.examine.get_nvfuser_repro(trace, w.name)
+        assert "add_output" in repro and "# inputs:" in repro
+        w.cache_clear()
+        assert w.cache_info().currsize == 0
+
+
+def test_wrapper_skip_cache_rebuilds_on_fake_nvfuser(fake_nvfuser):
+    fn, make_inputs, _ = SEED_PROGRAMS[0]
+    jitted = fusion_alias.jit(fn, backend="reference", nv_skip_cache=True)
+    for seed in range(2):
+        got, want, sj, se = _run_pair(fn, make_inputs, jitted, seed=seed, device="cpu")
+        _assert_same(got, want, sj, se)
+    for w in _wrappers(jitted):
+        assert not w.use_cache and not w.store_inputs and w.last_inputs is None
+        assert w.cache_info().misses == 2 and w.cache_info().hits == 0
+        assert w.last_used.execute_options == {}
 
 
 def test_wrapper_guard_on_fake_nvfuser(fake_nvfuser):
@@ -519,3 +560,20 @@ def test_non_contiguous_destination():
     jitted = fusion_alias.jit(fn, backend="nvfuser")
     got, want, sj, se = _run_pair(fn, lambda x: (x, x[:, 1]), jitted, shape=(64, 33))
     _assert_same(got, want, sj, se)
+
+
+@pytest.mark.cuda
+@needs_nvfuser
+def test_thunder_repro_tools_read_the_wrapper():
+    """thunder.examine.get_nvfuser_repro works on our regions, as on Thunder's own wrapper."""
+    import thunder.examine
+
+    jitted = fusion_alias.jit(h, backend="nvfuser", nv_store_fusion_inputs=True)
+    got, want, sj, se = _run_pair(h, aliased_inputs, jitted)
+    _assert_same(got, want, sj, se)
+    trace = thunder.last_traces(jitted)[-1]
+    for w in _wrappers(jitted):
+        assert w.last_used is not None and w.last_inputs is not None
+        assert w.cache_info().misses == 1
+        repro = thunder.examine.get_nvfuser_repro(trace, w.name)
+        assert "FusionDefinition" in repro and "add_output" in repro

@@ -55,6 +55,28 @@ nvFuser version return aliased outputs after all, the wrapper takes the *last*
 results are then made by ``lowering.assemble_outputs``: the destination input
 itself, or a view replayed with torch on the tensor whose memory it names.
 
+Note [Thunder's wrapper interface]
+----------------------------------
+Thunder's own nvFuser regions are ``FusionDefinitionWrapper`` objects, and its
+tools read them by attribute: ``thunder.examine.get_nvfuser_repro(trace,
+name)`` needs ``last_used`` (the definition last run) and ``last_inputs``
+(kept when the compile option ``nv_store_fusion_inputs=True`` is given), and
+the benchmark and report utilities read ``last_used`` too. That class lives in
+``thunder.executors.nvfuserex_impl``, which cannot be imported without CUDA,
+so :class:`NvFuserFusion` cannot subclass it here; it implements the same
+interface instead (``name``, ``use_cache``, ``last_used``, ``last_inputs``,
+``store_inputs``, ``save_fake_inputs``, ``enable_options``,
+``disable_options``, ``cache_info()``, ``cache_clear()``) and honours the same
+compile options (``nv_store_fusion_inputs``, ``nv_save_fake_inputs``,
+``nv_enable_options``, ``nv_disable_options``, ``nv_skip_cache``). So::
+
+    jitted = fusion_alias.jit(fn, backend="nvfuser", nv_store_fusion_inputs=True)
+    jitted(x, x[0, 0])
+    print(thunder.examine.get_nvfuser_repro(thunder.last_traces(jitted)[-1], "FusionAlias0"))
+
+prints nvFuser's own repro script for the region. With ``nv_skip_cache`` a
+definition is built on every call, as Thunder's wrapper does.
+
 Note [regions nvFuser does not take]
 ------------------------------------
 A region with a slice of step other than 1 (nvFuser slices with step 1 only)
@@ -67,6 +89,7 @@ wrapper's repr says so for the first.
 
 from __future__ import annotations
 
+import collections
 import functools
 import warnings
 from collections.abc import Sequence
@@ -392,11 +415,42 @@ class _Built:
         self.aliased_outputs = aliased_outputs
 
 
+#: Thunder's nvFuser compile options that the wrapper honours (Note [Thunder's wrapper interface]).
+_COMPILE_OPTIONS = {
+    "nv_store_fusion_inputs": "Allow nvFuser to store fusion inputs for repro.",
+    "nv_save_fake_inputs": "Allow nvFuser to store fake tensor inputs for repro.",
+    "nv_enable_options": "List of NVFUSER_ENABLE options to set.",
+    "nv_disable_options": "List of NVFUSER_DISABLE options to set.",
+    "nv_skip_cache": "Skip cache for nvFuser fusions.",
+}
+
+
+def _compile_options() -> dict:
+    """Thunder's nvFuser compile options of the compilation running now (empty outside one)."""
+    from thunder.core.compile_data import get_compile_option
+
+    try:
+        return {k: get_compile_option(k, why) for k, why in _COMPILE_OPTIONS.items()}
+    except Exception:  # no compile data (a wrapper built by hand)
+        return {}
+
+
+CacheInfo = collections.namedtuple("CacheInfo", ["hits", "misses", "maxsize", "currsize"])
+
+
 class NvFuserFusion:
-    """A fusion region run by nvFuser, with its alias groups in the cache key and a runtime guard."""
+    """A fusion region run by nvFuser, with its alias groups in the cache key and a runtime guard.
+
+    It has the interface of Thunder's ``FusionDefinitionWrapper`` (Note [Thunder's wrapper interface]).
+    """
 
     #: built definitions kept per region (one per input layout and aliasing)
     MAX_DEFINITIONS = 64
+    #: FusionDefinitionWrapper's attributes, filled from Thunder's nvFuser compile options
+    use_cache = True
+    store_inputs = False
+    save_fake_inputs = False
+    last_inputs = None
 
     def __init__(self, spec):
         require()
@@ -424,6 +478,13 @@ class NvFuserFusion:
         self._where = where_dtypes(spec, self._nv.DataType)
         self._defs: dict[tuple, _Built] = {}
         self._last: _Built | None = None
+        self._hits = self._misses = 0
+        options = _compile_options()
+        self.use_cache = not options.get("nv_skip_cache")
+        self.store_inputs = bool(options.get("nv_store_fusion_inputs"))
+        self.save_fake_inputs = bool(options.get("nv_save_fake_inputs"))
+        self.enable_options = list(options.get("nv_enable_options") or [])
+        self.disable_options = list(options.get("nv_disable_options") or [])
         self.fallback_reason = unsupported_reason(spec)
         self._fallback = None
         self._torch = None
@@ -458,6 +519,19 @@ class NvFuserFusion:
         """Keys of the definitions built so far (see :func:`cache_key`)."""
         return list(self._defs)
 
+    def cache_info(self) -> CacheInfo:
+        """Hits and misses of the definition cache, like ``functools.lru_cache``'s (and Thunder's wrapper's)."""
+        return CacheInfo(self._hits, self._misses, self.MAX_DEFINITIONS, len(self._defs))
+
+    def cache_clear(self) -> None:
+        self._defs.clear()
+        self._hits = self._misses = 0
+
+    @property
+    def last_used(self):
+        """The nvFuser definition run last (None before the first call), as on Thunder's wrapper."""
+        return None if self._last is None else self._last.fd
+
     # -- running --------------------------------------------------------------
     def __call__(self, *args):
         from fusion_alias.lowering import assemble_outputs
@@ -470,14 +544,19 @@ class NvFuserFusion:
             return self._torch_region()(*args)
         fed = list(args) if self._all_fed else [args[i] for i in self._fed]
         key = cache_key(spec, args)
-        built = self._defs.get(key)
+        built = self._defs.get(key) if self.use_cache else None
         if built is None:
+            self._misses += 1
             built = self._build(fed)
             if len(self._defs) >= self.MAX_DEFINITIONS:
                 self._defs.pop(next(iter(self._defs)))
             self._defs[key] = built
+        else:
+            self._hits += 1
         self._last = built
-        outs = built.fd.execute(fed, device=self._device)
+        if self.store_inputs:
+            self.last_inputs = fed
+        outs = built.fd.execute(fed, device=self._device, **self._execute_options())
         n = built.plain_outputs
         if len(outs) not in (n, n + built.aliased_outputs):
             raise RuntimeError(
@@ -498,6 +577,17 @@ class NvFuserFusion:
                 emitted[i] = v.to(dtype)
         inputs = {p.name: a for p, a in zip(spec.inputs, args)}
         return assemble_outputs(spec, inputs, emitted)
+
+    def _execute_options(self) -> dict:
+        """Keyword arguments of ``execute`` from Thunder's compile options (none by default)."""
+        options = {}
+        if self.save_fake_inputs:
+            options["save_repro_inputs"] = True
+        if self.enable_options:
+            options["_enable_options"] = self.enable_options
+        if self.disable_options:
+            options["_disable_options"] = self.disable_options
+        return options
 
     def _torch_region(self):
         """The region on torch, for a call nvFuser cannot take (a CPU tensor that is not 0-d)."""
