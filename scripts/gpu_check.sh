@@ -8,7 +8,9 @@
 #      pyenv's 3.12, else python3 (reported; the nvFuser install will then
 #      most likely fail and the CUDA tests will be skipped with that reason);
 #   2. make a venv (reusing system site-packages, so a preinstalled torch is
-#      not downloaded again) and pip install the pinned stack from PyPI;
+#      not downloaded again) and pip install the pinned stack from PyPI, or,
+#      where .whl/ holds wheels (scripts/gpu_wheels.sh; the lent GPU machines
+#      are offline), from those wheels only;
 #   3. pytest -m cuda tests/test_nvfuser.py;
 #   4. scripts/gpu_bench.py (fusion_alias/nvFuser vs thunder.jit vs eager).
 # A failing step is reported and the next ones still run. Results go to
@@ -74,7 +76,18 @@ t0=$(date +%s)
 if [ ! -x "$venv/bin/python" ]; then
     "$py" -m venv --system-site-packages "$venv" >"$install_log" 2>&1 || install_status="venv creation failed"
 fi
-if [ "$install_status" = "ok" ]; then
+wheels=("$repo"/.whl/*.whl)
+if [ "$install_status" = "ok" ] && [ -e "${wheels[0]}" ]; then
+    # Offline machine (the lent GPU machines reach no registry): wheels carried in .whl/ by
+    # scripts/gpu_wheels.sh, on top of the machine's own torch (system site-packages).
+    pip_rc=0
+    md "- install source: ${#wheels[@]} carried wheels in .whl/ (offline), over the machine's own torch"
+    PIP_DISABLE_PIP_VERSION_CHECK=1 timeout "$install_timeout" "$venv/bin/python" -m pip install --progress-bar off \
+        --no-index --no-deps "${wheels[@]}" >>"$install_log" 2>&1 || pip_rc=$?
+    if [ "$pip_rc" -ne 0 ]; then
+        install_status="offline pip install failed (rc=$pip_rc); continuing with whatever is installed; see install.log"
+    fi
+elif [ "$install_status" = "ok" ]; then
     pip_rc=0
     PIP_DISABLE_PIP_VERSION_CHECK=1 timeout "$install_timeout" "$venv/bin/python" -m pip install --progress-bar off \
         "torch==2.9.1" "lightning-thunder==0.2.6" nvfuser-cu128-torch29 networkx numpy pytest hypothesis \
@@ -91,13 +104,13 @@ versions="$(timeout 120 "$vpy" - <<'EOF' 2>&1 || true
 import importlib, warnings
 warnings.filterwarnings("ignore")
 out = []
-for mod in ("torch", "thunder", "nvfuser"):
+for mod in ("torch", "thunder", "nvfuser", "nvfuser_direct"):
     try:
         m = importlib.import_module(mod)
         v = getattr(m, "__version__", None) or (m.version() if hasattr(m, "version") else "?")
         out.append(f"{mod} {v}")
     except Exception as e:
-        out.append(f"{mod}: {type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}")
+        out.append(f"{mod}: {type(e).__name__}: {str(e).splitlines()[0][:240] if str(e) else ''}")
 try:
     import torch
     out.append(f"torch.cuda.is_available() = {torch.cuda.is_available()}, torch CUDA {torch.version.cuda}")

@@ -109,6 +109,28 @@ def test_wrapper_refuses_clearly_without_cuda_or_nvfuser():
         nvb.NvFuserFusion(spec)
 
 
+def test_an_nvfuser_built_for_another_torch_is_named_in_the_refusal(monkeypatch):
+    """A wheel built for another torch release fails to load with an undefined c10 symbol: say so."""
+    import builtins
+
+    real_import = builtins.__import__
+
+    def broken_nvfuser(name, *args, **kwargs):
+        if name == "nvfuser":
+            raise ImportError("libnvfuser_codegen.so: undefined symbol: _ZN3c1013MessageLoggerC1EPKciib")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", broken_nvfuser)
+    monkeypatch.setattr(nvb, "_import_error", [])
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    nvb._nvfuser.cache_clear()
+    try:
+        why = nvb.missing()
+    finally:
+        nvb._nvfuser.cache_clear()
+    assert "does not load with torch" in why and "undefined symbol" in why
+
+
 def test_importing_fusion_alias_loads_no_nvfuser_module_without_cuda():
     code = (
         "import sys, torch, fusion_alias\n"

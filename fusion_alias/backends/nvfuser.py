@@ -101,6 +101,9 @@ import torch
 # ---------------------------------------------------------------------------
 
 
+_import_error: list[str] = []  # why `import nvfuser` failed, when it did
+
+
 @functools.cache
 def _nvfuser():
     try:
@@ -111,7 +114,10 @@ def _nvfuser():
             import nvfuser  # noqa: F401
 
         return nvfuser
-    except Exception:
+    except ModuleNotFoundError:
+        return None
+    except Exception as e:  # installed but broken, e.g. built for another torch (undefined c10 symbols)
+        _import_error.append(f"{type(e).__name__}: {e}")
         return None
 
 
@@ -120,6 +126,11 @@ def missing() -> str | None:
     if not torch.cuda.is_available():
         return "no CUDA device is available (torch.cuda.is_available() is False)"
     if _nvfuser() is None:
+        if _import_error:
+            return (
+                f"nvFuser is installed but does not load with torch {torch.__version__} "
+                f"(its wheels are built for one torch release): {_import_error[0]}"
+            )
         return "nvFuser is not installed (pip install -e '.[nvfuser]', Python 3.12 wheels only)"
     return None
 
