@@ -172,13 +172,10 @@ class FusionAliasExecutor(FusionExecutor):
         forget_flattened()
         verdicts: dict[int, tuple] = {}  # id -> (bsym, fusible), for this pass: the checker is not free
         flat: list[BoundSymbol] = []
-        user_copies: set[int] = set()  # copy_ prims that are a user's Tensor.copy_ (not an in-place op's write)
         for b in trace.bound_symbols:
-            parts = self._flatten(b, verdicts)[0]
-            if b.sym.name == "copy_" and b.sym.id is not ops.COPY_ID:
-                user_copies.update(id(p) for p in parts if ops.is_copy(p))
-            flat.extend(parts)
-        flat, alias_facts = _drop_update_aliases(flat)
+            flat.extend(self._flatten(b, verdicts)[0])
+        flat, alias_facts, renamed = _drop_update_aliases(flat)
+        inplace_ops = _inplace_ops_by_write(trace.bound_symbols, renamed)
         tensor_inputs = [a for a in trace.args if isinstance(a, TensorProxy)]
         actual: dict = {}
         if input_groups is None:
@@ -187,7 +184,9 @@ class FusionAliasExecutor(FusionExecutor):
         info = analyze(flat, tensor_inputs, list(input_groups) + alias_facts)
         proxies = {o.name: o for b in flat for o in proxy_outs(b) if isinstance(o, TensorProxy)}
         proxies.update((p.name, p) for p in tensor_inputs)
-        _check_writes(flat, info, actual, proxies, user_copies)
+        if _has_lost_its_inplace_ops(trace):
+            self._check_original_operands(ctx, actual)
+        _check_writes(flat, info, actual, proxies, inplace_ops)
         def fusible(b: BoundSymbol) -> bool:
             entry = verdicts.get(id(b))
             if entry is None or entry[0] is not b:  # (the bsym is kept: its id stays its own)
@@ -208,6 +207,27 @@ class FusionAliasExecutor(FusionExecutor):
         graph = build_graph(bsyms, info, fusible)
         t2 = time.perf_counter()
         return Prepared(bsyms, info, graph, tensor_inputs, {"analysis": t1 - t0, "graph": t2 - t1}, fusible)
+
+    def _check_original_operands(self, ctx, actual: dict) -> None:
+        """Check operand overlaps on the trace as traced, before autodiff decomposed its in-place ops.
+
+        Note [operands as the user wrote them]: Thunder's grad transform hands us
+        ``add_(a, b, alpha=2)`` as ``mul(b, 2); add(a, _); copy_(_, a)``, which looks
+        exactly like ``a.copy_(a + b * 2)``: eager rejects the first for ``b = a[0]``
+        and accepts the second. Only the traced program still tells them apart.
+        """
+        original = _traced_program()
+        if original is None:
+            return
+        flat = [p for b in original.bound_symbols for p in _leaf_symbols(b)]
+        tensor_inputs = [a for a in original.args if isinstance(a, TensorProxy)]
+        groups, actual = _input_groups(original, ctx, tensor_inputs)
+        info = analyze(flat, tensor_inputs, groups)
+        proxies = {o.name: o for b in flat for o in proxy_outs(b) if isinstance(o, TensorProxy)}
+        proxies.update((p.name, p) for p in tensor_inputs)
+        metas: dict = {}
+        for op in _inplace_ops_by_write(original.bound_symbols, {}).values():
+            _check_operand_overlap(op, info, actual, proxies, metas)
 
     def fusion_pass(self, trace: TraceCtx) -> TraceCtx:
         with _gc_paused():
@@ -324,10 +344,11 @@ def _region_alias_groups(inputs, info: AliasInfo) -> list[list[str]]:
     return [names for names in by_group.values() if len(names) > 1]
 
 
-def _drop_update_aliases(bsyms: list[BoundSymbol]) -> tuple[list[BoundSymbol], list[list[str]]]:
+def _drop_update_aliases(bsyms: list[BoundSymbol]) -> tuple[list[BoundSymbol], list[list[str]], dict]:
     """Remove ``update_aliases`` (identity at run time), renaming its outputs to its inputs.
 
-    Its argument tuple is Thunder's view group: kept as an alias fact.
+    Its argument tuple is Thunder's view group: kept as an alias fact. Also returns
+    the renaming (variableified output -> input proxy).
     """
     swap: dict = {}
     facts: list[list[str]] = []
@@ -342,7 +363,7 @@ def _drop_update_aliases(bsyms: list[BoundSymbol]) -> tuple[list[BoundSymbol], l
                 swap[variableify(o)] = i
             continue
         out.append(b)
-    return out, facts
+    return out, facts, swap
 
 
 def _input_groups(trace, ctx, tensor_inputs):
@@ -375,11 +396,15 @@ def _input_groups(trace, ctx, tensor_inputs):
     return ([names] if len(names) > 1 else []), {}
 
 
-def _check_writes(bsyms, info: AliasInfo, actual: dict, proxies: dict, user_copies=frozenset()) -> None:
+def _check_writes(bsyms, info: AliasInfo, actual: dict, proxies: dict, inplace_ops=None) -> None:
     """Reject in-place writes eager PyTorch rejects, with an error that names the problem.
 
-    A destination whose elements overlap each other (an ``expand()``ed view, or
-    an input with zero strides) is found exactly by replaying its view chain
+    In program order: an in-place op whose operand overlaps what it writes
+    (``inplace_ops``: the user's in-place ops by the name of the value they write,
+    see ``_check_operand_overlap``), then for each ``copy_``: a value that does not
+    broadcast to its destination, a write into a leaf that requires grad, and a
+    destination whose elements overlap each other (an ``expand()``ed view, or
+    an input with zero strides). The last is found exactly by replaying its view chain
     on the real input (or on a meta tensor of a fresh root's shape) and asking
     torch for internal overlap: ``a.expand(2, 6, 4).select(0, 1)`` is fine,
     ``a.expand(2, 6, 4)`` is not.
@@ -387,11 +412,15 @@ def _check_writes(bsyms, info: AliasInfo, actual: dict, proxies: dict, user_copi
     from fusion_alias.backends.reference import replay_view
 
     producers = {o.name: b for b in bsyms for o in proxy_outs(b) if isinstance(o, TensorProxy)}
+    pending = dict(inplace_ops or {})
+    metas: dict = {}
     for b in bsyms:
+        for o in proxy_outs(b) if pending else ():
+            if (op := pending.pop(o.name, None)) is not None:
+                _check_operand_overlap(op, info, actual, proxies, metas)
         if not ops.is_copy(b):
             continue
         dst = b.args[1]
-        _check_operand_overlap(b, info, actual, proxies, producers, id(b) in user_copies)
         src_shape = tuple(b.args[0].shape) if isinstance(b.args[0], TensorProxy) else ()
         fits = src_shape == tuple(dst.shape) or _broadcasts_to(src_shape, tuple(dst.shape))
         if not fits:
@@ -467,68 +496,193 @@ def _byte_span(t: torch.Tensor) -> tuple[int, int]:
     return begin, begin + t.numel() * t.element_size()
 
 
-def _partial_overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """PyTorch's rule for an in-place op's operand against its output (``get_overlap_status``):
-    the same bytes with the same strides are fine, any other overlap of two dense tensors is not."""
+# Note [which operands eager checks]
+#     Eager checks the operands of an in-place op *as the user passed them*, before
+#     broadcasting and before any decomposition, against the tensor the op writes
+#     (``self``). Which operands, and how, depends on the kernel (checked on torch 2.9.1):
+#
+#     * TensorIterator ops (``add_``, ``mul_``, ``addcmul_``, ``clamp_``, ``lerp_``,
+#       ``copy_``, comparisons, ...): every tensor operand, ``assert_no_partial_overlap``.
+#       ``x.add_(x)`` is fine (the same memory at the same index), ``x.add_(x[0])`` and
+#       ``x.add_(x[0], alpha=2)`` are not (``x[0]`` is checked before it is broadcast).
+#     * index ops (``index_add_``, ``index_copy_``, ``index_put_``, ``scatter_``,
+#       ``scatter_add_``, and ``a[idx] = v`` with a tensor index, which is
+#       ``index_put_``): ``assert_no_overlap``, so even ``x.index_add_(0, i, x)`` raises.
+#     * ``a[key] = v`` with basic indexing is ``a[key].copy_(v)`` after eager has
+#       stripped ``v``'s leading 1-sized dims and expanded it to ``a[key]``'s shape; an
+#       expanded value is "too hard" to check, and a 0-dim value becomes ``fill_``:
+#       ``x[0:2] = x[0]`` and ``x[0:2] = x[0, 0]`` are fine, ``x[0:2] = x[1:3]`` is not.
+#     * ``masked_fill_`` reads its value as a number: nothing to check.
+#
+#     A tensor that is not non-overlapping-and-dense is "too hard" (eager does not
+#     decide, neither do we): ``x.add_(x[0].expand(4, 4))`` runs in eager.
+_ANY_OVERLAP_OPS = frozenset({"index_add_", "index_copy_", "index_put_", "scatter_", "scatter_add_"})
+_UNCHECKED_OPS = frozenset({"masked_fill_"})
+
+
+@dataclass(frozen=True)
+class _InplaceOp:
+    """One in-place op as the user called it (``a.add_(b, alpha=2)``, ``a[0:2] = v``)."""
+
+    name: str  # "add_", "setitem_", ...
+    written: TensorProxy  # ``self``, the tensor the op writes (for setitem_, indexed by ``key``)
+    key: object  # setitem_'s basic index (ints, slices, None, Ellipsis), else None
+    operands: tuple  # ((TensorProxy, rule), ...); rule: "partial" | "any" | "setitem"
+
+
+def _inplace_ops_by_write(top_bsyms, renamed: dict) -> dict[str, _InplaceOp]:
+    """The user's in-place ops among ``top_bsyms`` (the trace before flattening), by the
+    name of each value they write (their ``copy_`` results). ``renamed`` maps
+    variableified names of dropped ``update_aliases`` outputs to the proxies they stand for."""
+    found: dict[str, _InplaceOp] = {}
+    for b in top_bsyms:
+        if b.sym.id is ops.COPY_ID or not b.subsymbols:
+            continue  # a bare prim copy_ is the trace's own write, not a user's op
+        writes = [o.name for c in _copies_in(b) for o in proxy_outs(c) if isinstance(o, TensorProxy)]
+        if not writes:
+            continue
+        op = _describe_inplace_op(b, renamed)
+        if op is not None:
+            found.update((name, op) for name in writes)
+    return found
+
+
+def _copies_in(bsym) -> list:
+    out = []
+    for sub in bsym.subsymbols:
+        out.extend([sub] if ops.is_copy(sub) else _copies_in(sub))
+    return out
+
+
+def _describe_inplace_op(bsym, renamed: dict) -> _InplaceOp | None:
+    def actual(x):
+        return renamed.get(variableify(x), x) if isinstance(x, TensorProxy) else x
+
+    name = bsym.sym.name
+    written = actual(bsym.args[0]) if bsym.args else None
+    if not isinstance(written, TensorProxy) or name in _UNCHECKED_OPS:
+        return None
+    rest, _ = tree_flatten((bsym.args[1:], bsym.kwargs))
+    if name == "setitem_":
+        return _describe_setitem(written, bsym.args[1], actual(bsym.args[2]))
+    rule = "any" if name in _ANY_OVERLAP_OPS else "partial"
+    operands = tuple((actual(x), rule) for x in rest if isinstance(x, TensorProxy))
+    return _InplaceOp(name, written, None, operands)
+
+
+def _describe_setitem(written: TensorProxy, key, value) -> _InplaceOp | None:
+    if not isinstance(value, TensorProxy):
+        return None  # a number: fill_
+    key_parts, _ = tree_flatten(key)
+    if not any(isinstance(k, TensorProxy) for k in key_parts):
+        return _InplaceOp("setitem_", written, key, ((value, "setitem"),))
+    if isinstance(key, TensorProxy):  # a[idx] = v is a.index_put_((idx,), v)
+        return _InplaceOp("setitem_", written, None, ((value, "any"),))
+    return None  # mixed basic and advanced indexing: eager's operand is not ours to rebuild
+
+
+def _leaf_symbols(bsym) -> list:
+    """``bsym`` down to the symbols that have no subsymbols (prims, mostly), whoever claims them."""
+    if not bsym.subsymbols:
+        return [bsym]
+    return [leaf for sub in bsym.subsymbols for leaf in _leaf_symbols(sub)]
+
+
+def _has_lost_its_inplace_ops(trace) -> bool:
+    """Whether the trace writes with bare ``copy_`` prims (the grad path decomposed the user's ops)."""
+    return any(b.sym.id is ops.COPY_ID for b in trace.bound_symbols)
+
+
+def _traced_program():
+    """The computation trace as Thunder traced it (the user's ops intact), if compiling."""
+    try:
+        from thunder.core.compile_data import _compile_data
+
+        _, cs = _compile_data.get()
+        return cs.last_traces[0]
+    except (LookupError, AttributeError, IndexError, TypeError):
+        return None
+
+
+def _overlap_status(a: torch.Tensor, b: torch.Tensor) -> str:
+    """PyTorch's ``get_overlap_status`` for two views: "full" (same bytes, same strides),
+    "partial", "none", or "too hard" (either is not non-overlapping and dense)."""
     from torch._prims_common import is_non_overlapping_and_dense
 
     if a.numel() == 0 or b.numel() == 0:
-        return False
+        return "none"
     if not (is_non_overlapping_and_dense(a) and is_non_overlapping_and_dense(b)):
-        return False  # "too hard": eager does not decide, neither do we
+        return "too hard"
     (a0, a1), (b0, b1) = _byte_span(a), _byte_span(b)
     if (a0, a1) == (b0, b1):
-        return a.stride() != b.stride()
-    return a0 < b1 and b0 < a1
+        return "full" if a.stride() == b.stride() else "partial"
+    return "partial" if a0 < b1 and b0 < a1 else "none"
 
 
-def _check_operand_overlap(
-    copy_bsym, info: AliasInfo, actual: dict, proxies: dict, producers: dict, user_copy: bool
-) -> None:
-    """Reject an in-place op whose operand partially overlaps what it writes, as eager does
-    (``x.add_(x.t())``, ``x[0:3].copy_(x[1:4])``, ``x.add_(x[0, 0])``).
+def _setitem_value(value: torch.Tensor, written: torch.Tensor):
+    """The tensor eager's ``a[key] = value`` copies from, or None when it fills.
 
-    Operands are the arguments of the elementwise prim that computes the written value, or,
-    for a user's ``Tensor.copy_``, the copied tensor itself, before broadcasting. Ops Thunder decomposes further
-    (``add_(b, alpha=2)`` multiplies first) are not checked: a false rejection is worse.
+    Note: a value of the written slice's shape is copied as it is; a 0-dim value
+    is a ``fill_`` (on CPU); any other value loses its leading 1-sized dims and is
+    expanded to the slice. ``x[0] = x[0:1]`` copies ``x[0]`` (checked);
+    ``x[0:2] = x[0]`` copies ``x[0].expand(2, 4)`` (too hard: not checked);
+    ``x[0:2] = x[0, 0]`` fills.
     """
-    src, dst = copy_bsym.args[0], copy_bsym.args[1]
-    if not isinstance(src, TensorProxy):
-        return
-    producer = producers.get(src.name)
-    if user_copy or producer is None or ops.is_view(producer):
-        operands = [src]
-    elif producer.sym.id in ops.ELEMENTWISE_IDS:
-        operands = [a for a in producer.args if isinstance(a, TensorProxy)]
-    else:
-        return
-    metas: dict = {}
-    dst_view = None
-    for x in operands:
-        if x.name in info.root and info.same_view(x.name, dst.name):
-            continue  # ``t.sin_()``: the operand is the output itself
-        # undo the implicit broadcast of a binary op (``x.add_(x[0])`` compares ``x[0]``), not a
-        # user's unsqueeze, which Thunder also spells broadcast_in_dim but which adds no element
-        while (
-            (p := producers.get(x.name)) is not None
-            and p.sym.id is ops.PrimIDs.BROADCAST_IN_DIM
-            and p.output.numel > p.args[0].numel
-        ):
-            x = p.args[0]
-        if x.name not in info.root or info.group(x.name) != info.group(dst.name) or info.same_view(x.name, dst.name):
+    if tuple(value.shape) == tuple(written.shape):
+        return value
+    if value.dim() == 0:
+        return None
+    while value.dim() > 0 and value.shape[0] == 1:
+        value = value.squeeze(0)
+    try:
+        return value.expand(written.shape)
+    except RuntimeError:
+        return None
+
+
+def _check_operand_overlap(op: _InplaceOp, info: AliasInfo, actual: dict, proxies: dict, metas: dict) -> None:
+    """Reject an in-place op whose operand overlaps what it writes, as eager does
+    (see Note [which operands eager checks]): ``x.add_(x.t())``, ``x.add_(x[0], alpha=2)``,
+    ``x[0:3].copy_(x[1:4])``, ``x.index_add_(0, i, x)``.
+
+    Addresses are compared on the real inputs (or on meta stand-ins of a tensor the
+    program made), through each tensor's view chain.
+    """
+    dst = op.written
+    written = None
+    for x, rule in op.operands:
+        if dst.name not in info.root or x.name not in info.root or info.group(x.name) != info.group(dst.name):
             continue
         if info.root[x.name] != info.root[dst.name] and (info.root[x.name] not in actual or info.root[dst.name] not in actual):
             continue  # no common ground to compare addresses on
-        dst_view = dst_view if dst_view is not None else _actual_view(dst.name, info, actual, proxies, metas)
+        if written is None:
+            written = _written_view(op, info, actual, proxies, metas)
+            if written is None:
+                return
         x_view = _actual_view(x.name, info, actual, proxies, metas)
-        if dst_view is None or x_view is None:
+        if x_view is None:
             continue
-        if _partial_overlap(x_view, dst_view):
+        if rule == "setitem":
+            x_view, rule = _setitem_value(x_view, written), "partial"
+            if x_view is None:
+                continue
+        status = "full" if op.key is None and info.same_view(x.name, dst.name) else _overlap_status(x_view, written)
+        if status == "partial" or (status == "full" and rule == "any"):
             raise AliasInputError(
-                f"fusion_alias: unsupported operation: some elements of the input tensor {x.name} and the "
-                f"written-to tensor {dst.name} refer to a single memory location (eager PyTorch rejects "
+                f"fusion_alias: {op.name}: unsupported operation: some elements of the input tensor {x.name} and "
+                f"the written-to tensor {dst.name} refer to a single memory location (eager PyTorch rejects "
                 "this too); clone() the input first"
             )
+
+
+def _written_view(op: _InplaceOp, info: AliasInfo, actual: dict, proxies: dict, metas: dict):
+    view = _actual_view(op.written.name, info, actual, proxies, metas)
+    if view is None or op.key is None:
+        return view
+    try:
+        return view[op.key]
+    except Exception:  # a key torch cannot apply to the stand-in: nothing to say
+        return None
 
 
 def _broadcasts_to(shape: tuple, target: tuple) -> bool:
