@@ -572,8 +572,11 @@ class _Gen:
 
     def bad_inplace(self) -> list[Stmt]:
         """Statements ending in an in-place write that eager rejects: its
-        destination has internal overlap (an expanded view)."""
+        destination has internal overlap (an expanded view), or, half the time,
+        an operand partially overlaps it (``x.add_(x[0], alpha=2)``)."""
         rng = self.rng
+        if rng.random() < 0.5 and (bad := self._bad_operand()) is not None:
+            return bad
         overlapping = [v for v in self.names if _has_internal_overlap(self.env[v])]
         pre: list[Stmt] = []
         if overlapping:
@@ -584,6 +587,26 @@ class _Gen:
             pre.append(Stmt(f"{x} = {v}.expand({', '.join(map(str, (2, *self.shape(v))))})", target=x, view_of=v))
         op = rng.choice(("tanh_()", "add_(0.5)", "mul_(2.0)", "neg_()", f"add_({x})"))
         return pre + [Stmt(f"{x}.{op}", reads=(x,), writes=x)]
+
+    def _bad_operand(self) -> list[Stmt] | None:
+        """An in-place op whose operand partially overlaps its destination, spelled
+        the ways Thunder decomposes further (alpha, addcmul's value, lerp, setitem):
+        eager rejects them all (torch's ``assert_no_partial_overlap``)."""
+        rng = self.rng
+        x = self.pick(writable=True)
+        xs = self.shape(x)
+        if not xs:
+            return None
+        pre: list[Stmt] = []
+        views = [f"{x}[0]", f"{x}[0:1]"]
+        if len(xs) >= 2 and xs[-1] == xs[-2]:
+            views.append(f"{x}.transpose(-1, -2)")
+        y = self.fresh()
+        pre.append(Stmt(f"{y} = {rng.choice(views)}", target=y, view_of=x))
+        c = rng.choice(CONSTANTS)
+        op = rng.choice((f"add_({y}, alpha={c})", f"sub_({y}, alpha={c})", f"addcmul_({y}, {x}, value={c})",
+                         f"lerp_({y}, 0.5)", f"clamp_(min={y})", f"mul_({y})", f"div_({y}, rounding_mode='floor')"))
+        return pre + [Stmt(f"{x}.{op}", reads=(x, y), writes=x)]
 
     def _setitem_value(self, dst_shape: tuple[int, ...]) -> str:
         rng = self.rng
