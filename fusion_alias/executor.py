@@ -412,7 +412,8 @@ def _check_writes(bsyms, info: AliasInfo, actual: dict, proxies: dict, inplace_o
     from fusion_alias.backends.reference import replay_view
 
     producers = {o.name: b for b in bsyms for o in proxy_outs(b) if isinstance(o, TensorProxy)}
-    pending = dict(inplace_ops or {})
+    ops_by_write = inplace_ops or {}
+    pending = dict(ops_by_write)
     metas: dict = {}
     for b in bsyms:
         for o in proxy_outs(b) if pending else ():
@@ -452,17 +453,14 @@ def _check_writes(bsyms, info: AliasInfo, actual: dict, proxies: dict, inplace_o
         src = producers.get(getattr(b.args[0], "name", None))
         what = f"input {root}" if t is not None and view is t else f"{dst.name} (a view of {root})"
         where = f"strides {tuple(view.stride())} on shape {tuple(view.shape)}"
-        # Eager allows fill_/zero_ and __setitem__ into an expanded tensor (they write one
-        # value per location); Thunder turns them into a whole-tensor copy_ we cannot land.
-        kind = None
-        if src is not None and src.sym.id is ops.PrimIDs.FULL:
-            kind = "fill_/zero_"
-        elif src is not None and "setitem" in src.sym.name:
-            kind = "__setitem__"
+        kind = _accepted_on_expanded(src, ops_by_write.get(_out_name(b)), info, actual, proxies, metas)
         if kind is not None:
             raise AliasInputError(
                 f"fusion_alias: {kind} into {what}, whose elements overlap each other ({where}, "
-                "an expand()ed tensor) is not supported; clone() it first"
+                "an expand()ed tensor) is not supported by fusion_alias. Eager PyTorch accepts it (it writes "
+                "each memory location once), but Thunder writes the whole expanded tensor back. Workaround: "
+                "write into the tensor before expand() (e.g. base.zero_(), base[idx] = v), or clone() the "
+                "expanded tensor if the write need not reach its base"
             )
         raise AliasInputError(
             f"fusion_alias: in-place write into {what}, whose elements overlap each other ({where}, "
@@ -494,6 +492,35 @@ def _actual_view(name: str, info: AliasInfo, actual: dict, proxies: dict, metas:
 def _byte_span(t: torch.Tensor) -> tuple[int, int]:
     begin = t.data_ptr() if t.device.type != "meta" else t.storage_offset() * t.element_size()
     return begin, begin + t.numel() * t.element_size()
+
+
+def _out_name(bsym):
+    outs = proxy_outs(bsym)
+    return outs[0].name if outs else None
+
+
+def _accepted_on_expanded(src, op, info: AliasInfo, actual: dict, proxies: dict, metas: dict) -> str | None:
+    """The name of a write eager accepts into an expand()ed tensor, or None if eager rejects it.
+
+    Note: eager's fill_/zero_ and masked_fill_ write one value per memory location, so
+    ``x[0].expand(4, 4).zero_()`` runs (it zeroes ``x[0]``). ``t[key] = v`` writes the
+    slice ``t[key]``: fine when that slice has no internal overlap
+    (``x[0].expand(4, 4)[1] = 2.0``), rejected when it has (``...[:] = 2.0``).
+    """
+    if op is None and src is not None and "setitem" in src.sym.name and isinstance(src.args[0], TensorProxy):
+        op = _describe_setitem(src.args[0], src.args[1], src.args[2])  # the setitem_ Thunder already split
+    if op is not None and op.name == "setitem_":
+        if op.key is None:
+            return None  # tensor index: index_put_ into an overlapping tensor, eager rejects it
+        written = _written_view(op, info, actual, proxies, metas)
+        if written is None or torch._debug_has_internal_overlap(written) == 1:
+            return None
+        return "__setitem__"
+    if op is not None and op.name == "masked_fill_":
+        return "masked_fill_"
+    if src is not None and src.sym.id is ops.PrimIDs.FULL:
+        return "fill_/zero_"
+    return None
 
 
 # Note [which operands eager checks]
@@ -560,8 +587,10 @@ def _describe_inplace_op(bsym, renamed: dict) -> _InplaceOp | None:
 
     name = bsym.sym.name
     written = actual(bsym.args[0]) if bsym.args else None
-    if not isinstance(written, TensorProxy) or name in _UNCHECKED_OPS:
+    if not isinstance(written, TensorProxy):
         return None
+    if name in _UNCHECKED_OPS:
+        return _InplaceOp(name, written, None, ())
     rest, _ = tree_flatten((bsym.args[1:], bsym.kwargs))
     if name == "setitem_":
         return _describe_setitem(written, bsym.args[1], actual(bsym.args[2]))
@@ -571,12 +600,11 @@ def _describe_inplace_op(bsym, renamed: dict) -> _InplaceOp | None:
 
 
 def _describe_setitem(written: TensorProxy, key, value) -> _InplaceOp | None:
-    if not isinstance(value, TensorProxy):
-        return None  # a number: fill_
     key_parts, _ = tree_flatten(key)
-    if not any(isinstance(k, TensorProxy) for k in key_parts):
-        return _InplaceOp("setitem_", written, key, ((value, "setitem"),))
-    if isinstance(key, TensorProxy):  # a[idx] = v is a.index_put_((idx,), v)
+    if not any(isinstance(k, TensorProxy) for k in key_parts):  # basic indexing: a[key].copy_(value)
+        operands = ((value, "setitem"),) if isinstance(value, TensorProxy) else ()  # a number: fill_
+        return _InplaceOp("setitem_", written, key, operands)
+    if isinstance(key, TensorProxy) and isinstance(value, TensorProxy):  # a.index_put_((key,), value)
         return _InplaceOp("setitem_", written, None, ((value, "any"),))
     return None  # mixed basic and advanced indexing: eager's operand is not ours to rebuild
 

@@ -140,3 +140,35 @@ def test_copy_of_fresh_transpose_is_fine_on_every_path(system):
         want = fn(_x().requires_grad_() * 1)
         got = fusion_alias.jit(fn)(_x().requires_grad_() * 1)
         torch.testing.assert_close(got, want)
+
+
+# Writes into an expand()ed tensor: eager accepts some (one value per memory location),
+# which we refuse as our limitation, by name; the others eager rejects, and so do we.
+EXPANDED = {
+    "zero_": (lambda x: x[0].expand(4, 4).zero_(), "fill_/zero_"),
+    "masked_fill_": (lambda x: x[0].expand(4, 4).masked_fill_(torch.ones(4, 4, dtype=torch.bool), 2.0), "masked_fill_"),
+    "setitem_one_row": (lambda x: x[0].expand(4, 4).__setitem__(1, 2.0), "__setitem__"),
+    "setitem_all": (lambda x: x[0].expand(4, 4).__setitem__(slice(None), 2.0), None),
+    "add_": (lambda x: x[0].expand(4, 4).add_(1), None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPANDED))
+def test_write_into_expanded_tensor_names_whose_limit_it_is(name):
+    op, limitation = EXPANDED[name]
+
+    def fn(x):
+        op(x)
+        return x * 1
+
+    if limitation is not None:
+        fn(_x())  # eager accepts it
+        with pytest.raises(fusion_alias.AliasInputError, match=rf"{limitation} into .* not supported by fusion_alias"):
+            fusion_alias.jit(fn)(_x())
+        with pytest.raises(fusion_alias.AliasInputError, match="Eager PyTorch accepts it.*Workaround"):
+            fusion_alias.jit(fn)(_x())
+    else:
+        with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+            fn(_x())
+        with pytest.raises(fusion_alias.AliasInputError, match="more than one element of the written-to tensor.*rejects this too"):
+            fusion_alias.jit(fn)(_x())
