@@ -71,6 +71,10 @@ class AliasSpecializedFunction:
         token = context.using(ctx)
         try:
             return jfn(*args, **kwargs)
+        except RuntimeError as err:
+            if needs_grad and "Attempting to reshape" in str(err):
+                _raise_if_thunder_alias_pass_failed(err, flat, structure)
+            raise
         finally:
             context.reset(token)
 
@@ -91,6 +95,33 @@ class AliasSpecializedFunction:
     def compiled_structures(self) -> int:
         """How many input alias structures have been compiled for."""
         return len(self._by_structure)
+
+
+def _raise_if_thunder_alias_pass_failed(err: RuntimeError, flat: list, structure: tuple) -> None:
+    """Name the problem when Thunder's alias pass (kept for autograd) fails on aliased inputs.
+
+    Thunder 0.2.6's ``insert_alias_updates`` reshapes one aliased input into
+    another's shape, which fails when their sizes differ (``x`` and ``x[0, 0]``)
+    as soon as the program has an in-place op. Its message names neither input.
+    """
+    from fusion_alias.executor import AliasInputError
+
+    members: dict[int, list[int]] = {}
+    for i, (c, t) in enumerate(zip(structure, flat)):
+        if isinstance(t, torch.Tensor):
+            members.setdefault(c, []).append(i)
+    for positions in members.values():
+        sizes = {flat[i].numel() for i in positions}
+        if len(positions) > 1 and len(sizes) > 1:
+            shapes = ", ".join(f"#{i} {tuple(flat[i].shape)}" for i in positions)
+            raise AliasInputError(
+                f"fusion_alias: this call computes gradients and its tensor arguments {shapes} (positions "
+                "among the flattened arguments) share memory with different sizes. With gradients, Thunder "
+                "0.2.6's own alias pass runs (its autograd needs it) and cannot handle aliased inputs of "
+                f"different sizes once the program has an in-place op (it raised: {err}). Workarounds: pass "
+                "a clone of one of them so that they do not share memory, or run under torch.no_grad() "
+                "when no gradient is needed"
+            ) from err
 
 
 class _SummedStats:

@@ -186,7 +186,8 @@ class FusionAliasExecutor(FusionExecutor):
         proxies.update((p.name, p) for p in tensor_inputs)
         if _has_lost_its_inplace_ops(trace):
             self._check_original_operands(ctx, actual)
-        _check_writes(flat, info, actual, proxies, inplace_ops)
+        grad_inputs = {p.name for p in tensor_inputs if p.requires_grad} if torch.is_grad_enabled() else set()
+        _check_writes(flat, info, actual, proxies, inplace_ops, grad_inputs)
         def fusible(b: BoundSymbol) -> bool:
             entry = verdicts.get(id(b))
             if entry is None or entry[0] is not b:  # (the bsym is kept: its id stays its own)
@@ -396,13 +397,30 @@ def _input_groups(trace, ctx, tensor_inputs):
     return ([names] if len(names) > 1 else []), {}
 
 
-def _check_writes(bsyms, info: AliasInfo, actual: dict, proxies: dict, inplace_ops=None) -> None:
+# Note [writes into inputs that require grad]
+# -------------------------------------------
+# A call that needs gradients goes through Thunder's autodiff, which splits the
+# program into a forward and a backward. Thunder 0.2.6 gets in-place writes into
+# inputs that require grad wrong there, with no error (checked on CPU, x = w * 1):
+#
+#     def f(a, b): a.add_(1); return a * b      # w.grad comes back None
+#     def f(x): x[0:2].add_(1); return x * 1    # the write is lost: wrong values
+#
+# and fails outright on others (a.add_(1); return a * a). Plain thunder.jit
+# gives the same. Writes into tensors the program makes (c = a * 2; c.add_(1))
+# and a.clone() before writing are right. So such writes are refused.
+# The leaf case is refused by eager PyTorch itself.
+
+
+def _check_writes(bsyms, info: AliasInfo, actual: dict, proxies: dict, inplace_ops=None, grad_inputs=()) -> None:
     """Reject in-place writes eager PyTorch rejects, with an error that names the problem.
 
     In program order: an in-place op whose operand overlaps what it writes
     (``inplace_ops``: the user's in-place ops by the name of the value they write,
     see ``_check_operand_overlap``), then for each ``copy_``: a value that does not
-    broadcast to its destination, a write into a leaf that requires grad, and a
+    broadcast to its destination, a write into a leaf that requires grad, a write
+    into an input in ``grad_inputs`` (Note [writes into inputs that require grad];
+    eager accepts these, fusion_alias refuses them), and a
     destination whose elements overlap each other (an ``expand()``ed view, or
     an input with zero strides). The last is found exactly by replaying its view chain
     on the real input (or on a meta tensor of a fresh root's shape) and asking
@@ -435,6 +453,15 @@ def _check_writes(bsyms, info: AliasInfo, actual: dict, proxies: dict, inplace_o
             raise AliasInputError(
                 f"fusion_alias: in-place write into input {root}: a leaf Variable that requires grad "
                 "is being used in an in-place operation (eager PyTorch rejects this too)"
+            )
+        if root in grad_inputs:
+            what = f"input {root}" if dst.name == root else f"{dst.name} (a view of input {root})"
+            raise AliasInputError(
+                f"fusion_alias: in-place write into {what}, which requires grad, in a call that computes "
+                "gradients: not supported. Eager PyTorch accepts it, but Thunder 0.2.6's autograd loses such "
+                "writes or the gradient through them without an error, so fusion_alias refuses instead of "
+                "returning a wrong value or gradient. Workarounds: write into a copy (a = a.clone()), or run "
+                "the call under torch.no_grad() when no gradient is needed"
             )
         chain = info.chain.get(dst.name, ())
         if not chain and t is None:
@@ -632,14 +659,27 @@ def _traced_program():
         return None
 
 
+def _non_overlapping_and_dense(t: torch.Tensor) -> bool:
+    """Whether ``t``'s elements fill one block of memory exactly, in some order of its dims.
+
+    Dims of size 1 do not count; the others, sorted by stride, must have strides
+    1, n0, n0*n1, ...: ``x.t()`` is, ``x[:, ::2]`` and ``x.expand(2, 3)`` are not.
+    (torch's private ``_prims_common.is_non_overlapping_and_dense``, gone in torch 2.11.)
+    """
+    expected = 1
+    for stride, size in sorted((st, n) for n, st in zip(t.shape, t.stride()) if n != 1):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
 def _overlap_status(a: torch.Tensor, b: torch.Tensor) -> str:
     """PyTorch's ``get_overlap_status`` for two views: "full" (same bytes, same strides),
     "partial", "none", or "too hard" (either is not non-overlapping and dense)."""
-    from torch._prims_common import is_non_overlapping_and_dense
-
     if a.numel() == 0 or b.numel() == 0:
         return "none"
-    if not (is_non_overlapping_and_dense(a) and is_non_overlapping_and_dense(b)):
+    if not (_non_overlapping_and_dense(a) and _non_overlapping_and_dense(b)):
         return "too hard"
     (a0, a1), (b0, b1) = _byte_span(a), _byte_span(b)
     if (a0, a1) == (b0, b1):

@@ -1,6 +1,7 @@
 """Unit tests of alias analysis, hazard edges and the partitioner on hand-built traces."""
 
 import pytest
+import torch
 import thunder.core.devices as devices
 import thunder.core.dtypes as dtypes
 import thunder.core.prims as prims
@@ -189,3 +190,21 @@ def test_ignore_hazards_puts_everything_in_one_region():
     bsyms = substitute_reads(trc, trc.bound_symbols, info, fusible)
     graph = build_graph(bsyms, info, fusible)
     assert len(partition(bsyms, graph, fusible, ignore_hazards=True).regions) == 1
+
+
+def test_non_overlapping_and_dense_agrees_with_torch():
+    """Our check (used by the partial-overlap rule) against torch's private one, where it still exists."""
+    prims_common = pytest.importorskip("torch._prims_common")
+    ref = getattr(prims_common, "is_non_overlapping_and_dense", None)
+    if ref is None:
+        pytest.skip("torch._prims_common.is_non_overlapping_and_dense is gone in this torch")
+    from fusion_alias.executor import _non_overlapping_and_dense
+
+    gen = torch.Generator().manual_seed(0)
+    buf = torch.empty(4096)
+    for _ in range(2000):
+        rank = int(torch.randint(0, 4, (), generator=gen))
+        shape = [int(n) for n in torch.randint(1, 5, (rank,), generator=gen)]
+        stride = [int(s) for s in torch.randint(0, 30, (rank,), generator=gen)]
+        t = buf.as_strided(shape, stride)
+        assert _non_overlapping_and_dense(t) == ref(t), (shape, stride)
