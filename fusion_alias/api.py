@@ -116,7 +116,7 @@ def _raise_if_thunder_alias_pass_failed(err: RuntimeError, flat: list, structure
             shapes = ", ".join(f"#{i} {tuple(flat[i].shape)}" for i in positions)
             raise AliasInputError(
                 f"fusion_alias: this call computes gradients and its tensor arguments {shapes} (positions "
-                "among the flattened arguments) share memory with different sizes. With gradients, Thunder "
+                "among the flattened arguments) share memory with different sizes: not supported. With gradients, Thunder "
                 "0.2.6's own alias pass runs (its autograd needs it) and cannot handle aliased inputs of "
                 f"different sizes once the program has an in-place op (it raised: {err}). Workarounds: pass "
                 "a clone of one of them so that they do not share memory, or run under torch.no_grad() "

@@ -106,6 +106,7 @@ class Program:
     args: tuple[tuple[str, str], ...]  # (param name, expression over bases)
     stmts: tuple[Stmt, ...]
     returns: tuple[str, ...]
+    grad: bool = False  # bases derived from leaves that require grad; gradients compared too
 
     @property
     def params(self) -> tuple[str, ...]:
@@ -121,10 +122,18 @@ def _make_inputs_source(p: Program) -> str:
         f"    g = torch.Generator().manual_seed({p.input_seed})",
     ]
     for name, shape in p.bases:
-        lines.append(f"    {name} = torch.rand({shape!r}, generator=g) * 2 - 1")
+        if p.grad:  # a leaf that requires grad, and the base: a non-leaf eager may write into
+            lines.append(f"    {name}_leaf = (torch.rand({shape!r}, generator=g) * 2 - 1).requires_grad_()")
+            lines.append(f"    {name} = {name}_leaf * 1")
+        else:
+            lines.append(f"    {name} = torch.rand({shape!r}, generator=g) * 2 - 1")
     bases = ", ".join(n for n, _ in p.bases)
     args = ", ".join(e for _, e in p.args)
-    lines.append(f"    return [{bases}], [{args}]")
+    if p.grad:
+        leaves = ", ".join(f"{n}_leaf" for n, _ in p.bases)
+        lines.append(f"    return [{bases}], [{args}], [{leaves}]")
+    else:
+        lines.append(f"    return [{bases}], [{args}]")
     return "\n".join(lines) + "\n"
 
 
@@ -195,6 +204,75 @@ def check(schedule, make_jit=make_jit):
 '''
 
 
+# Note [gradients in the fuzzer]
+#     With ``--grad`` (``Program.grad``), every base is ``leaf * 1`` with a leaf
+#     that requires grad, so eager accepts writes into the arguments. After each
+#     call, a fixed random weighting of the outputs that require grad is summed
+#     and back-propagated, and the leaves' gradients are compared with eager's
+#     (a missing gradient counts as zeros: eager keeps a zero-gradient edge through
+#     ``t0 = -b; t0.copy_(a)`` where Thunder has none). An error eager raises only in the
+#     backward (a tensor saved for it was overwritten) makes the program not
+#     comparable: it counts as both-raised. fusion_alias refuses writes into
+#     inputs that require grad (Note [writes into inputs that require grad]);
+#     such refusals count as unsupported, and every program it accepts must
+#     match eager's values and gradients.
+_DRIVER_GRAD = '''
+def _as_list(out):
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+def _run(fn):
+    """(outputs, bases, args, leaf gradients, error, phase of the error)."""
+    bases, args, leaves = make_inputs()
+    try:
+        out = _as_list(fn(*args))
+    except Exception as e:  # noqa: BLE001
+        return None, bases, args, None, e, "forward"
+    try:
+        weights = torch.Generator().manual_seed(1)
+        diff = [o for o in out if isinstance(o, torch.Tensor) and o.requires_grad]
+        if diff:
+            sum((o * torch.rand(o.shape, generator=weights, dtype=o.dtype)).sum() for o in diff).backward()
+    except Exception as e:  # noqa: BLE001
+        return None, bases, args, None, e, "backward"
+    out = [o.detach() if isinstance(o, torch.Tensor) else o for o in out]
+    return out, bases, args, [leaf.grad for leaf in leaves], None, None
+
+
+def check(schedule, make_jit=make_jit):
+    """Eager vs jitted, values and gradients, on fresh inputs, two calls. Returns (status, detail)."""
+    want, want_bases, want_args, want_grads, want_err, want_phase = _run(prog)
+    if want_phase == "backward":
+        return "both-raised", f"not comparable: eager's backward raised {want_err!r}"
+    try:
+        jitted = make_jit(prog, schedule)
+    except Exception as e:  # noqa: BLE001
+        if want_err is not None:
+            return "both-raised", repr(e)
+        return "jit-raised", "make_jit: " + "".join(traceback.format_exception(e))
+    for call in (1, 2):
+        got, got_bases, got_args, got_grads, got_err, got_phase = _run(jitted)
+        if want_err is not None:
+            if got_err is None:
+                return "missed-rejection", f"call {call}: eager raised {want_err!r}; the jitted call returned"
+            return "both-raised", f"eager: {want_err!r}; jitted: {got_err!r}"
+        if got_err is not None:
+            return "jit-raised", f"call {call} ({got_phase}): " + "".join(traceback.format_exception(got_err))
+        # None (no gradient flowed) stands for zeros: eager's autograd sometimes keeps a zero edge
+        # through an overwritten tensor (t.copy_(a)) where Thunder's has none.
+        got_grads = [torch.zeros_like(leaf) if g is None else g for g, leaf in zip(got_grads, want_bases)]
+        want_grads = [torch.zeros_like(leaf) if w is None else w for w, leaf in zip(want_grads, want_bases)]
+        for what, g, w in (("outputs", got, want), ("arguments after the call", got_args, want_args),
+                           ("base tensors after the call", got_bases, want_bases),
+                           ("leaf gradients (None as zeros)", got_grads, want_grads)):
+            try:
+                torch.testing.assert_close(g, w, equal_nan=True)
+            except AssertionError as e:
+                return "mismatch", f"call {call}: {what} differ from eager:\\n{e}"
+    return "ok", ""
+'''
+
+
 def program_source(p: Program, system: str = "fusion_alias", unsafe: bool = False) -> str:
     """The exact source the runner executes: inputs, program, jit, driver."""
     return (
@@ -205,7 +283,7 @@ def program_source(p: Program, system: str = "fusion_alias", unsafe: bool = Fals
         + "\n\n"
         + _make_jit_source(system, unsafe)
         + "\n"
-        + _DRIVER
+        + (_DRIVER_GRAD if p.grad else _DRIVER)
     )
 
 
@@ -230,8 +308,9 @@ def repro_source(p: Program, schedules: Sequence[str], system: str = "fusion_ali
 
 
 def _build_inputs(p: Program):
+    """(bases, args) of ``p``, without gradients (the same values and aliasing)."""
     ns: dict = {"torch": torch}
-    exec(compile(_make_inputs_source(p), "<fuzz make_inputs>", "exec"), ns)
+    exec(compile(_make_inputs_source(p.replace(grad=False)), "<fuzz make_inputs>", "exec"), ns)
     return ns["make_inputs"]()
 
 
@@ -885,6 +964,7 @@ def run_fuzz(
     only: Sequence[int] | None = None,
     verbose: bool = False,
     log: Callable[[str], None] | None = None,
+    grad: bool = False,
 ) -> FuzzReport:
     """Generate and run ``programs`` programs; returns a ``FuzzReport``.
 
@@ -894,6 +974,8 @@ def run_fuzz(
     skip_inplace_alias_updates=True)``), ``eager``. ``make_jit(fn, schedule)``
     overrides the system with any callable (repros then cannot be rendered
     with it). Stand-ins ignore the schedule, so they run once per program.
+    ``grad``: inputs require grad and gradients are compared too (Note
+    [gradients in the fuzzer]).
     """
     log = log or (lambda s: None)
     if system != "fusion_alias" and make_jit is None:
@@ -906,6 +988,8 @@ def run_fuzz(
             log(f"time budget of {time_budget}s spent after {report.programs} programs")
             break
         p = generate_program(seed, index, max_stmts=max_stmts, error_rate=error_rate)
+        if grad:
+            p = p.replace(grad=True)
         report.programs += 1
         hazard = has_alias_hazard(p)
         report.hazards += hazard
@@ -972,6 +1056,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--max-failures", type=int, default=5, help="stop after this many failing programs")
     ap.add_argument("--only", type=int, action="append", metavar="INDEX", help="run only program INDEX (repeatable)")
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--grad", action="store_true",
+                    help="inputs derived from leaves that require grad; compare gradients too")
     ns = ap.parse_args(argv)
     schedules = SCHEDULES if ns.schedule == "both" else (ns.schedule,)
     if ns.system == "fusion_alias":
@@ -994,6 +1080,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         only=ns.only,
         verbose=ns.verbose,
         log=lambda s: print(s, flush=True),
+        grad=ns.grad,
     )
     if report.unsupported:
         print(f"jit raised 'unsupported' on {len(report.unsupported)} runs:")

@@ -115,3 +115,29 @@ def test_fuzz_catches_unsafe_ignore_hazards():
             assert fuzz.run_program(shrunk, f.schedule, unsafe=True)[0] == "mismatch"
             return
     pytest.fail(f"no hazard-specific mismatch with unsafe_ignore_hazards=True in 50 programs (mismatches: {seen})")
+
+
+def _drop_gradients(fn, schedule):
+    """A broken system: runs the program without autograd, so no gradient reaches the inputs."""
+
+    def run(*args):
+        with torch.no_grad():
+            return fn(*args)
+
+    return run
+
+
+def test_grad_harness_catches_a_lost_gradient():
+    report = fuzz.run_fuzz(programs=20, seed=1, make_jit=_drop_gradients, grad=True, stop_after_failures=1)
+    assert report.mismatches, report.summary()
+    assert "gradient" in report.mismatches[0].detail
+
+
+@needs_jit
+def test_fuzz_fusion_alias_with_gradients():
+    report = fuzz.run_fuzz(programs=30, seed=11, schedules=("reads-first",), grad=True, log=print)
+    print(report.summary())
+    msgs = "\n\n".join(f"{f.status} [{f.schedule}]\n{f.shrunk_repro or f.repro}\n{f.detail}" for f in report.failures)
+    assert not report.failures, msgs
+    assert report.ok > 0  # some programs were accepted and compared, values and gradients
+    assert not report.jit_errors, report.jit_errors  # every refusal says it is unsupported
