@@ -57,13 +57,32 @@ def _proxies(x, out: list) -> list:
     return out
 
 
-_ARGS: dict[int, tuple] = {}  # id(bsym) -> (bsym, args, outs); the bsym is kept, so ids stay unique
+# id(bsym) -> (bsym, proxy args, proxy outs, tensor args, tensor outs); the bsym is
+# kept, so ids stay unique
+_ARGS: dict[int, tuple] = {}
 
 
 def _flat(bsym: BoundSymbol) -> tuple:
+    args = _proxies(bsym.args, [])
+    if bsym.kwargs:
+        _proxies(bsym.kwargs, args)
+    outs = _proxies(bsym.output, [])
+    t_args = [a for a in args if isinstance(a, TensorProxy)]
+    t_outs = [o for o in outs if isinstance(o, TensorProxy)]
+    entry = _ARGS[id(bsym)] = (bsym, args, outs, t_args, t_outs)
+    return entry
+
+
+# Note [flattened once per pass]: the getters below are the passes' innermost
+# calls (about ten per bsym), so each does its own cache lookup inline rather
+# than through a helper.
+
+
+def flattened(bsym: BoundSymbol) -> tuple:
+    """``(bsym, proxy args, proxy outs, tensor args, tensor outs)`` in one lookup (do not mutate)."""
     entry = _ARGS.get(id(bsym))
     if entry is None or entry[0] is not bsym:
-        entry = _ARGS[id(bsym)] = (bsym, _proxies(bsym.kwargs, _proxies(bsym.args, [])), _proxies(bsym.output, []))
+        entry = _flat(bsym)
     return entry
 
 
@@ -74,11 +93,17 @@ def proxy_args(bsym: BoundSymbol) -> list[Proxy]:
     the cost of Thunder's general pytree flattening (which dominated the pass
     on large traces), and remembered until :func:`forget_flattened`.
     """
-    return _flat(bsym)[1]
+    entry = _ARGS.get(id(bsym))
+    if entry is None or entry[0] is not bsym:
+        entry = _flat(bsym)
+    return entry[1]
 
 
 def proxy_outs(bsym: BoundSymbol) -> list[Proxy]:
-    return _flat(bsym)[2]
+    entry = _ARGS.get(id(bsym))
+    if entry is None or entry[0] is not bsym:
+        entry = _flat(bsym)
+    return entry[2]
 
 
 def forget_flattened() -> None:
@@ -87,11 +112,19 @@ def forget_flattened() -> None:
 
 
 def tensor_args(bsym: BoundSymbol) -> list[TensorProxy]:
-    return [a for a in proxy_args(bsym) if isinstance(a, TensorProxy)]
+    """The tensor proxies among a bsym's arguments (do not mutate the list)."""
+    entry = _ARGS.get(id(bsym))
+    if entry is None or entry[0] is not bsym:
+        entry = _flat(bsym)
+    return entry[3]
 
 
 def tensor_outs(bsym: BoundSymbol) -> list[TensorProxy]:
-    return [o for o in proxy_outs(bsym) if isinstance(o, TensorProxy)]
+    """The tensor proxies among a bsym's outputs (do not mutate the list)."""
+    entry = _ARGS.get(id(bsym))
+    if entry is None or entry[0] is not bsym:
+        entry = _flat(bsym)
+    return entry[4]
 
 
 def _view_step(bsym: BoundSymbol) -> tuple:
@@ -182,23 +215,25 @@ def analyze(
         if len(names) > 1:
             info.groups.union(*names)
 
+    root = info.root
     for bsym in bsyms:
-        outs = tensor_outs(bsym)
-        args = tensor_args(bsym)
+        _, _, _, args, outs = flattened(bsym)
         for a in args:  # proxies we have not seen (e.g. produced by a prologue)
-            if a.name not in info.root:
+            if a.name not in root:
                 info.add_root(a.name)
-        if ops.is_copy(bsym):
+        op = ops.op_info(bsym)  # one lookup: its kind tells copy_, views and update_aliases apart
+        kind = op.kind if op is not None else None
+        if kind == "write":  # copy_
             dst = bsym.args[1]
             for o in outs:
                 info.add_alias(o.name, dst.name, None)
-        elif ops.is_view(bsym):
+        elif kind == "view":
             for o in outs:
                 info.add_alias(o.name, args[0].name, bsym)
-        elif ops.is_update_aliases(bsym):
+        elif kind == "alias":  # update_aliases
             for o, a in zip(outs, bsym.args[0]):
                 info.add_alias(o.name, a.name, None)
-        elif ops.op_info(bsym) is not None:
+        elif op is not None:
             for o in outs:
                 info.add_root(o.name)
         else:

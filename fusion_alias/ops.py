@@ -185,16 +185,23 @@ FUSIBLE_TORCH_DTYPES = frozenset(
 )
 
 
+# Note [prim lookups by identity]
+# ``PrimIDs`` is an ``Enum``, whose ``__hash__`` is Python code: every ``in
+# VIEW_IDS`` or ``OP_TABLE[...]`` on a 100k-bsym trace pays a Python call. The
+# hot tests below look members up by ``id()`` instead. Members live as long as
+# the module, so an object with a member's id *is* that member: the answers are
+# the same as the enum lookups (non-PrimIDs ids never match, as before).
+_OP_BY_ADDR: dict[int, OpInfo] = {id(pid): info for pid, info in OP_TABLE.items()}
+_VIEW_ADDRS = frozenset(id(pid) for pid in VIEW_IDS)
+
+
 def op_info(bsym) -> OpInfo | None:
     """The table entry for a bound symbol, or None where it is not fusible."""
-    sym_id = bsym.sym.id
-    if not isinstance(sym_id, PrimIDs):
-        return None
-    return OP_TABLE.get(sym_id)
+    return _OP_BY_ADDR.get(id(bsym.sym.id))  # Note [prim lookups by identity]
 
 
 def is_view(bsym) -> bool:
-    return bsym.sym.id in VIEW_IDS
+    return id(bsym.sym.id) in _VIEW_ADDRS  # Note [prim lookups by identity]
 
 
 def is_copy(bsym) -> bool:
