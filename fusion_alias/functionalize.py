@@ -110,15 +110,23 @@ def substitute_reads(
             return type(x)(items)
         return x
 
-    def rewrite_args(bsym: BoundSymbol, which: Callable[[int], bool]) -> BoundSymbol:
-        new_args = tuple(rewrite(a) if which(i) else a for i, a in enumerate(bsym.args))
-        if all(a is b for a, b in zip(new_args, bsym.args)):
+    def rewrite_args(bsym: BoundSymbol, first_only: bool) -> BoundSymbol:
+        """``bsym`` reading resolved values (all arguments, or only the first); itself when none changes."""
+        args = bsym.args
+        new_args = None  # a copy of args, made at the first change
+        for i, a in enumerate(args[:1] if first_only else args):
+            new = rewrite(a)
+            if new is not a:
+                if new_args is None:
+                    new_args = list(args)
+                new_args[i] = new
+        if new_args is None:
             return bsym
-        return bsym.from_bsym(args=new_args)
+        return bsym.from_bsym(args=tuple(new_args))
 
     for bsym in bsyms:
         if ops.is_copy(bsym):
-            new = rewrite_args(bsym, lambda i: i == 0)
+            new = rewrite_args(bsym, True)
             out.append(new)
             dst = bsym.args[1]
             group = info.group(dst.name)
@@ -131,7 +139,7 @@ def substitute_reads(
             out.append(bsym)
             continue
         if is_fusible(bsym):
-            out.append(rewrite_args(bsym, lambda i: True))
+            out.append(rewrite_args(bsym, False))
             continue
         out.append(bsym)
         if may_write(bsym):

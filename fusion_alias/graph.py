@@ -30,21 +30,25 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import networkx as nx
-from thunder.core.proxies import Proxy, TensorProxy
+from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import BoundSymbol
 
 from fusion_alias import ops
-from fusion_alias.aliasing import AliasInfo, may_write, proxy_args, proxy_outs, tensor_args
+from fusion_alias.aliasing import AliasInfo, flattened, may_write, tensor_args
 
 
 def memory_reads(bsym: BoundSymbol) -> list[TensorProxy]:
-    """Tensor arguments whose *memory* the symbol reads."""
-    if bsym.sym.id is ops.PrimIDs.RESHAPE:
-        # torch's reshape copies when the layout is not viewable: a read, conservatively
-        return [bsym.args[0]]
-    if ops.is_view(bsym) or ops.is_update_aliases(bsym):
+    """Tensor arguments whose *memory* the symbol reads (do not mutate the list)."""
+    info = ops.op_info(bsym)
+    kind = info.kind if info is not None else None
+    if kind == "view":
+        if bsym.sym.id is ops.PrimIDs.RESHAPE:
+            # torch's reshape copies when the layout is not viewable: a read, conservatively
+            return [bsym.args[0]]
         return []
-    if ops.is_copy(bsym):
+    if kind == "alias":
+        return []
+    if kind == "write":
         src = bsym.args[0]
         return [src] if isinstance(src, TensorProxy) else []
     return tensor_args(bsym)
@@ -58,32 +62,116 @@ def memory_writes(bsym: BoundSymbol, opaque: bool) -> list[TensorProxy]:
     return []
 
 
-def _pointwise_feeders(bsyms, producer_idx: dict[str, int], written_groups: set, info: AliasInfo) -> list:
+def _shape(p: TensorProxy, shapes: dict) -> tuple:
+    """``tuple(p.shape)``, remembered by name in ``shapes`` (``TensorProxy.shape`` is not free)."""
+    shape = shapes.get(p.name)
+    if shape is None:
+        shape = shapes[p.name] = tuple(p.shape)
+    return shape
+
+
+_ELEMENTWISE_ADDRS = frozenset(id(i) for i in ops.ELEMENTWISE_IDS)  # ops' Note [prim lookups by identity]
+_SHALLOW_COPY = ops.PrimIDs.SHALLOW_COPY
+
+
+def _pointwise_feeders(bsyms, producer_idx: dict[str, int], reads_written: Callable[[str], bool], shapes: dict) -> list:
     """For each node, the memory-reading elementwise nodes that feed it through
     elementwise ops of one shape (None where the node is not elementwise).
 
+    ``reads_written(name)``: does reading ``name`` read memory the trace writes?
     One forward pass; each set only holds reads of written memory, so it stays
     small (after substitution most reads of written memory are gone).
+
+    Note [empty feeder sets are None]: an empty set and None answer every
+    question asked of a feeder entry alike (nothing feeds through, ``r in`` is
+    False), so empty sets are stored as None, and a node none of whose
+    arguments reads written memory or is fed costs no shape comparison.
     """
     feeders: list = [None] * len(bsyms)
     for n, b in enumerate(bsyms):
-        if b.sym.id is ops.PrimIDs.SHALLOW_COPY:
+        sym_id = b.sym.id
+        if sym_id is _SHALLOW_COPY:
             # the same elements at the same indices: feeds through (addcmul_ makes these)
             j = producer_idx.get(b.args[0].name)
-            feeders[n] = set(feeders[j]) if j is not None and feeders[j] is not None else set()
+            if j is not None and feeders[j]:
+                feeders[n] = set(feeders[j])
             continue
-        if b.sym.id not in ops.ELEMENTWISE_IDS or not isinstance(b.output, TensorProxy):
+        if id(sym_id) not in _ELEMENTWISE_ADDRS or not isinstance(b.output, TensorProxy):
             continue
-        shape = tuple(b.output.shape)
-        acc: set[int] = set()
+        acc = None
+        shape = None
         for a in tensor_args(b):
-            if a.name in info.root and info.group(a.name) in written_groups:
+            name = a.name
+            if reads_written(name):
+                acc = acc or set()
                 acc.add(n)
-            j = producer_idx.get(a.name)
-            if j is not None and feeders[j] is not None and tuple(a.shape) == shape:
-                acc |= feeders[j]
+            j = producer_idx.get(name)
+            if j is not None and feeders[j]:
+                shape = shape or _shape(b.output, shapes)
+                if _shape(a, shapes) == shape:
+                    acc = acc or set()
+                    acc |= feeders[j]
         feeders[n] = acc
     return feeders
+
+
+class _Edges:
+    """Edges with their ``kinds`` and ``unsafe`` attributes, kept as networkx keeps them.
+
+    Note [adjacency built in place]: ``DiGraph.add_edges_from`` copies every
+    edge's attribute dict into a new one and re-checks both ends: a third of
+    graph building at 100k bsyms. Here each edge's dict is made once and
+    shared by ``succ[u][v]`` and ``pred[v][u]``, the layout ``DiGraph`` keeps,
+    and :meth:`graph` installs the two maps through the ``_adj``/``_pred``
+    attributes, whose setters networkx provides for this (they reset its
+    cached views). Nodes and edges are inserted in the order ``add_nodes_from``
+    then ``add_edges_from`` would have used, so even iteration orders agree;
+    ``tests/test_scale_equivalence.py`` compares the two constructions.
+    """
+
+    def __init__(self, n: int):
+        self.n = n
+        self.succ: dict[int, dict] = {i: {} for i in range(n)}
+        self.pred: dict[int, dict] = {i: {} for i in range(n)}
+
+    def add(self, u: int, v: int, kind: str, unsafe: bool = False) -> None:
+        if u == v:
+            return
+        out = self.succ[u]
+        data = out.get(v)
+        if data is None:
+            out[v] = self.pred[v][u] = {"kinds": {kind}, "unsafe": unsafe}
+        else:
+            data["kinds"].add(kind)
+            data["unsafe"] = data["unsafe"] or unsafe
+
+    def graph(self) -> nx.DiGraph:
+        g = nx.DiGraph()
+        g._node = {i: {} for i in range(self.n)}  # what add_nodes_from stores: no attributes
+        g._adj = self.succ  # (networkx's setter also points _succ here)
+        g._pred = self.pred
+        return g
+
+
+def _data_edges(bsyms, edges: _Edges) -> dict[str, int]:
+    """Add a ``data`` edge from each producer to each consumer; return name → first producer.
+
+    One forward pass, each bsym's outputs registered after its arguments are
+    looked up: a name then resolves to its first producer exactly when that
+    producer comes earlier, the only edges kept.
+    """
+    producer_idx: dict[str, int] = {}
+    succ, pred = edges.succ, edges.pred
+    for i, b in enumerate(bsyms):
+        _, args, outs, _, _ = flattened(b)
+        into = pred[i]
+        for a in args:
+            j = producer_idx.get(a.name)
+            if j is not None and j not in into:  # (edges.add, inlined: the first edges of node i)
+                succ[j][i] = into[j] = {"kinds": {"data"}, "unsafe": False}
+        for o in outs:
+            producer_idx.setdefault(o.name, i)
+    return producer_idx
 
 
 def build_graph(
@@ -92,82 +180,79 @@ def build_graph(
     is_fusible: Callable[[BoundSymbol], bool],
 ) -> nx.DiGraph:
     """Dependency graph of ``bsyms`` (see module docstring)."""
-    producer_idx: dict[str, int] = {}
-    for i, b in enumerate(bsyms):
-        for o in proxy_outs(b):
-            producer_idx.setdefault(o.name, i)
+    edges = _Edges(len(bsyms))
+    add = edges.add
+    producer_idx = _data_edges(bsyms, edges)
 
-    edges: dict[tuple[int, int], dict] = {}  # collected first: networkx's add_edge is slow one by one
+    root = info.root
+    group_of: dict[str, str] = {}  # name -> memory group: the groups are final here
 
-    def add(u: int, v: int, kind: str, unsafe: bool = False) -> None:
-        if u == v:
-            return
-        data = edges.get((u, v))
-        if data is None:
-            edges[(u, v)] = {"kinds": {kind}, "unsafe": unsafe}
-        else:
-            data["kinds"].add(kind)
-            data["unsafe"] = data["unsafe"] or unsafe
+    def group(name: str) -> str:
+        g = group_of.get(name)
+        if g is None:
+            g = group_of[name] = info.group(name)
+        return g
 
-    for i, b in enumerate(bsyms):
-        for a in proxy_args(b):
-            if isinstance(a, Proxy):
-                j = producer_idx.get(a.name)
-                if j is not None and j < i:
-                    add(j, i, "data")
-
-    written_groups = set()
-    for b in bsyms:
-        for d in memory_writes(b, not is_fusible(b)):
-            written_groups.add(info.group(d.name))
-    feeders = _pointwise_feeders(bsyms, producer_idx, written_groups, info)
+    opaque = [not is_fusible(b) for b in bsyms]
+    writes = [memory_writes(b, op) for b, op in zip(bsyms, opaque)]
+    written_groups = {group(d.name) for ds in writes for d in ds}
+    shapes: dict[str, tuple] = {}
+    feeders = _pointwise_feeders(
+        bsyms, producer_idx, lambda name: name in root and group(name) in written_groups, shapes
+    )
 
     last_write: dict[str, int] = {}
     reads_since: dict[str, list[tuple[int, TensorProxy]]] = {}
     for i, b in enumerate(bsyms):
-        opaque = not is_fusible(b)
         for p in memory_reads(b):
-            if p.name not in info.root:
+            name = p.name
+            if name not in root:
                 continue
-            grp = info.group(p.name)
+            grp = group(name)
             w = last_write.get(grp)
             if w is not None:
                 add(w, i, "raw", unsafe=True)
-            reads_since.setdefault(grp, []).append((i, p))
-        for d in memory_writes(b, opaque):
-            grp = info.group(d.name)
-            w = last_write.get(grp)
-            coalesced = w is not None and not opaque and _covers(bsyms[w], b, info)
-            if w is not None:
-                add(w, i, "waw", unsafe=not coalesced)
-            if not coalesced:
-                # Reads before the previous write are ordered before it (war edges to
-                # it); a new chain of writes starts here.
-                reads_since[grp] = [(r, p) for r, p in reads_since.get(grp, ()) if w is None or r > w]
-            # Note [coalesced writes keep their reads]: a covering write drops the
-            # previous write-back, so a read that was safe only because it fed that
-            # write is checked again against this one (``a.neg_(); a.zero_()``:
-            # neg's read of a does not feed zero's write-back, which nvFuser may land first).
-            src = b.args[0] if ops.is_copy(b) else None
-            j = producer_idx.get(src.name) if isinstance(src, TensorProxy) else None
-            fed_by = feeders[j] if j is not None and feeders[j] is not None else ()
-            src_ok = isinstance(src, TensorProxy) and tuple(src.shape) == tuple(d.shape)
-            for r, p in reads_since.get(grp, ()):
-                if r == i:
-                    continue
-                safe = (
-                    not opaque
-                    and src_ok
-                    and r in fed_by
-                    and info.same_view(p.name, d.name)
-                    and tuple(p.shape) == tuple(d.shape)
-                )
-                add(r, i, "war", unsafe=not safe)
-            last_write[grp] = i
-    g = nx.DiGraph()
-    g.add_nodes_from(range(len(bsyms)))
-    g.add_edges_from((u, v, d) for (u, v), d in edges.items())
-    return g
+            since = reads_since.get(grp)
+            if since is None:
+                reads_since[grp] = [(i, p)]
+            else:
+                since.append((i, p))
+        for d in writes[i]:
+            _add_write_hazards(i, b, d, opaque[i], bsyms, info, group(d.name), last_write, reads_since,
+                               producer_idx, feeders, shapes, add)
+    return edges.graph()
+
+
+def _add_write_hazards(i, b, d, opaque, bsyms, info, grp, last_write, reads_since, producer_idx, feeders, shapes, add):
+    """The ``waw`` and ``war`` edges into node ``i``, a write of ``d`` (group ``grp``)."""
+    w = last_write.get(grp)
+    coalesced = w is not None and not opaque and _covers(bsyms[w], b, info)
+    if w is not None:
+        add(w, i, "waw", unsafe=not coalesced)
+    if not coalesced:
+        # Reads before the previous write are ordered before it (war edges to
+        # it); a new chain of writes starts here.
+        reads_since[grp] = [(r, p) for r, p in reads_since.get(grp, ()) if w is None or r > w]
+    # Note [coalesced writes keep their reads]: a covering write drops the
+    # previous write-back, so a read that was safe only because it fed that
+    # write is checked again against this one (``a.neg_(); a.zero_()``:
+    # neg's read of a does not feed zero's write-back, which nvFuser may land first).
+    src = b.args[0] if ops.is_copy(b) else None
+    j = producer_idx.get(src.name) if isinstance(src, TensorProxy) else None
+    fed_by = feeders[j] if j is not None and feeders[j] is not None else ()
+    for r, p in reads_since.get(grp, ()):
+        if r == i:
+            continue
+        # (cheapest tests first: the conjunction has no side effects)
+        safe = (
+            not opaque
+            and r in fed_by
+            and _shape(src, shapes) == _shape(d, shapes)
+            and info.same_view(p.name, d.name)
+            and _shape(p, shapes) == _shape(d, shapes)
+        )
+        add(r, i, "war", unsafe=not safe)
+    last_write[grp] = i
 
 
 def _covers(earlier: BoundSymbol, later: BoundSymbol, info: AliasInfo) -> bool:

@@ -32,7 +32,7 @@ from thunder.core.symbol import BoundSymbol
 import thunder.core.prims as prims
 
 from fusion_alias import ops
-from fusion_alias.aliasing import proxy_outs
+from fusion_alias.aliasing import tensor_outs
 
 
 @dataclass
@@ -49,16 +49,14 @@ class Partition:
 
 def destination_views(bsyms: Sequence[BoundSymbol]) -> set[int]:
     """Indices of view prims whose result (through more views) is a copy_ destination."""
-    producer = {}
+    stack = [b.args[1] for b in bsyms if ops.is_copy(b)]
+    if not stack:
+        return set()
+    producer: dict[str, int] = {}
     for i, b in enumerate(bsyms):
-        for o in proxy_outs(b):
-            if isinstance(o, TensorProxy):
-                producer.setdefault(o.name, i)
+        for o in tensor_outs(b):
+            producer.setdefault(o.name, i)
     marked: set[int] = set()
-    stack = []
-    for b in bsyms:
-        if ops.is_copy(b):
-            stack.append(b.args[1])
     while stack:
         p = stack.pop()
         j = producer.get(p.name)
@@ -67,6 +65,53 @@ def destination_views(bsyms: Sequence[BoundSymbol]) -> set[int]:
         marked.add(j)
         stack.append(bsyms[j].args[0])
     return marked
+
+
+def _levels(n: int, graph: nx.DiGraph, fusible: list[bool], ignore_hazards: bool) -> list[int]:
+    """Stage of each fusible node, "last region it follows" for the others (module docstring).
+
+    Node indices are a topological order (program order).
+    """
+    level = [0 if f else -1 for f in fusible]
+    if list(graph) != list(range(n)):
+        return _levels_node_by_node(n, graph, fusible, ignore_hazards)
+    # Note [levels in one sweep over the edges]: ``in_edges`` yields the edges
+    # grouped by head, heads in node order (0, 1, ...). When every edge also
+    # points forward (u < v), a node's level is final before any edge out of
+    # it is read, so one sweep over the raw edges computes what the
+    # node-by-node loop does, without networkx's per-node views. A backward
+    # edge sends the graph to that loop.
+    for u, v, data in graph.in_edges(data=True):
+        if u >= v:
+            return _levels_node_by_node(n, graph, fusible, ignore_hazards)
+        if fusible[v]:
+            if fusible[u]:
+                need = level[u] + (1 if data["unsafe"] and not ignore_hazards else 0)
+            else:
+                need = level[u] + 1
+        else:
+            need = level[u]
+        if need > level[v]:
+            level[v] = need
+    return level
+
+
+def _levels_node_by_node(n: int, graph: nx.DiGraph, fusible: list[bool], ignore_hazards: bool) -> list[int]:
+    level = [-1] * n
+    pred = graph.pred
+    for v in range(n):
+        lv = 0 if fusible[v] else -1
+        for u, data in pred[v].items():
+            if fusible[v]:
+                if fusible[u]:
+                    need = level[u] + (1 if data["unsafe"] and not ignore_hazards else 0)
+                else:
+                    need = level[u] + 1
+            else:
+                need = level[u]
+            lv = max(lv, need)
+        level[v] = lv
+    return level
 
 
 def partition(
@@ -80,20 +125,7 @@ def partition(
     n = len(bsyms)
     memory_views = destination_views(bsyms)
     fusible = [is_fusible(b) and i not in memory_views for i, b in enumerate(bsyms)]
-    level = [-1] * n  # stage for fusible nodes, "last region it follows" for the others
-    pred = graph.pred
-    for v in range(n):  # node indices are a topological order (program order)
-        lv = 0 if fusible[v] else -1
-        for u, data in pred[v].items():
-            if fusible[v]:
-                if fusible[u]:
-                    need = level[u] + (1 if data["unsafe"] and not ignore_hazards else 0)
-                else:
-                    need = level[u] + 1
-            else:
-                need = level[u]
-            lv = max(lv, need)
-        level[v] = lv
+    level = _levels(n, graph, fusible, ignore_hazards)
 
     # A stage made of view prims only produces no kernel: run it on torch.
     stages: dict[int, list[int]] = {}

@@ -1,0 +1,69 @@
+"""The fast paths of graph building and partitioning give what the plain ones give."""
+
+import networkx as nx
+import pytest
+
+from fusion_alias.bench import scale
+from fusion_alias.executor import executor
+from fusion_alias.graph import build_graph
+from fusion_alias.partition import _levels, _levels_node_by_node, partition
+
+CASES = [(kind, aliased) for kind in scale.KINDS for aliased in (False, True)]
+
+
+def _prepared(kind, aliased, size=300):
+    syn = scale.build(kind, size)
+    return executor.prepare(syn.trace, input_groups=syn.groups if aliased else [])
+
+
+def _rebuilt(graph):
+    """The same graph, built through networkx's public methods."""
+    g = nx.DiGraph()
+    g.add_nodes_from(graph.nodes)
+    g.add_edges_from((u, v, dict(d)) for u, v, d in graph.edges(data=True))
+    return g
+
+
+@pytest.mark.parametrize("kind,aliased", CASES)
+def test_graph_built_in_place_is_a_plain_digraph(kind, aliased):
+    # Note [adjacency built in place] in graph.py
+    prep = _prepared(kind, aliased)
+    g, ref = prep.graph, _rebuilt(prep.graph)
+    assert list(g.nodes(data=True)) == list(ref.nodes(data=True))
+    assert list(g.edges(data=True)) == list(ref.edges(data=True))
+    for v in g:
+        assert dict(g.pred[v]) == dict(ref.pred[v])
+        assert dict(g.succ[v]) == dict(ref.succ[v])
+    assert nx.is_directed_acyclic_graph(g)
+    # successor and predecessor maps share the edge attribute dicts, as networkx's do
+    u, v = next(iter(g.edges))
+    g.edges[u, v]["probe"] = 1
+    assert g.pred[v][u]["probe"] == 1
+    g.add_edge(len(prep.bsyms), 0, kinds={"data"}, unsafe=False)
+    assert g.has_edge(len(prep.bsyms), 0) and len(prep.bsyms) in g.pred[0]
+
+
+@pytest.mark.parametrize("kind,aliased", CASES)
+@pytest.mark.parametrize("ignore_hazards", [False, True])
+def test_level_sweep_matches_node_by_node(kind, aliased, ignore_hazards):
+    # Note [levels in one sweep over the edges] in partition.py
+    prep = _prepared(kind, aliased)
+    n = len(prep.bsyms)
+    fusible = [prep.is_fusible(b) for b in prep.bsyms]
+    assert _levels(n, prep.graph, fusible, ignore_hazards) == _levels_node_by_node(
+        n, prep.graph, fusible, ignore_hazards
+    )
+    # the node-by-node path on a graph built the public way gives the same partition
+    ref = _rebuilt(prep.graph)
+    a = partition(prep.bsyms, prep.graph, prep.is_fusible, ignore_hazards=ignore_hazards)
+    b = partition(prep.bsyms, ref, prep.is_fusible, ignore_hazards=ignore_hazards)
+    assert a.items == b.items and a.stage == b.stage
+
+
+def test_level_sweep_falls_back_on_unordered_nodes():
+    g = nx.DiGraph()
+    g.add_nodes_from([2, 0, 1])
+    g.add_edge(0, 1, kinds={"raw"}, unsafe=True)
+    g.add_edge(1, 2, kinds={"data"}, unsafe=False)
+    fusible = [True, True, True]
+    assert _levels(3, g, fusible, False) == _levels_node_by_node(3, g, fusible, False) == [0, 1, 1]
