@@ -188,6 +188,8 @@ class FusionAliasExecutor(FusionExecutor):
             self._check_original_operands(ctx, actual)
         grad_inputs = {p.name for p in tensor_inputs if p.requires_grad} if torch.is_grad_enabled() else set()
         _check_writes(flat, info, actual, proxies, inplace_ops, grad_inputs)
+        if grad_inputs:
+            _check_aliased_inputs_with_gradients(flat, input_groups)
         def fusible(b: BoundSymbol) -> bool:
             entry = verdicts.get(id(b))
             if entry is None or entry[0] is not b:  # (the bsym is kept: its id stays its own)
@@ -412,6 +414,74 @@ def _input_groups(trace, ctx, tensor_inputs):
 # The leaf case is refused by eager PyTorch itself.
 
 
+def _is_differentiable(x, info: AliasInfo, differentiable: set) -> bool:
+    """Whether tensor ``x`` requires grad: it, or the memory it names (its root), is in ``differentiable``."""
+    return isinstance(x, TensorProxy) and (x.name in differentiable or info.root.get(x.name) in differentiable)
+
+
+def _propagate_differentiable(b, info: AliasInfo, differentiable: set) -> None:
+    """Add ``b``'s outputs to ``differentiable`` when one of its tensor arguments requires grad."""
+    if ops.is_copy(b):  # its result names the destination's memory: decided at the write
+        return
+    if any(_is_differentiable(a, info, differentiable) for a in proxy_args(b)):
+        differentiable.update(o.name for o in proxy_outs(b) if isinstance(o, TensorProxy))
+
+
+def _check_write_into_differentiable_view(dst: str, root: str, info: AliasInfo, was_differentiable: bool, members: dict) -> None:
+    """Refuse, in a call that computes gradients, a write into memory that requires grad and has views.
+
+    Note [writes into tensors with views, with gradients]: Thunder 0.2.6's autodiff
+    gets the gradient wrong, without an error, when the program writes into a
+    tensor that requires grad and also has a view (taken before or after the
+    write, written through or read), also with plain thunder.jit (checked):
+
+        c = a * 2; v = c[0]; c.add_(b); return v     # b's gradient is wrong
+        c = a * 2; c[0].mul_(b[0]); return c         # a's and b's are wrong
+
+    A write into a view of memory that does not require grad before the write
+    (``cache[:, 0] = k``) is differentiated right, and so is a write into a tensor
+    with no views (``c = a * b; c.tanh_()``): those run. A second write into
+    ``cache`` (its memory requires grad after the first) is refused: Thunder gets
+    ``cache[:, 0] = k; cache[:, 1] = k * 2`` right, but not the same writes into
+    ``c = a * 2``, and the trace does not tell the two apart well enough.
+    """
+    if not was_differentiable:
+        return
+    key = info.view_key.get(dst)
+    others = [n for n in members.get(info.group(dst), ()) if info.root.get(n) == root and info.view_key.get(n) != key]
+    if not others:
+        return
+    raise AliasInputError(
+        f"fusion_alias: in-place write into {dst}, which requires grad and shares memory with "
+        f"{', '.join(sorted(others)[:3])}{' ...' if len(others) > 3 else ''} (views of {root}), in a call that "
+        "computes gradients: not supported. Thunder 0.2.6's autograd computes wrong gradients through "
+        "writes into tensors that have views, without an error, so fusion_alias refuses instead. "
+        "Workarounds: an out-of-place op (c = c + b; c = torch.cat(...)), or torch.no_grad() when no "
+        "gradient is needed"
+    )
+
+
+def _check_aliased_inputs_with_gradients(bsyms, input_groups) -> None:
+    """Refuse a call that computes gradients, has inputs that share memory, and writes in place.
+
+    Note [aliased inputs with gradients]: such calls go through Thunder's alias
+    pass (Note [autograd keeps Thunder's alias pass]). With inputs of different
+    sizes it fails (api.py names them); with inputs of the same size it replaces
+    one by a reshape of the other, and the gradients come out wrong without an
+    error (checked, plain thunder.jit too: inputs ``x, x.view(-1)``,
+    ``t = torch.where(b[1::2] > 0, b[1::2], 0); t.tanh_(); return b, a``).
+    """
+    shared = [g for g in input_groups if len(g) > 1]
+    if not shared or not any(ops.is_copy(b) for b in bsyms):
+        return
+    raise AliasInputError(
+        f"fusion_alias: this call computes gradients, its inputs {', '.join(shared[0])} share memory, and "
+        "the program writes in place: not supported. Such calls go through Thunder 0.2.6's alias pass "
+        "and autograd, which compute wrong gradients for them without an error. Workarounds: pass clones "
+        "so that the inputs do not share memory, or run under torch.no_grad() when no gradient is needed"
+    )
+
+
 def _check_writes(bsyms, info: AliasInfo, actual: dict, proxies: dict, inplace_ops=None, grad_inputs=()) -> None:
     """Reject in-place writes eager PyTorch rejects, with an error that names the problem.
 
@@ -430,6 +500,10 @@ def _check_writes(bsyms, info: AliasInfo, actual: dict, proxies: dict, inplace_o
     from fusion_alias.backends.reference import replay_view
 
     producers = {o.name: b for b in bsyms for o in proxy_outs(b) if isinstance(o, TensorProxy)}
+    grad_members = info.members() if grad_inputs else {}
+    # what requires grad, in program order: data flow from the inputs that do, and
+    # memory that a write of such a value made so (the forward trace's proxies do not say)
+    differentiable = set(grad_inputs)
     ops_by_write = inplace_ops or {}
     pending = dict(ops_by_write)
     metas: dict = {}
@@ -437,6 +511,8 @@ def _check_writes(bsyms, info: AliasInfo, actual: dict, proxies: dict, inplace_o
         for o in proxy_outs(b) if pending else ():
             if (op := pending.pop(o.name, None)) is not None:
                 _check_operand_overlap(op, info, actual, proxies, metas)
+        if grad_inputs:
+            _propagate_differentiable(b, info, differentiable)
         if not ops.is_copy(b):
             continue
         dst = b.args[1]
@@ -454,6 +530,11 @@ def _check_writes(bsyms, info: AliasInfo, actual: dict, proxies: dict, inplace_o
                 f"fusion_alias: in-place write into input {root}: a leaf Variable that requires grad "
                 "is being used in an in-place operation (eager PyTorch rejects this too)"
             )
+        if grad_inputs and root not in grad_inputs:
+            was_differentiable = dst.name in differentiable or root in differentiable
+            _check_write_into_differentiable_view(dst.name, root, info, was_differentiable, grad_members)
+            if _is_differentiable(b.args[0], info, differentiable):
+                differentiable.add(root)  # the memory now holds values that require grad
         if root in grad_inputs:
             what = f"input {root}" if dst.name == root else f"{dst.name} (a view of input {root})"
             raise AliasInputError(
