@@ -106,6 +106,23 @@ def proxy_outs(bsym: BoundSymbol) -> list[Proxy]:
     return entry[2]
 
 
+def with_new_args(bsym: BoundSymbol, args: tuple) -> BoundSymbol:
+    """``bsym.from_bsym(args=args)``, flattened on the way from what ``bsym``'s entry holds.
+
+    The copy keeps ``bsym``'s output and kwargs, so only the new arguments are
+    walked (read substitution rewrites tens of thousands of bsyms on a large trace).
+    """
+    new = bsym.from_bsym(args=args)
+    _, _, outs, _, t_outs = flattened(bsym)
+    if new.output is not bsym.output or new.kwargs is not bsym.kwargs:  # (from_bsym copies none today)
+        return new
+    flat_args = _proxies(args, [])
+    if new.kwargs:
+        _proxies(new.kwargs, flat_args)
+    _ARGS[id(new)] = (new, flat_args, outs, [a for a in flat_args if isinstance(a, TensorProxy)], t_outs)
+    return new
+
+
 def forget_flattened() -> None:
     """Drop what proxy_args/proxy_outs remembered (end of a pass)."""
     _ARGS.clear()

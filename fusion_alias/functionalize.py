@@ -43,7 +43,7 @@ from thunder.core.symbol import BoundSymbol
 from thunder.core.trace import TraceCtx, tracectx
 
 from fusion_alias import ops
-from fusion_alias.aliasing import AliasInfo, may_write, tensor_args
+from fusion_alias.aliasing import AliasInfo, may_write, tensor_args, with_new_args
 
 
 def substitute_reads(
@@ -122,7 +122,7 @@ def substitute_reads(
                 new_args[i] = new
         if new_args is None:
             return bsym
-        return bsym.from_bsym(args=tuple(new_args))
+        return with_new_args(bsym, tuple(new_args))
 
     for bsym in bsyms:
         if ops.is_copy(bsym):

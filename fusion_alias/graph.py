@@ -74,45 +74,40 @@ _ELEMENTWISE_ADDRS = frozenset(id(i) for i in ops.ELEMENTWISE_IDS)  # ops' Note 
 _SHALLOW_COPY = ops.PrimIDs.SHALLOW_COPY
 
 
-def _pointwise_feeders(bsyms, producer_idx: dict[str, int], reads_written: Callable[[str], bool], shapes: dict) -> list:
-    """For each node, the memory-reading elementwise nodes that feed it through
-    elementwise ops of one shape (None where the node is not elementwise).
+def _feeder_set(n: int, b: BoundSymbol, feeders: list, producer_idx: dict, reads_written, shapes: dict):
+    """``feeders[n]``: the memory-reading elementwise nodes that feed node ``n``
+    (an elementwise op or a shallow copy) through elementwise ops of one shape.
 
-    ``reads_written(name)``: does reading ``name`` read memory the trace writes?
-    One forward pass; each set only holds reads of written memory, so it stays
-    small (after substitution most reads of written memory are gone).
+    ``feeders`` holds the entries of the nodes before ``n``; ``reads_written(name)``
+    says whether reading ``name`` reads memory the trace writes. Each set only
+    holds reads of written memory, so it stays small (after substitution most
+    reads of written memory are gone).
 
     Note [empty feeder sets are None]: an empty set and None answer every
     question asked of a feeder entry alike (nothing feeds through, ``r in`` is
     False), so empty sets are stored as None, and a node none of whose
     arguments reads written memory or is fed costs no shape comparison.
     """
-    feeders: list = [None] * len(bsyms)
-    for n, b in enumerate(bsyms):
-        sym_id = b.sym.id
-        if sym_id is _SHALLOW_COPY:
-            # the same elements at the same indices: feeds through (addcmul_ makes these)
-            j = producer_idx.get(b.args[0].name)
-            if j is not None and feeders[j]:
-                feeders[n] = set(feeders[j])
-            continue
-        if id(sym_id) not in _ELEMENTWISE_ADDRS or not isinstance(b.output, TensorProxy):
-            continue
-        acc = None
-        shape = None
-        for a in tensor_args(b):
-            name = a.name
-            if reads_written(name):
+    if b.sym.id is _SHALLOW_COPY:
+        # the same elements at the same indices: feeds through (addcmul_ makes these)
+        j = producer_idx.get(b.args[0].name)
+        return set(feeders[j]) if j is not None and feeders[j] else None
+    if not isinstance(b.output, TensorProxy):
+        return None
+    acc = None
+    shape = None
+    for a in tensor_args(b):
+        name = a.name
+        if reads_written(name):
+            acc = acc or set()
+            acc.add(n)
+        j = producer_idx.get(name)
+        if j is not None and feeders[j]:
+            shape = shape or shapes.get(b.output.name) or _shape(b.output, shapes)
+            if (shapes.get(name) or _shape(a, shapes)) == shape:
                 acc = acc or set()
-                acc.add(n)
-            j = producer_idx.get(name)
-            if j is not None and feeders[j]:
-                shape = shape or _shape(b.output, shapes)
-                if _shape(a, shapes) == shape:
-                    acc = acc or set()
-                    acc |= feeders[j]
-        feeders[n] = acc
-    return feeders
+                acc |= feeders[j]
+    return acc
 
 
 class _Edges:
@@ -153,14 +148,17 @@ class _Edges:
         return g
 
 
-def _data_edges(bsyms, edges: _Edges) -> dict[str, int]:
-    """Add a ``data`` edge from each producer to each consumer; return name → first producer.
+def _data_edges_and_feeders(bsyms, edges: _Edges, reads_written, shapes: dict) -> tuple[dict[str, int], list]:
+    """Add a ``data`` edge from each producer to each consumer; return name → first
+    producer, and each node's feeders (:func:`_feeder_set`).
 
     One forward pass, each bsym's outputs registered after its arguments are
     looked up: a name then resolves to its first producer exactly when that
-    producer comes earlier, the only edges kept.
+    producer comes earlier, the only edges kept and the only feeder entries
+    already computed.
     """
     producer_idx: dict[str, int] = {}
+    feeders: list = [None] * len(bsyms)
     succ, pred = edges.succ, edges.pred
     for i, b in enumerate(bsyms):
         _, args, outs, _, _ = flattened(b)
@@ -169,9 +167,12 @@ def _data_edges(bsyms, edges: _Edges) -> dict[str, int]:
             j = producer_idx.get(a.name)
             if j is not None and j not in into:  # (edges.add, inlined: the first edges of node i)
                 succ[j][i] = into[j] = {"kinds": {"data"}, "unsafe": False}
+        sym_id = b.sym.id
+        if sym_id is _SHALLOW_COPY or id(sym_id) in _ELEMENTWISE_ADDRS:  # the others have no feeders
+            feeders[i] = _feeder_set(i, b, feeders, producer_idx, reads_written, shapes)
         for o in outs:
             producer_idx.setdefault(o.name, i)
-    return producer_idx
+    return producer_idx, feeders
 
 
 def build_graph(
@@ -180,10 +181,6 @@ def build_graph(
     is_fusible: Callable[[BoundSymbol], bool],
 ) -> nx.DiGraph:
     """Dependency graph of ``bsyms`` (see module docstring)."""
-    edges = _Edges(len(bsyms))
-    add = edges.add
-    producer_idx = _data_edges(bsyms, edges)
-
     root = info.root
     group_of: dict[str, str] = {}  # name -> memory group: the groups are final here
 
@@ -196,9 +193,12 @@ def build_graph(
     opaque = [not is_fusible(b) for b in bsyms]
     writes = [memory_writes(b, op) for b, op in zip(bsyms, opaque)]
     written_groups = {group(d.name) for ds in writes for d in ds}
+
+    edges = _Edges(len(bsyms))
+    add = edges.add
     shapes: dict[str, tuple] = {}
-    feeders = _pointwise_feeders(
-        bsyms, producer_idx, lambda name: name in root and group(name) in written_groups, shapes
+    producer_idx, feeders = _data_edges_and_feeders(
+        bsyms, edges, lambda name: name in root and group(name) in written_groups, shapes
     )
 
     last_write: dict[str, int] = {}
