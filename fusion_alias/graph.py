@@ -209,6 +209,8 @@ def build_graph(
             if name not in root:
                 continue
             grp = group(name)
+            if grp not in written_groups:
+                continue  # no write to order it against: it would only sit in reads_since
             w = last_write.get(grp)
             if w is not None:
                 add(w, i, "raw", unsafe=True)
