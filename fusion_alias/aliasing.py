@@ -300,4 +300,26 @@ def output_may_alias(bsym: BoundSymbol, out_name: str) -> bool:
             return output_may_alias(sub, out_name)
     if isinstance(sym.id, prims.PrimIDs):  # a Thunder prim that is not a view
         return False
+    if not bsym.subsymbols and (prim := _prim_implemented_by(sym.name)) is not None:
+        # an executor's implementation of a prim (copy_with_setitem_impl): the prim says
+        return prim in ops.VIEW_IDS or prim in _OPAQUE_VIEW_PRIMS
     return not bsym.subsymbols  # an opaque leaf: cannot tell
+
+
+@functools.cache
+def _prim_implemented_by(sym_name: str):
+    """The prim that a registered executor implements with the symbol named ``sym_name``, or None.
+
+    Note: with gradients, Thunder hands over ``copy_with_setitem_impl`` (the torch
+    executor's functional ``a[key] = v`` on a clone), a leaf with no subsymbols.
+    Read as "cannot tell", it put the value ``k`` of ``cache[:, 0] = k`` in
+    ``cache``'s memory group. Thunder's own registry (``implmap``) says it
+    implements ``prims.copy_with_setitem``, which returns a fresh tensor.
+    """
+    from thunder.extend import get_all_executors
+
+    for ex in get_all_executors():
+        for key, info in getattr(ex, "implmap", {}).items():
+            if isinstance(key, prims.PrimIDs) and getattr(getattr(info, "symbol", None), "name", None) == sym_name:
+                return key
+    return None

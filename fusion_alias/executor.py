@@ -189,7 +189,7 @@ class FusionAliasExecutor(FusionExecutor):
         grad_inputs = {p.name for p in tensor_inputs if p.requires_grad} if torch.is_grad_enabled() else set()
         _check_writes(flat, info, actual, proxies, inplace_ops, grad_inputs)
         if grad_inputs:
-            _check_aliased_inputs_with_gradients(flat, input_groups)
+            _check_aliased_inputs_with_gradients(flat, _storage_sharing(actual) or input_groups)
         def fusible(b: BoundSymbol) -> bool:
             entry = verdicts.get(id(b))
             if entry is None or entry[0] is not b:  # (the bsym is kept: its id stays its own)
@@ -461,21 +461,37 @@ def _check_write_into_differentiable_view(dst: str, root: str, info: AliasInfo, 
     )
 
 
+def _storage_sharing(actual: dict) -> list[list[str]]:
+    """Groups of input names whose tensors share a storage (overlapping or not), as Thunder groups them."""
+    by_storage: dict[tuple, list[str]] = {}
+    for name, t in actual.items():
+        try:
+            key = (t.device, t.untyped_storage().data_ptr())
+        except Exception:  # no inspectable storage: cannot tell, so with every other such input
+            key = ("uninspectable",)
+        by_storage.setdefault(key, []).append(name)
+    return [names for names in by_storage.values() if len(names) > 1]
+
+
 def _check_aliased_inputs_with_gradients(bsyms, input_groups) -> None:
     """Refuse a call that computes gradients, has inputs that share memory, and writes in place.
 
     Note [aliased inputs with gradients]: such calls go through Thunder's alias
-    pass (Note [autograd keeps Thunder's alias pass]). With inputs of different
+    pass (Note [autograd keeps Thunder's alias pass]), which treats inputs that
+    share a *storage* as aliases, overlapping or not. With inputs of different
     sizes it fails (api.py names them); with inputs of the same size it replaces
-    one by a reshape of the other, and the gradients come out wrong without an
-    error (checked, plain thunder.jit too: inputs ``x, x.view(-1)``,
-    ``t = torch.where(b[1::2] > 0, b[1::2], 0); t.tanh_(); return b, a``).
+    one by a reshape of the other, and values or gradients come out wrong without
+    an error (checked, plain thunder.jit too): inputs ``x, x.view(-1)`` with
+    ``t = torch.where(b[1::2] > 0, b[1::2], 0); t.tanh_(); return b, a`` give
+    wrong gradients; the disjoint ``x[0, 0], x[2, 5]`` with a write into a fresh
+    tensor return ``a``'s value for ``b``.
     """
     shared = [g for g in input_groups if len(g) > 1]
     if not shared or not any(ops.is_copy(b) for b in bsyms):
         return
     raise AliasInputError(
-        f"fusion_alias: this call computes gradients, its inputs {', '.join(shared[0])} share memory, and "
+        f"fusion_alias: this call computes gradients, its inputs {', '.join(shared[0])} share a storage "
+        "(overlapping or not), and "
         "the program writes in place: not supported. Such calls go through Thunder 0.2.6's alias pass "
         "and autograd, which compute wrong gradients for them without an error. Workarounds: pass clones "
         "so that the inputs do not share memory, or run under torch.no_grad() when no gradient is needed"
@@ -501,6 +517,7 @@ def _check_writes(bsyms, info: AliasInfo, actual: dict, proxies: dict, inplace_o
 
     producers = {o.name: b for b in bsyms for o in proxy_outs(b) if isinstance(o, TensorProxy)}
     grad_members = info.members() if grad_inputs else {}
+    grad_groups = {info.group(n) for n in grad_inputs if n in info.root}
     # what requires grad, in program order: data flow from the inputs that do, and
     # memory that a write of such a value made so (the forward trace's proxies do not say)
     differentiable = set(grad_inputs)
@@ -529,6 +546,15 @@ def _check_writes(bsyms, info: AliasInfo, actual: dict, proxies: dict, inplace_o
             raise AliasInputError(
                 f"fusion_alias: in-place write into input {root}: a leaf Variable that requires grad "
                 "is being used in an in-place operation (eager PyTorch rejects this too)"
+            )
+        if grad_inputs and root not in grad_inputs and info.group(dst.name) in grad_groups:
+            # a view of an input that requires grad made by an op we cannot see through (torch.narrow)
+            raise AliasInputError(
+                f"fusion_alias: in-place write into {dst.name}, which may be a view of an input that requires "
+                "grad (it shares memory with one through an op fusion_alias cannot see through), in a call "
+                "that computes gradients: not supported. Thunder 0.2.6's autograd loses such writes or the "
+                "gradient through them without an error. Workarounds: write into a copy (a = a.clone()), or run "
+                "the call under torch.no_grad() when no gradient is needed"
             )
         if grad_inputs and root not in grad_inputs:
             was_differentiable = dst.name in differentiable or root in differentiable
