@@ -73,7 +73,7 @@ class AliasSpecializedFunction:
             return jfn(*args, **kwargs)
         except RuntimeError as err:
             if needs_grad and "Attempting to reshape" in str(err):
-                _raise_if_thunder_alias_pass_failed(err, flat, structure)
+                _raise_if_thunder_alias_pass_failed(err, flat)
             raise
         finally:
             context.reset(token)
@@ -97,7 +97,7 @@ class AliasSpecializedFunction:
         return len(self._by_structure)
 
 
-def _raise_if_thunder_alias_pass_failed(err: RuntimeError, flat: list, structure: tuple) -> None:
+def _raise_if_thunder_alias_pass_failed(err: RuntimeError, flat: list) -> None:
     """Name the problem when Thunder's alias pass (kept for autograd) fails on aliased inputs.
 
     Thunder 0.2.6's ``insert_alias_updates`` reshapes one aliased input into
@@ -106,22 +106,25 @@ def _raise_if_thunder_alias_pass_failed(err: RuntimeError, flat: list, structure
     """
     from fusion_alias.executor import AliasInputError
 
-    members: dict[int, list[int]] = {}
-    for i, (c, t) in enumerate(zip(structure, flat)):
+    members: dict[tuple, list[int]] = {}  # by storage, overlapping or not: Thunder's notion of aliases
+    for i, t in enumerate(flat):
         if isinstance(t, torch.Tensor):
-            members.setdefault(c, []).append(i)
-    for positions in members.values():
-        sizes = {flat[i].numel() for i in positions}
-        if len(positions) > 1 and len(sizes) > 1:
-            shapes = ", ".join(f"#{i} {tuple(flat[i].shape)}" for i in positions)
-            raise AliasInputError(
-                f"fusion_alias: this call computes gradients and its tensor arguments {shapes} (positions "
-                "among the flattened arguments) share memory with different sizes: not supported. With gradients, Thunder "
-                "0.2.6's own alias pass runs (its autograd needs it) and cannot handle aliased inputs of "
-                f"different sizes once the program has an in-place op (it raised: {err}). Workarounds: pass "
-                "a clone of one of them so that they do not share memory, or run under torch.no_grad() "
-                "when no gradient is needed"
-            ) from err
+            try:
+                key = (t.device, t.untyped_storage().data_ptr())
+            except Exception:  # no inspectable storage
+                continue
+            members.setdefault(key, []).append(i)
+    shared = sorted((p for p in members.values() if len(p) > 1), key=lambda p: len({flat[i].numel() for i in p}) == 1)
+    if not shared:
+        return
+    shapes = ", ".join(f"#{i} {tuple(flat[i].shape)}" for i in shared[0])
+    raise AliasInputError(
+        f"fusion_alias: this call computes gradients and its tensor arguments {shapes} (positions among the "
+        "flattened arguments) share a storage: not supported. With gradients, Thunder 0.2.6's own alias pass "
+        "runs (its autograd needs it), and it fails on aliased inputs of different sizes, or on several groups "
+        f"of aliased inputs, once the program has an in-place op (it raised: {err}). Workarounds: pass a clone "
+        "of one of them so that they do not share memory, or run under torch.no_grad() when no gradient is needed"
+    ) from err
 
 
 class _SummedStats:
