@@ -190,6 +190,7 @@ class FusionAliasExecutor(FusionExecutor):
         _check_writes(flat, info, actual, proxies, inplace_ops, grad_inputs)
         if grad_inputs:
             _check_aliased_inputs_with_gradients(flat, _storage_sharing(actual) or input_groups)
+            _check_no_read_of_overwritten_values(flat)
         def fusible(b: BoundSymbol) -> bool:
             entry = verdicts.get(id(b))
             if entry is None or entry[0] is not b:  # (the bsym is kept: its id stays its own)
@@ -459,6 +460,39 @@ def _check_write_into_differentiable_view(dst: str, root: str, info: AliasInfo, 
         "Workarounds: an out-of-place op (c = c + b; c = torch.cat(...)), or torch.no_grad() when no "
         "gradient is needed"
     )
+
+
+def _check_no_read_of_overwritten_values(bsyms) -> None:
+    """Refuse, in a call that computes gradients, a read of a tensor's old name after a write into it.
+
+    Note [values saved for the backward]: with gradients, Thunder's alias pass
+    renames every later read of written memory to the write's result (through
+    ``update_aliases``), so a read of the *old* name after the write comes from
+    the autodiff: a value saved for the backward, meant as it was before the
+    write. But the write lands in that very buffer, so the backward reads the new
+    values, and the gradient is wrong without an error (checked, plain
+    thunder.jit too)::
+
+        t = a * 0.5; t.sin_(); return t * 0.5     # d sin(t)/dt is cos(t) of the old t
+
+    Eager saves what it needs before an in-place op (or raises). ``tanh_`` and
+    ``add_``, whose gradients need no old value, are not affected and run.
+    """
+    written: dict[str, int] = {}
+    for i, b in enumerate(bsyms):
+        if written:
+            for a in proxy_args(b):
+                if isinstance(a, TensorProxy) and a.name in written:
+                    raise AliasInputError(
+                        f"fusion_alias: {a.name} is written in place and its value from before the write is "
+                        f"read afterwards (by {b.sym.name}), in a call that computes gradients: not supported. "
+                        "Thunder 0.2.6's autodiff saves the old value for the backward, but the write "
+                        "overwrites that very buffer, so the gradient would be wrong without an error. "
+                        "Workarounds: an out-of-place op (t = t.sin() instead of t.sin_()), or "
+                        "torch.no_grad() when no gradient is needed"
+                    )
+        if ops.is_copy(b):
+            written.setdefault(b.args[1].name, i)
 
 
 def _storage_sharing(actual: dict) -> list[list[str]]:

@@ -186,3 +186,22 @@ def test_aliased_inputs_of_one_size_with_gradients_and_a_write_are_refused():
         fusion_alias.jit(fn)(x, x.view(-1))
     # without the write, or with separate inputs, it runs
     _grads_match(lambda a, b: fn(a, b.clone())[0] * 1, fusion_alias.jit(lambda a, b: fn(a, b.clone())[0] * 1))
+
+
+def test_read_of_a_value_the_write_overwrote_is_refused():
+    def fn(a):
+        t = a * 0.5
+        t.sin_()  # sin's gradient needs the old t, which the write overwrites
+        return t * 0.5
+
+    _grads_match(fn, fn, n=1)  # eager saves it
+    with pytest.raises(fusion_alias.AliasInputError, match="value from before the write is read afterwards"):
+        fusion_alias.jit(fn)(*_grad_inputs(n=1)[1])
+
+    def fine(a):
+        t = a * 0.5
+        t.tanh_()  # tanh's gradient needs only its result
+        t.add_(1)
+        return t * a
+
+    _grads_match(fine, fusion_alias.jit(fine), n=1)
