@@ -27,7 +27,7 @@ from thunder.extend import FusionExecutor, register_executor
 import thunder.core.prims as prims
 
 from fusion_alias import context, ops
-from fusion_alias.aliasing import AliasInfo, analyze, forget_flattened, proxy_args, proxy_outs
+from fusion_alias.aliasing import AliasInfo, analyze, flattened, forget_flattened, proxy_args, proxy_outs
 from fusion_alias.functionalize import substitute_reads
 from fusion_alias.graph import build_graph
 from fusion_alias.lowering import plan_region
@@ -532,6 +532,19 @@ def _check_aliased_inputs_with_gradients(bsyms, input_groups) -> None:
     )
 
 
+class _ProducerLookup:
+    """name -> the bsym producing it, built only if a check needs one (most programs never do)."""
+
+    def __init__(self, bsyms):
+        self._bsyms = bsyms
+        self._map: dict | None = None
+
+    def get(self, name, default=None):
+        if self._map is None:
+            self._map = {o.name: b for b in self._bsyms for o in proxy_outs(b) if isinstance(o, TensorProxy)}
+        return self._map.get(name, default)
+
+
 def _check_writes(bsyms, info: AliasInfo, actual: dict, proxies: dict, inplace_ops=None, grad_inputs=()) -> None:
     """Reject in-place writes eager PyTorch rejects, with an error that names the problem.
 
@@ -549,7 +562,7 @@ def _check_writes(bsyms, info: AliasInfo, actual: dict, proxies: dict, inplace_o
     """
     from fusion_alias.backends.reference import replay_view
 
-    producers = {o.name: b for b in bsyms for o in proxy_outs(b) if isinstance(o, TensorProxy)}
+    producers = _ProducerLookup(bsyms)
     grad_members = info.members() if grad_inputs else {}
     grad_groups = {info.group(n) for n in grad_inputs if n in info.root}
     # what requires grad, in program order: data flow from the inputs that do, and
@@ -907,12 +920,12 @@ def _dce(bsyms: list[BoundSymbol], trace: TraceCtx) -> list[BoundSymbol]:
     needed.update(x.name for x in flat_out if isinstance(x, Proxy))
     keep = []
     for b in reversed(bsyms):
-        outs = [o.name for o in proxy_outs(b) if isinstance(o, Proxy)]
-        removable = ops.op_info(b) is not None and not ops.is_copy(b) and not ops.is_update_aliases(b)
-        if removable and outs and not any(o in needed for o in outs):
-            continue
+        _, args, outs, _, _ = flattened(b)  # one cache lookup for both lists
+        if outs and not any(o.name in needed for o in outs):
+            if ops.op_info(b) is not None and not ops.is_copy(b) and not ops.is_update_aliases(b):
+                continue  # fusible, side-effect free, and nobody reads it
         keep.append(b)
-        needed.update(a.name for a in proxy_args(b) if isinstance(a, Proxy))
+        needed.update(a.name for a in args)
     return list(reversed(keep))
 
 
