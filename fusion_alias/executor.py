@@ -476,11 +476,13 @@ def _check_no_read_of_overwritten_values(bsyms) -> None:
         t = a * 0.5; t.sin_(); return t * 0.5     # d sin(t)/dt is cos(t) of the old t
 
     Eager saves what it needs before an in-place op (or raises). ``tanh_`` and
-    ``add_``, whose gradients need no old value, are not affected and run.
+    ``add_``, whose gradients need no old value, are not affected and run. The
+    trace's return reads old names too (the mutated inputs, ``flat_args``, and a
+    module's running statistics): that is the buffer itself, and it is fine.
     """
     written: dict[str, int] = {}
     for i, b in enumerate(bsyms):
-        if written:
+        if written and b.sym.id is not prims.PrimIDs.RETURN:  # returning the buffer itself is the write's point
             for a in proxy_args(b):
                 if isinstance(a, TensorProxy) and a.name in written:
                     raise AliasInputError(
