@@ -205,3 +205,31 @@ def test_read_of_a_value_the_write_overwrote_is_refused():
         return t * a
 
     _grads_match(fine, fusion_alias.jit(fine), n=1)
+
+
+def test_write_into_a_plain_input_read_back_by_the_return_runs():
+    # Thunder's test_prim_inplace_copy_bwd (and batch-norm running stats): the joint trace returns
+    # the written input by its old name; that is the buffer, not a value saved for the backward
+    import thunder
+
+    def eager(x, y):
+        z = x * y
+        z = z * x
+        x.copy_(z)
+        return y * y
+
+    def traced(x, y):
+        z = x * y
+        z = z * x
+        thunder.core.prims.copy_(z, x, grad_enabled=True)
+        return y * y
+
+    (w_e,), (y_e,) = _grad_inputs(n=1)
+    (w_j,), (y_j,) = _grad_inputs(n=1)
+    x_e, x_j = torch.ones(3, 3) * 0.5, torch.ones(3, 3) * 0.5
+    want, got = eager(x_e, y_e), fusion_alias.jit(traced)(x_j, y_j)
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(x_j.detach(), x_e.detach())
+    want.sum().backward()
+    got.sum().backward()
+    torch.testing.assert_close(w_j.grad, w_e.grad)
