@@ -162,48 +162,6 @@ def _make_jit_source(system: str, unsafe: bool) -> str:
     return "def make_jit(fn, schedule):\n" + body
 
 
-_DRIVER = '''
-def _as_list(out):
-    return list(out) if isinstance(out, (tuple, list)) else [out]
-
-
-def _run(fn):
-    bases, args = make_inputs()
-    try:
-        out = _as_list(fn(*args))
-    except Exception as e:  # noqa: BLE001 - any exception counts as a rejection
-        return None, bases, args, e
-    return out, bases, args, None
-
-
-def check(schedule, make_jit=make_jit):
-    """Eager vs jitted on fresh inputs, two calls. Returns (status, detail);
-    status is ok, both-raised, jit-raised, missed-rejection or mismatch."""
-    want, want_bases, want_args, want_err = _run(prog)
-    try:
-        jitted = make_jit(prog, schedule)
-    except Exception as e:  # noqa: BLE001
-        if want_err is not None:
-            return "both-raised", repr(e)
-        return "jit-raised", "make_jit: " + "".join(traceback.format_exception(e))
-    for call in (1, 2):
-        got, got_bases, got_args, got_err = _run(jitted)
-        if want_err is not None:
-            if got_err is None:
-                return "missed-rejection", f"call {call}: eager raised {want_err!r}; the jitted call returned"
-            return "both-raised", f"eager: {want_err!r}; jitted: {got_err!r}"
-        if got_err is not None:
-            return "jit-raised", f"call {call}: " + "".join(traceback.format_exception(got_err))
-        for what, g, w in (("outputs", got, want), ("arguments after the call", got_args, want_args),
-                           ("base tensors after the call", got_bases, want_bases)):
-            try:
-                torch.testing.assert_close(g, w, equal_nan=True)
-            except AssertionError as e:
-                return "mismatch", f"call {call}: {what} differ from eager:\\n{e}"
-    return "ok", ""
-'''
-
-
 # Note [gradients in the fuzzer]
 #     With ``--grad`` (``Program.grad``), every base is ``leaf * 1`` with a leaf
 #     that requires grad, so eager accepts writes into the arguments. After each
@@ -216,31 +174,34 @@ def check(schedule, make_jit=make_jit):
 #     inputs that require grad (Note [writes into inputs that require grad]);
 #     such refusals count as unsupported, and every program it accepts must
 #     match eager's values and gradients.
-_DRIVER_GRAD = '''
+_DRIVER = '''
 def _as_list(out):
     return list(out) if isinstance(out, (tuple, list)) else [out]
 
 
 def _run(fn):
-    """(outputs, bases, args, leaf gradients, error, phase of the error)."""
-    bases, args, leaves = make_inputs()
+    """(outputs, bases, args, leaf gradients, error, phase of the error) of one call on fresh inputs."""
+    bases, args, *rest = make_inputs()
+    leaves = rest[0] if rest else []  # --grad: the leaves the bases are derived from
     try:
         out = _as_list(fn(*args))
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:  # noqa: BLE001 - any exception counts as a rejection
         return None, bases, args, None, e, "forward"
-    try:
-        weights = torch.Generator().manual_seed(1)
-        diff = [o for o in out if isinstance(o, torch.Tensor) and o.requires_grad]
-        if diff:
-            sum((o * torch.rand(o.shape, generator=weights, dtype=o.dtype)).sum() for o in diff).backward()
-    except Exception as e:  # noqa: BLE001
-        return None, bases, args, None, e, "backward"
-    out = [o.detach() if isinstance(o, torch.Tensor) else o for o in out]
+    if leaves:
+        try:
+            weights = torch.Generator().manual_seed(1)
+            diff = [o for o in out if isinstance(o, torch.Tensor) and o.requires_grad]
+            if diff:
+                sum((o * torch.rand(o.shape, generator=weights, dtype=o.dtype)).sum() for o in diff).backward()
+        except Exception as e:  # noqa: BLE001
+            return None, bases, args, None, e, "backward"
+        out = [o.detach() if isinstance(o, torch.Tensor) else o for o in out]
     return out, bases, args, [leaf.grad for leaf in leaves], None, None
 
 
 def check(schedule, make_jit=make_jit):
-    """Eager vs jitted, values and gradients, on fresh inputs, two calls. Returns (status, detail)."""
+    """Eager vs jitted on fresh inputs, two calls. Returns (status, detail);
+    status is ok, both-raised, jit-raised, missed-rejection or mismatch."""
     want, want_bases, want_args, want_grads, want_err, want_phase = _run(prog)
     if want_phase == "backward":
         return "both-raised", f"not comparable: eager's backward raised {want_err!r}"
@@ -258,13 +219,13 @@ def check(schedule, make_jit=make_jit):
             return "both-raised", f"eager: {want_err!r}; jitted: {got_err!r}"
         if got_err is not None:
             return "jit-raised", f"call {call} ({got_phase}): " + "".join(traceback.format_exception(got_err))
-        # None (no gradient flowed) stands for zeros: eager's autograd sometimes keeps a zero edge
-        # through an overwritten tensor (t.copy_(a)) where Thunder's has none.
-        got_grads = [torch.zeros_like(leaf) if g is None else g for g, leaf in zip(got_grads, want_bases)]
-        want_grads = [torch.zeros_like(leaf) if w is None else w for w, leaf in zip(want_grads, want_bases)]
-        for what, g, w in (("outputs", got, want), ("arguments after the call", got_args, want_args),
-                           ("base tensors after the call", got_bases, want_bases),
-                           ("leaf gradients (None as zeros)", got_grads, want_grads)):
+        compared = [("outputs", got, want), ("arguments after the call", got_args, want_args),
+                    ("base tensors after the call", got_bases, want_bases)]
+        if want_grads:  # None (no gradient flowed) stands for zeros: see Note [gradients in the fuzzer]
+            zeros = [torch.zeros_like(b) for b in want_bases]
+            compared.append(("leaf gradients (None as zeros)", [z if g is None else g for g, z in zip(got_grads, zeros)],
+                             [z if w is None else w for w, z in zip(want_grads, zeros)]))
+        for what, g, w in compared:
             try:
                 torch.testing.assert_close(g, w, equal_nan=True)
             except AssertionError as e:
@@ -283,7 +244,7 @@ def program_source(p: Program, system: str = "fusion_alias", unsafe: bool = Fals
         + "\n\n"
         + _make_jit_source(system, unsafe)
         + "\n"
-        + (_DRIVER_GRAD if p.grad else _DRIVER)
+        + _DRIVER
     )
 
 

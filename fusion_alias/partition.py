@@ -84,16 +84,20 @@ def _levels(n: int, graph: nx.DiGraph, fusible: list[bool], ignore_hazards: bool
     for u, v, data in graph.in_edges(data=True):
         if u >= v:
             return _levels_node_by_node(n, graph, fusible, ignore_hazards)
-        if fusible[v]:
-            if fusible[u]:
-                need = level[u] + (1 if data["unsafe"] and not ignore_hazards else 0)
-            else:
-                need = level[u] + 1
-        else:
-            need = level[u]
+        need = _level_after(level[u], fusible[u], fusible[v], data["unsafe"] and not ignore_hazards)
         if need > level[v]:
             level[v] = need
     return level
+
+
+def _level_after(level_u: int, fusible_u: bool, fusible_v: bool, cut: bool) -> int:
+    """The least level of v given an edge u -> v: a fusible v after a non-fusible u, or across an
+    unsafe hazard edge, starts a later stage; a non-fusible v only follows u."""
+    if not fusible_v:
+        return level_u
+    if not fusible_u or cut:
+        return level_u + 1
+    return level_u
 
 
 def _levels_node_by_node(n: int, graph: nx.DiGraph, fusible: list[bool], ignore_hazards: bool) -> list[int]:
@@ -102,14 +106,7 @@ def _levels_node_by_node(n: int, graph: nx.DiGraph, fusible: list[bool], ignore_
     for v in range(n):
         lv = 0 if fusible[v] else -1
         for u, data in pred[v].items():
-            if fusible[v]:
-                if fusible[u]:
-                    need = level[u] + (1 if data["unsafe"] and not ignore_hazards else 0)
-                else:
-                    need = level[u] + 1
-            else:
-                need = level[u]
-            lv = max(lv, need)
+            lv = max(lv, _level_after(level[u], fusible[u], fusible[v], data["unsafe"] and not ignore_hazards))
         level[v] = lv
     return level
 
