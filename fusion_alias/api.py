@@ -71,8 +71,8 @@ class AliasSpecializedFunction:
         token = context.using(ctx)
         try:
             return jfn(*args, **kwargs)
-        except RuntimeError as err:
-            if needs_grad and "Attempting to reshape" in str(err):
+        except Exception as err:
+            if needs_grad and _raised_in_thunder_alias_pass(err):
                 _raise_if_thunder_alias_pass_failed(err, flat)
             raise
         finally:
@@ -97,12 +97,23 @@ class AliasSpecializedFunction:
         return len(self._by_structure)
 
 
-def _raise_if_thunder_alias_pass_failed(err: RuntimeError, flat: list) -> None:
+def _raised_in_thunder_alias_pass(err: BaseException) -> bool:
+    """Whether ``err`` came out of Thunder's ``insert_alias_updates`` (by its traceback)."""
+    tb = err.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_name == "insert_alias_updates":
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def _raise_if_thunder_alias_pass_failed(err: Exception, flat: list) -> None:
     """Name the problem when Thunder's alias pass (kept for autograd) fails on aliased inputs.
 
     Thunder 0.2.6's ``insert_alias_updates`` reshapes one aliased input into
-    another's shape, which fails when their sizes differ (``x`` and ``x[0, 0]``)
-    as soon as the program has an in-place op. Its message names neither input.
+    another's shape, which fails when their sizes differ (``x`` and ``x[0, 0]``),
+    and indexes the trace's arguments by the user's argument positions, which
+    fails (IndexError) when an argument is unused. Its messages name no input.
     """
     from fusion_alias.executor import AliasInputError
 
@@ -121,8 +132,8 @@ def _raise_if_thunder_alias_pass_failed(err: RuntimeError, flat: list) -> None:
     raise AliasInputError(
         f"fusion_alias: this call computes gradients and its tensor arguments {shapes} (positions among the "
         "flattened arguments) share a storage: not supported. With gradients, Thunder 0.2.6's own alias pass "
-        "runs (its autograd needs it), and it fails on aliased inputs of different sizes, or on several groups "
-        f"of aliased inputs, once the program has an in-place op (it raised: {err}). Workarounds: pass a clone "
+        "runs (its autograd needs it), and it fails on these aliased inputs once the program has an in-place "
+        f"op (it raised {type(err).__name__}: {err}). Workarounds: pass a clone "
         "of one of them so that they do not share memory, or run under torch.no_grad() when no gradient is needed"
     ) from err
 

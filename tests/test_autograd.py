@@ -233,3 +233,18 @@ def test_write_into_a_plain_input_read_back_by_the_return_runs():
     want.sum().backward()
     got.sum().backward()
     torch.testing.assert_close(w_j.grad, w_e.grad)
+
+
+def test_thunder_alias_pass_index_error_is_named():
+    # fuzz --grad seed 1 #234: with unused aliased arguments, Thunder 0.2.6's alias pass indexes the
+    # trace's arguments by the user's positions and raises a bare IndexError
+    def fn(a, b, c, d):
+        t0 = d.t()
+        d.neg_()
+        return t0
+
+    _, (x0, x1) = _grad_inputs(n=2, shape=(4, 6))
+    x1 = x1.reshape(6, 4)
+    with pytest.raises(fusion_alias.AliasInputError, match="share a storage: not supported") as err:
+        fusion_alias.jit(fn)(x0, x0.view(-1), x1[1::2], x1.t())
+    assert "IndexError" in str(err.value)
