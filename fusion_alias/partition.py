@@ -32,7 +32,7 @@ from thunder.core.symbol import BoundSymbol
 import thunder.core.prims as prims
 
 from fusion_alias import ops
-from fusion_alias.aliasing import tensor_outs
+from fusion_alias.aliasing import tensor_args, tensor_outs
 
 
 @dataclass
@@ -64,6 +64,29 @@ def destination_views(bsyms: Sequence[BoundSymbol]) -> set[int]:
             continue
         marked.add(j)
         stack.append(bsyms[j].args[0])
+    return marked
+
+
+def backward_nodes(bsyms: Sequence[BoundSymbol]) -> set[int]:
+    """Indices of the bound symbols that compute gradients: ``get_grad`` and all that reads its results.
+
+    Note [forward and backward in one trace]: with gradients, the trace the pass
+    gets is Thunder's joint trace; Thunder splits it into a forward and a backward
+    *after* the fusion pass, by what each bound symbol reads. A region holding
+    ``t2 = neg(a)`` (forward) and ``t8 = add(get_grad(a), ...)`` (backward) lands
+    in the forward, which then reads a gradient that does not exist yet
+    (UnboundLocalError; fuzz --grad, seed 2 #715). So forward and backward nodes
+    of one stage form two regions, forward first: nothing in the forward reads
+    the backward.
+    """
+    grads: set[str] = set()
+    marked: set[int] = set()
+    for i, b in enumerate(bsyms):
+        if b.sym.id is prims.PrimIDs.GET_GRAD or any(
+            isinstance(a, TensorProxy) and a.name in grads for a in tensor_args(b)
+        ):
+            marked.add(i)
+            grads.update(o.name for o in tensor_outs(b))
     return marked
 
 
@@ -125,24 +148,26 @@ def partition(
     level = _levels(n, graph, fusible, ignore_hazards)
 
     # A stage made of view prims only produces no kernel: run it on torch.
-    stages: dict[int, list[int]] = {}
+    # One region per stage and phase (Note [forward and backward in one trace]).
+    backward = backward_nodes(bsyms)
+    stages: dict[tuple[int, bool], list[int]] = {}
     for v in range(n):
         if fusible[v]:
-            stages.setdefault(level[v], []).append(v)
+            stages.setdefault((level[v], v in backward), []).append(v)
     result = Partition(stage={v: level[v] for v in range(n) if fusible[v]})
     keyed: list[tuple[tuple, str, list[int]]] = []
-    for s, members in stages.items():
+    for (s, is_backward), members in stages.items():
         if all(ops.is_view(bsyms[v]) for v in members):
-            keyed.extend(((s, 0, v), "node", [v]) for v in members)
+            keyed.extend(((s, 0, is_backward, v), "node", [v]) for v in members)
         else:
-            keyed.append(((s, 0, members[0]), "region", members))
-    last = max(stages, default=-1)
+            keyed.append(((s, 0, is_backward, members[0]), "region", members))
+    last = max((s for s, _ in stages), default=-1)
     for v in range(n):
         if not fusible[v]:
             if bsyms[v].sym.id is prims.PrimIDs.RETURN:
-                key = (last + 1, 2, v)
+                key = (last + 1, 2, False, v)
             else:
-                key = (level[v], 1, v)
+                key = (level[v], 1, False, v)
             keyed.append((key, "node", [v]))
     keyed.sort(key=lambda t: t[0])
     result.items = [(kind, idx) for _, kind, idx in keyed]
