@@ -116,16 +116,13 @@ def _raise_if_thunder_alias_pass_failed(err: Exception, flat: list) -> None:
     fails (IndexError) when an argument is unused. Its messages name no input.
     """
     from fusion_alias.executor import AliasInputError
+    from fusion_alias.overlap import shared_storage_groups
 
-    members: dict[tuple, list[int]] = {}  # by storage, overlapping or not: Thunder's notion of aliases
-    for i, t in enumerate(flat):
-        if isinstance(t, torch.Tensor):
-            try:
-                key = (t.device, t.untyped_storage().data_ptr())
-            except Exception:  # no inspectable storage
-                continue
-            members.setdefault(key, []).append(i)
-    shared = sorted((p for p in members.values() if len(p) > 1), key=lambda p: len({flat[i].numel() for i in p}) == 1)
+    # by storage, overlapping or not (Thunder's notion of aliases); groups of different sizes first
+    groups = shared_storage_groups(
+        ((i, t) for i, t in enumerate(flat) if isinstance(t, torch.Tensor)), uninspectable_share=False
+    )
+    shared = sorted(groups, key=lambda p: len({flat[i].numel() for i in p}) == 1)
     if not shared:
         return
     shapes = ", ".join(f"#{i} {tuple(flat[i].shape)}" for i in shared[0])

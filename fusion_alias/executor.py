@@ -31,6 +31,7 @@ from fusion_alias.aliasing import AliasInfo, analyze, flattened, forget_flattene
 from fusion_alias.functionalize import substitute_reads
 from fusion_alias.graph import build_graph
 from fusion_alias.lowering import plan_region
+from fusion_alias.overlap import shared_storage_groups
 from fusion_alias.partition import partition
 
 BACKENDS = ("auto", "nvfuser", "reference")
@@ -189,7 +190,7 @@ class FusionAliasExecutor(FusionExecutor):
         grad_inputs = {p.name for p in tensor_inputs if p.requires_grad} if torch.is_grad_enabled() else set()
         _check_writes(flat, info, actual, proxies, inplace_ops, grad_inputs)
         if grad_inputs:
-            _check_aliased_inputs_with_gradients(flat, _storage_sharing(actual) or input_groups)
+            _check_aliased_inputs_with_gradients(flat, shared_storage_groups(actual.items()) or input_groups)
             _check_no_read_of_overwritten_values(flat)
         def fusible(b: BoundSymbol) -> bool:
             entry = verdicts.get(id(b))
@@ -428,8 +429,9 @@ def _propagate_differentiable(b, info: AliasInfo, differentiable: set) -> None:
         differentiable.update(o.name for o in proxy_outs(b) if isinstance(o, TensorProxy))
 
 
-def _check_write_into_differentiable_view(dst: str, root: str, info: AliasInfo, was_differentiable: bool, members: dict) -> None:
-    """Refuse, in a call that computes gradients, a write into memory that requires grad and has views.
+def _check_write_into_differentiable_view(dst: str, root: str, info: AliasInfo, members: dict) -> None:
+    """Refuse, in a call that computes gradients, a write into memory that requires grad (the caller
+    checks that) and has views.
 
     Note [writes into tensors with views, with gradients]: Thunder 0.2.6's autodiff
     gets the gradient wrong, without an error, when the program writes into a
@@ -446,8 +448,6 @@ def _check_write_into_differentiable_view(dst: str, root: str, info: AliasInfo, 
     ``cache[:, 0] = k; cache[:, 1] = k * 2`` right, but not the same writes into
     ``c = a * 2``, and the trace does not tell the two apart well enough.
     """
-    if not was_differentiable:
-        return
     key = info.view_key.get(dst)
     others = [n for n in members.get(info.group(dst), ()) if info.root.get(n) == root and info.view_key.get(n) != key]
     if not others:
@@ -495,18 +495,6 @@ def _check_no_read_of_overwritten_values(bsyms) -> None:
                     )
         if ops.is_copy(b):
             written.setdefault(b.args[1].name, i)
-
-
-def _storage_sharing(actual: dict) -> list[list[str]]:
-    """Groups of input names whose tensors share a storage (overlapping or not), as Thunder groups them."""
-    by_storage: dict[tuple, list[str]] = {}
-    for name, t in actual.items():
-        try:
-            key = (t.device, t.untyped_storage().data_ptr())
-        except Exception:  # no inspectable storage: cannot tell, so with every other such input
-            key = ("uninspectable",)
-        by_storage.setdefault(key, []).append(name)
-    return [names for names in by_storage.values() if len(names) > 1]
 
 
 def _check_aliased_inputs_with_gradients(bsyms, input_groups) -> None:
@@ -596,18 +584,18 @@ def _check_writes(bsyms, info: AliasInfo, actual: dict, proxies: dict, inplace_o
                 f"fusion_alias: in-place write into input {root}: a leaf Variable that requires grad "
                 "is being used in an in-place operation (eager PyTorch rejects this too)"
             )
-        if grad_inputs and root not in grad_inputs and info.group(dst.name) in grad_groups:
-            # a view of an input that requires grad made by an op we cannot see through (torch.narrow)
-            raise AliasInputError(
-                f"fusion_alias: in-place write into {dst.name}, which may be a view of an input that requires "
-                "grad (it shares memory with one through an op fusion_alias cannot see through), in a call "
-                "that computes gradients: not supported. Thunder 0.2.6's autograd loses such writes or the "
-                "gradient through them without an error. Workarounds: write into a copy (a = a.clone()), or run "
-                "the call under torch.no_grad() when no gradient is needed"
-            )
         if grad_inputs and root not in grad_inputs:
-            was_differentiable = dst.name in differentiable or root in differentiable
-            _check_write_into_differentiable_view(dst.name, root, info, was_differentiable, grad_members)
+            if info.group(dst.name) in grad_groups:
+                # a view of an input that requires grad made by an op we cannot see through (torch.narrow)
+                raise AliasInputError(
+                    f"fusion_alias: in-place write into {dst.name}, which may be a view of an input that requires "
+                    "grad (it shares memory with one through an op fusion_alias cannot see through), in a call "
+                    "that computes gradients: not supported. Thunder 0.2.6's autograd loses such writes or the "
+                    "gradient through them without an error. Workarounds: write into a copy (a = a.clone()), or "
+                    "run the call under torch.no_grad() when no gradient is needed"
+                )
+            if dst.name in differentiable or root in differentiable:
+                _check_write_into_differentiable_view(dst.name, root, info, grad_members)
             if _is_differentiable(b.args[0], info, differentiable):
                 differentiable.add(root)  # the memory now holds values that require grad
         if root in grad_inputs:

@@ -118,7 +118,7 @@ from __future__ import annotations
 
 from math import gcd
 from operator import itemgetter
-from typing import NamedTuple, Sequence
+from typing import Iterable, NamedTuple, Sequence
 
 import torch
 
@@ -129,6 +129,7 @@ __all__ = [
     "overlap_components",
     "overlap_detail",
     "overlap_groups",
+    "shared_storage_groups",
 ]
 
 DEFAULT_MAX_WORK = 4096
@@ -618,3 +619,29 @@ def overlap_groups(tensors: Sequence[object], *, max_work: int | None = DEFAULT_
         if lab >= 0:
             groups.setdefault(lab, []).append(i)
     return [g for g in groups.values() if len(g) > 1]
+
+
+def shared_storage_groups(
+    labelled: Iterable[tuple[object, torch.Tensor]], *, uninspectable_share: bool = True
+) -> list[list[object]]:
+    """Labels of the tensors that share a storage, overlapping or not, in groups of two or more.
+
+    ``labelled``: ``(label, tensor)`` pairs. This is Thunder's notion of aliased
+    inputs (and a cheap pre-filter for :func:`may_overlap`). Tensors with no
+    inspectable storage form one group (they may share anything), or are left
+    out with ``uninspectable_share=False``.
+
+    >>> x = torch.zeros(4, 6)
+    >>> shared_storage_groups([("a", x[0, 0]), ("b", x[2]), ("c", torch.zeros(2))])
+    [['a', 'b']]
+    """
+    by_storage: dict[tuple, list] = {}
+    for label, t in labelled:
+        try:
+            key = (t.device, t.untyped_storage().data_ptr())
+        except Exception:  # no inspectable storage
+            if not uninspectable_share:
+                continue
+            key = ("uninspectable",)
+        by_storage.setdefault(key, []).append(label)
+    return [labels for labels in by_storage.values() if len(labels) > 1]

@@ -27,7 +27,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import networkx as nx
-from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import BoundSymbol
 import thunder.core.prims as prims
 
@@ -82,9 +81,7 @@ def backward_nodes(bsyms: Sequence[BoundSymbol]) -> set[int]:
     grads: set[str] = set()
     marked: set[int] = set()
     for i, b in enumerate(bsyms):
-        if b.sym.id is prims.PrimIDs.GET_GRAD or any(
-            isinstance(a, TensorProxy) and a.name in grads for a in tensor_args(b)
-        ):
+        if b.sym.id is prims.PrimIDs.GET_GRAD or any(a.name in grads for a in tensor_args(b)):
             marked.add(i)
             grads.update(o.name for o in tensor_outs(b))
     return marked

@@ -179,19 +179,12 @@ def check_aliasing(spec, args: Sequence, groups: dict[str, frozenset] | None = N
 
     ``groups`` (name -> alias-group indices) may be passed precomputed.
     """
-    from fusion_alias.overlap import may_overlap
+    from fusion_alias.overlap import may_overlap, shared_storage_groups
 
     groups = _groups_by_name(spec) if groups is None else groups
-    by_storage: dict[tuple, list] = {}
-    for p, a in zip(spec.inputs, args):
-        if isinstance(a, torch.Tensor):
-            try:
-                key = (a.device, a.untyped_storage().data_ptr())
-            except Exception:  # no inspectable storage: may_overlap is conservative anyway
-                key = ("uninspectable",)
-            by_storage.setdefault(key, []).append((p.name, a))
+    tensors = [((p.name, a), a) for p, a in zip(spec.inputs, args) if isinstance(a, torch.Tensor)]
     none: frozenset = frozenset()
-    for bucket in by_storage.values():
+    for bucket in shared_storage_groups(tensors):  # may_overlap is conservative on uninspectable ones
         for i in range(len(bucket)):
             n1, t1 = bucket[i]
             g1 = groups.get(n1, none)
@@ -457,10 +450,7 @@ class NvFuserFusion:
 
     #: built definitions kept per region (one per input layout and aliasing)
     MAX_DEFINITIONS = 64
-    #: FusionDefinitionWrapper's attributes, filled from Thunder's nvFuser compile options
-    use_cache = True
-    store_inputs = False
-    save_fake_inputs = False
+    #: the arguments of the last call, kept with Thunder's nv_store_fusion_inputs option
     last_inputs = None
 
     def __init__(self, spec):
