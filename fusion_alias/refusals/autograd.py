@@ -1,4 +1,17 @@
-"""Refusals in calls that compute gradients: writes Thunder 0.2.6's autodiff gets wrong silently."""
+"""Refusals in calls that compute gradients: writes Thunder 0.2.6's autodiff gets wrong silently.
+
+Eager accepts every program refused here; each Note below gives one, checked
+against eager with plain ``thunder.jit`` too, and says what comes out wrong
+without the refusal (a gradient, or a write lost, with no error):
+
+* Note [writes into inputs that require grad]: ``a.add_(1)`` with ``a`` requiring grad.
+* Note [writes into tensors with views, with gradients]: ``c = a * 2; v = c[0]; c.add_(b)``.
+* Note [values saved for the backward]: ``t = a * 0.5; t.sin_(); return t * 0.5``.
+* Note [aliased inputs with gradients]: inputs sharing a storage, and a write.
+
+The first two are checked inside ``writes._check_writes`` (they need its walk
+in program order: which memory holds values that require grad).
+"""
 
 from __future__ import annotations
 

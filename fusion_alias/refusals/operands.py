@@ -1,4 +1,26 @@
-"""Refusal of an in-place op whose operand overlaps the tensor it writes, as eager refuses it."""
+"""Refusal of an in-place op whose operand overlaps the tensor it writes, as eager refuses it.
+
+Note [why operand overlaps are refused]
+---------------------------------------
+Eager checks an in-place op's operands against the tensor it writes (which
+operands, and how: Note [which operands eager checks] in ``inplace_ops.py``)::
+
+    x = torch.arange(4.).view(2, 2)
+    x.add_(x.t())      # eager: RuntimeError "unsupported operation: some elements of the
+                       # input tensor and the written-to tensor refer to a single memory location"
+
+A fused region is functional inside: it computes ``x + x.t()`` as a fresh value
+and writes it back, so without this check ``fusion_alias.jit`` returns
+``x = [[0, 3], [3, 6]]`` under both reference schedules (checked), a result for
+a program eager calls ill-defined (an in-place kernel's answer would depend on
+the order it visits the elements). So it raises ``AliasInputError`` with
+eager's words instead. Overlap is decided on addresses: each tensor's view
+chain replayed (``views.replay_view``) on the real input, or on a meta tensor
+of its root's shape for a tensor the program made, then compared as torch's
+``get_overlap_status`` would (``_overlap_status``). With gradients, the ops
+reach us decomposed, so the check runs on the trace as traced
+(Note [operands as the user wrote them]).
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,48 @@
-"""Refusals of ``copy_`` writes eager rejects: shapes that do not broadcast, leaves, expanded destinations."""
+"""Refusals of ``copy_`` writes eager rejects: shapes that do not broadcast, leaves, expanded destinations.
+
+``_check_writes`` walks the flattened trace once, in program order, and for each
+``copy_`` (every in-place write, after Thunder's decomposition) asks, in turn:
+
+Note [a value that does not broadcast to its destination]
+---------------------------------------------------------
+::
+
+    def f(a, b): b.add_(a.sin()); return b        # called with (x, x[0, 0]), x of shape (5, 5)
+
+Eager: "output with shape [] doesn't match the broadcast shape [5, 5]". The
+trace still holds ``copy_(sin(a) + b, b)``, a (5, 5) value into a 0-dim buffer;
+without the check the backend failed with an IndexError naming nothing of the
+program (a bench report). We raise eager's message.
+
+Note [writes into a leaf that requires grad]
+--------------------------------------------
+::
+
+    w = torch.zeros(2, requires_grad=True); f(w)   # f: w.add_(1); return w * 2
+
+Eager: "a leaf Variable that requires grad is being used in an in-place
+operation". We raise eager's message, first: without this check the write
+would still be refused, by Note [writes into inputs that require grad]
+(``autograd.py``), in fusion_alias's words rather than the ones a user of
+eager PyTorch knows.
+
+Note [writes into an expand()ed tensor]
+---------------------------------------
+::
+
+    x[0].expand(2, 2).add_(1)     # eager: "more than one element of the written-to
+                                  # tensor refers to a single memory location"
+    x[0].expand(2, 2).zero_()     # eager accepts: one value per memory location
+
+The destination's view chain is replayed on the real input and torch asked for
+internal overlap. Without the check, the region's write-back stores every
+element of the expanded value, two of them into each location of ``x[0]``: the
+reference backend's own ``copy_`` then fails with torch's message from inside
+the region (checked), and nvFuser promises no order among such stores. The
+writes eager accepts (``fill_``/``zero_``, ``masked_fill_``, ``t[key] = v`` into
+a slice without internal overlap: ``_accepted_on_expanded``) are refused too,
+by name, since Thunder writes the whole expanded tensor back.
+"""
 
 from __future__ import annotations
 
