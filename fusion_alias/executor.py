@@ -26,11 +26,13 @@ import thunder.core.prims as prims
 
 from fusion_alias import context, ops, pipeline
 from fusion_alias.aliasing import forget_flattened
-from fusion_alias.backends import BACKENDS, nvfuser_usable, resolve_backend  # noqa: F401  (re-exported)
 from fusion_alias.errors import AliasInputError  # noqa: F401  (re-exported: fusion_alias.executor.AliasInputError)
 from fusion_alias.lowering import plan_region
 from fusion_alias.pipeline import Prepared
 from fusion_alias.regions import _RegionMeta, _region_key
+
+
+BACKENDS = ("auto", "nvfuser", "reference")
 
 
 @contextlib.contextmanager
@@ -71,6 +73,20 @@ def _fusible_dtype_uncached(x) -> bool:
         except Exception:
             return False
     return True
+
+
+def nvfuser_usable() -> bool:
+    from fusion_alias.backends import nvfuser as nvb
+
+    return nvb.available()
+
+
+def resolve_backend(backend: str, device_type: str | None = None) -> str:
+    if backend == "auto":
+        if device_type == "cuda" and nvfuser_usable():
+            return "nvfuser"
+        return "reference"
+    return backend
 
 
 class FusionAliasExecutor(FusionExecutor):
@@ -140,7 +156,7 @@ class FusionAliasExecutor(FusionExecutor):
         # Region facts live for one pass: fuse() may be called again for these regions
         # by a later fusion pass of the same compilation, never by another compilation.
         self._regions = {}
-        new_trace, counter = pipeline.fusion_pass(self, trace)
+        new_trace, counter = pipeline.fusion_pass(self, trace, resolve_backend)
         self.last_pass_seconds = time.perf_counter() - start
         new_trace.set_provenance(
             TraceProvenance(f"fusion_alias ({counter} regions, {self.last_pass_seconds * 1e3:.1f} ms)")

@@ -70,14 +70,16 @@ def prepare(executor, trace: TraceCtx, input_groups=None) -> Prepared:
     return Prepared(bsyms, info, graph, tensor_inputs, {"analysis": t1 - t0, "graph": t2 - t1}, fusible)
 
 
-def fusion_pass(executor, trace: TraceCtx) -> tuple[TraceCtx, int]:
+def fusion_pass(executor, trace: TraceCtx, resolve_backend) -> tuple[TraceCtx, int]:
     """All stages: the new trace, in which each region is one fusion bound symbol, and the region count.
 
     Stages 1-8 run through ``executor.prepare`` (benchmarks wrap it to keep what it returns).
+    ``resolve_backend(backend option, device type)`` names the backend a region runs on
+    (the executor's ``resolve_backend``).
     """
     ctx = context.current()
     prep = executor.prepare(trace)
     part = partition(prep.bsyms, prep.graph, prep.is_fusible, ignore_hazards=ctx.ignore_hazards)
     new_trace = from_trace(trace)
-    new_trace.bound_symbols, count = fuse_regions(executor, prep, part, ctx)
+    new_trace.bound_symbols, count = fuse_regions(executor, prep, part, ctx, resolve_backend)
     return new_trace, count

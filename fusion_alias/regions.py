@@ -15,7 +15,6 @@ from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.symbol import BoundSymbol
 
 from fusion_alias.aliasing import AliasInfo, proxy_args, proxy_outs
-from fusion_alias.backends import resolve_backend
 
 
 @dataclass
@@ -26,10 +25,10 @@ class _RegionMeta:
     schedule: str
 
 
-def fuse_regions(executor, prep, part, ctx) -> tuple[list[BoundSymbol], int]:
+def fuse_regions(executor, prep, part, ctx, resolve_backend) -> tuple[list[BoundSymbol], int]:
     """The pass's new bound symbols: the partition's lone nodes as they are, each region fused
-    by ``executor.fuse`` (its alias groups recorded in ``executor._regions`` first); and the
-    number of regions."""
+    by ``executor.fuse`` (its alias groups and backend, ``resolve_backend(ctx.backend, device)``,
+    recorded in ``executor._regions`` first); and the number of regions."""
     bsyms, info, tensor_inputs = prep.bsyms, prep.info, prep.tensor_inputs
     consumers: dict[str, int] = {}  # name -> last item index that consumes it
     for pos, (kind, idx) in enumerate(part.items):
