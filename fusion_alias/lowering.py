@@ -193,7 +193,7 @@ def assemble_outputs(spec: RegionSpec, inputs: dict, emitted: Sequence) -> tuple
     """
     import torch
 
-    from fusion_alias.backends.reference import replay_view
+    from fusion_alias.views import replay_view
 
     input_storages = {t.untyped_storage().data_ptr() for t in inputs.values() if isinstance(t, torch.Tensor)}
     values: dict[str, object] = {}

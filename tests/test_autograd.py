@@ -3,7 +3,7 @@
 Such calls go through Thunder's autodiff (Note [autograd keeps Thunder's alias pass]
 in api.py). Thunder 0.2.6 loses in-place writes into inputs that require grad, or
 the gradient through them, without an error (Note [writes into inputs that
-require grad] in executor.py): those are refused, with workarounds that work.
+require grad] in refusals/autograd.py): those are refused, with workarounds that work.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """An in-place op's operands against what it writes: eager's rule, checked on the user's
-operands (see Note [which operands eager checks] in fusion_alias/executor.py).
+operands (see Note [which operands eager checks] in fusion_alias/refusals/inplace_ops.py).
 
 Every case runs eagerly first, on a fresh copy, so a test that says "eager rejects"
 or "eager accepts" checks that claim on the installed torch too.

@@ -198,7 +198,7 @@ def test_non_overlapping_and_dense_agrees_with_torch():
     ref = getattr(prims_common, "is_non_overlapping_and_dense", None)
     if ref is None:
         pytest.skip("torch._prims_common.is_non_overlapping_and_dense is gone in this torch")
-    from fusion_alias.executor import _non_overlapping_and_dense
+    from fusion_alias.refusals.operands import _non_overlapping_and_dense
 
     gen = torch.Generator().manual_seed(0)
     buf = torch.empty(4096)

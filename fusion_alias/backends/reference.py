@@ -25,6 +25,7 @@ import torch
 
 from fusion_alias import ops
 from fusion_alias.lowering import RecordedCall, RecordedValue, RecordingFusionDefinition
+from fusion_alias.views import replay_view  # noqa: F401  (moved to fusion_alias.views; kept importable here)
 
 SCHEDULES = ("reads-first", "writes-first")
 
@@ -182,15 +183,6 @@ class ReferenceFusion:
 
 def _value(env, x):
     return env[x.index] if isinstance(x, RecordedValue) else x
-
-
-def replay_view(t: torch.Tensor, steps) -> torch.Tensor:
-    """Apply view prims to a real tensor with torch (metadata only)."""
-    from fusion_alias.ops import op_info
-
-    for b in steps:
-        t = op_info(b).torch_fn(t, *b.args[1:], **b.kwargs)
-    return t
 
 
 def describe(spec, source: str) -> str:

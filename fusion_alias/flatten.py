@@ -1,0 +1,65 @@
+"""Flattening: the trace down to the symbols fusion_alias claims, and which of them it may fuse."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from thunder.core.proxies import TensorProxy, variableify
+from thunder.core.symbol import BoundSymbol
+from thunder.core.trace import TraceCtx
+
+from fusion_alias import ops
+from fusion_alias.aliasing import forget_flattened, proxy_outs
+
+
+def flatten_trace(executor, trace: TraceCtx) -> tuple[list[BoundSymbol], dict]:
+    """The trace's symbols, each down to the symbols ``executor`` claims (``executor._flatten``),
+    and the verdicts recorded on the way: id -> (bsym, fusible)."""
+    forget_flattened()
+    verdicts: dict[int, tuple] = {}  # id -> (bsym, fusible), for this pass: the checker is not free
+    flat: list[BoundSymbol] = []
+    for b in trace.bound_symbols:
+        flat.extend(executor._flatten(b, verdicts)[0])
+    return flat, verdicts
+
+
+def _drop_update_aliases(bsyms: list[BoundSymbol]) -> tuple[list[BoundSymbol], list[list[str]], dict]:
+    """Remove ``update_aliases`` (identity at run time), renaming its outputs to its inputs.
+
+    Its argument tuple is Thunder's view group: kept as an alias fact. Also returns
+    the renaming (variableified output -> input proxy).
+    """
+    swap: dict = {}
+    facts: list[list[str]] = []
+    out = []
+    for b in bsyms:
+        if swap:
+            b = b.from_bsym_swap_proxies(swap, skip_output=True)
+        if ops.is_update_aliases(b):
+            ins = [x for x in b.args[0]]
+            facts.append([x.name for x in ins if isinstance(x, TensorProxy)])
+            for o, i in zip(proxy_outs(b), ins):
+                swap[variableify(o)] = i
+            continue
+        out.append(b)
+    return out, facts, swap
+
+
+def fusible_predicate(executor, verdicts: dict, tensor_inputs) -> Callable[[BoundSymbol], bool]:
+    """Whether a symbol may join a region: ``executor.is_fusible``, looked up in ``verdicts`` first."""
+
+    def fusible(b: BoundSymbol) -> bool:
+        entry = verdicts.get(id(b))
+        if entry is None or entry[0] is not b:  # (the bsym is kept: its id stays its own)
+            entry = verdicts[id(b)] = (b, executor.is_fusible(b))
+        return entry[1]
+
+    if any(p.requires_grad for p in tensor_inputs):
+        # Note [writes stay visible to autograd's split]: Thunder's
+        # split_into_forward_and_backward keeps a forward bsym only if its outputs
+        # are needed, or if it is named copy_. A fusion that only writes back would
+        # be moved to the backward and lost, so with grad inputs the copy_ prims
+        # stay outside regions (Thunder's torch executor runs them).
+        fusible_any = fusible
+        fusible = lambda b: fusible_any(b) and not ops.is_copy(b)  # noqa: E731
+    return fusible

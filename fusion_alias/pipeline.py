@@ -1,0 +1,85 @@
+"""The fusion pass, as named stages in the order the data flows.
+
+``prepare`` runs the stages up to the dependency graph; ``fusion_pass`` adds
+partitioning and region assembly. Each stage is a function in its own module:
+
+1. ``flatten.flatten_trace``: each bound symbol down to the symbols fusion_alias claims.
+2. ``flatten._drop_update_aliases``: Thunder's ``update_aliases`` out, kept as alias facts.
+3. ``input_groups._input_groups``: which trace inputs may share memory (the actual tensors).
+4. ``aliasing.analyze``: every tensor's root, view chain and memory group.
+5. ``refusals.check_refusals``: programs eager rejects, or Thunder's autodiff gets wrong.
+6. ``functionalize.substitute_reads``: reads of written memory become reads of the write's value.
+7. ``dce._dce``: fusible symbols nobody reads, dropped.
+8. ``graph.build_graph``: data edges plus alias-hazard edges (DESIGN.md §4).
+9. ``partition.partition``: regions that keep every hazard edge outside or ordered.
+10. ``regions.fuse_regions``: one fusion bound symbol per region (``FusionAliasExecutor.fuse``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import time
+
+from thunder.core.proxies import TensorProxy
+from thunder.core.trace import TraceCtx, from_trace
+
+from fusion_alias import context
+from fusion_alias.aliasing import AliasInfo, analyze
+from fusion_alias.dce import _dce
+from fusion_alias.flatten import _drop_update_aliases, flatten_trace, fusible_predicate
+from fusion_alias.functionalize import substitute_reads
+from fusion_alias.graph import build_graph
+from fusion_alias.input_groups import _input_groups
+from fusion_alias.partition import partition
+from fusion_alias.refusals import check_refusals
+from fusion_alias.regions import fuse_regions
+
+
+@dataclass
+class Prepared:
+    bsyms: list
+    info: AliasInfo
+    graph: object
+    tensor_inputs: list
+    seconds: dict
+    is_fusible: object = None
+
+
+def prepare(executor, trace: TraceCtx, input_groups=None) -> Prepared:
+    """Stages 1-8: flattened, substituted bsyms, alias info, graph.
+
+    ``input_groups`` (lists of input names that may overlap) overrides
+    what the compile context says; benchmarks pass it for synthetic traces.
+    """
+    ctx = context.current()
+    flat, verdicts = flatten_trace(executor, trace)
+    flat, alias_facts, renamed = _drop_update_aliases(flat)
+    tensor_inputs = [a for a in trace.args if isinstance(a, TensorProxy)]
+    actual: dict = {}
+    if input_groups is None:
+        input_groups, actual = _input_groups(trace, ctx, tensor_inputs)
+    t0 = time.perf_counter()
+    info = analyze(flat, tensor_inputs, list(input_groups) + alias_facts)
+    check_refusals(trace, flat, renamed, info, tensor_inputs, input_groups, actual, ctx)
+    fusible = fusible_predicate(executor, verdicts, tensor_inputs)
+    bsyms = substitute_reads(trace, flat, info, fusible)
+    bsyms = _dce(bsyms, trace)
+    t1 = time.perf_counter()
+    graph = build_graph(bsyms, info, fusible)
+    t2 = time.perf_counter()
+    return Prepared(bsyms, info, graph, tensor_inputs, {"analysis": t1 - t0, "graph": t2 - t1}, fusible)
+
+
+def fusion_pass(executor, trace: TraceCtx, resolve_backend) -> tuple[TraceCtx, int]:
+    """All stages: the new trace, in which each region is one fusion bound symbol, and the region count.
+
+    Stages 1-8 run through ``executor.prepare`` (benchmarks wrap it to keep what it returns).
+    ``resolve_backend(backend option, device type)`` names the backend a region runs on
+    (the executor's ``resolve_backend``).
+    """
+    ctx = context.current()
+    prep = executor.prepare(trace)
+    part = partition(prep.bsyms, prep.graph, prep.is_fusible, ignore_hazards=ctx.ignore_hazards)
+    new_trace = from_trace(trace)
+    new_trace.bound_symbols, count = fuse_regions(executor, prep, part, ctx, resolve_backend)
+    return new_trace, count

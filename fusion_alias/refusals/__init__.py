@@ -1,0 +1,45 @@
+"""Refusals: programs fusion_alias will not run, each with an error that names the problem.
+
+Two kinds, checked on the flattened trace after alias analysis (stage
+``check_refusals`` of ``fusion_alias.pipeline``):
+
+* programs eager PyTorch rejects, which a fused region would run anyway and
+  get wrong: an operand that overlaps what its in-place op writes
+  (``operands``), a write into an ``expand()``ed tensor or a value that does not
+  broadcast (``writes``);
+* programs eager accepts but Thunder 0.2.6's autodiff gets wrong without an
+  error, in calls that compute gradients (``autograd``).
+
+``inplace_ops`` recovers the user's in-place ops as they called them (the
+operand checks need them: eager checks operands before any decomposition).
+"""
+
+from __future__ import annotations
+
+import torch
+from thunder.core.proxies import TensorProxy
+
+from fusion_alias.aliasing import AliasInfo, proxy_outs
+from fusion_alias.errors import AliasInputError
+from fusion_alias.overlap import shared_storage_groups
+from fusion_alias.refusals.autograd import _check_aliased_inputs_with_gradients, _check_no_read_of_overwritten_values
+from fusion_alias.refusals.inplace_ops import _has_lost_its_inplace_ops, _inplace_ops_by_write
+from fusion_alias.refusals.operands import _check_original_operands
+from fusion_alias.refusals.writes import _check_writes
+
+__all__ = ["AliasInputError", "check_refusals"]
+
+
+def check_refusals(trace, flat, renamed: dict, info: AliasInfo, tensor_inputs, input_groups, actual: dict, ctx) -> None:
+    """Raise ``AliasInputError`` for the first refused write of ``flat`` (the flattened trace, without
+    ``update_aliases``; ``renamed`` is what dropping them renamed), in program order."""
+    inplace_ops = _inplace_ops_by_write(trace.bound_symbols, renamed)
+    proxies = {o.name: o for b in flat for o in proxy_outs(b) if isinstance(o, TensorProxy)}
+    proxies.update((p.name, p) for p in tensor_inputs)
+    if _has_lost_its_inplace_ops(trace):
+        _check_original_operands(ctx, actual)
+    grad_inputs = {p.name for p in tensor_inputs if p.requires_grad} if torch.is_grad_enabled() else set()
+    _check_writes(flat, info, actual, proxies, inplace_ops, grad_inputs)
+    if grad_inputs:
+        _check_aliased_inputs_with_gradients(flat, shared_storage_groups(actual.items()) or input_groups)
+        _check_no_read_of_overwritten_values(flat)

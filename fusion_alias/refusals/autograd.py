@@ -1,0 +1,144 @@
+"""Refusals in calls that compute gradients: writes Thunder 0.2.6's autodiff gets wrong silently.
+
+Eager accepts every program refused here; each Note below gives one, checked
+against eager with plain ``thunder.jit`` too, and says what comes out wrong
+without the refusal (a gradient, or a write lost, with no error):
+
+* Note [writes into inputs that require grad]: ``a.add_(1)`` with ``a`` requiring grad.
+* Note [writes into tensors with views, with gradients]: ``c = a * 2; v = c[0]; c.add_(b)``.
+* Note [values saved for the backward]: ``t = a * 0.5; t.sin_(); return t * 0.5``.
+* Note [aliased inputs with gradients]: inputs sharing a storage, and a write.
+
+The first two are checked inside ``writes._check_writes`` (they need its walk
+in program order: which memory holds values that require grad).
+"""
+
+from __future__ import annotations
+
+from thunder.core.proxies import TensorProxy
+import thunder.core.prims as prims
+
+from fusion_alias import ops
+from fusion_alias.aliasing import AliasInfo, proxy_args, proxy_outs
+from fusion_alias.errors import AliasInputError
+
+
+# Note [writes into inputs that require grad]
+# -------------------------------------------
+# A call that needs gradients goes through Thunder's autodiff, which splits the
+# program into a forward and a backward. Thunder 0.2.6 gets in-place writes into
+# inputs that require grad wrong there, with no error (checked on CPU, x = w * 1):
+#
+#     def f(a, b): a.add_(1); return a * b      # w.grad comes back None
+#     def f(x): x[0:2].add_(1); return x * 1    # the write is lost: wrong values
+#
+# and fails outright on others (a.add_(1); return a * a). Plain thunder.jit
+# gives the same. Writes into tensors the program makes (c = a * 2; c.add_(1))
+# and a.clone() before writing are right. So such writes are refused.
+# The leaf case is refused by eager PyTorch itself.
+
+
+def _is_differentiable(x, info: AliasInfo, differentiable: set) -> bool:
+    """Whether tensor ``x`` requires grad: it, or the memory it names (its root), is in ``differentiable``."""
+    return isinstance(x, TensorProxy) and (x.name in differentiable or info.root.get(x.name) in differentiable)
+
+
+def _propagate_differentiable(b, info: AliasInfo, differentiable: set) -> None:
+    """Add ``b``'s outputs to ``differentiable`` when one of its tensor arguments requires grad."""
+    if ops.is_copy(b):  # its result names the destination's memory: decided at the write
+        return
+    if any(_is_differentiable(a, info, differentiable) for a in proxy_args(b)):
+        differentiable.update(o.name for o in proxy_outs(b) if isinstance(o, TensorProxy))
+
+
+def _check_write_into_differentiable_view(dst: str, root: str, info: AliasInfo, members: dict) -> None:
+    """Refuse, in a call that computes gradients, a write into memory that requires grad (the caller
+    checks that) and has views.
+
+    Note [writes into tensors with views, with gradients]: Thunder 0.2.6's autodiff
+    gets the gradient wrong, without an error, when the program writes into a
+    tensor that requires grad and also has a view (taken before or after the
+    write, written through or read), also with plain thunder.jit (checked):
+
+        c = a * 2; v = c[0]; c.add_(b); return v     # b's gradient is wrong
+        c = a * 2; c[0].mul_(b[0]); return c         # a's and b's are wrong
+
+    A write into a view of memory that does not require grad before the write
+    (``cache[:, 0] = k``) is differentiated right, and so is a write into a tensor
+    with no views (``c = a * b; c.tanh_()``): those run. A second write into
+    ``cache`` (its memory requires grad after the first) is refused: Thunder gets
+    ``cache[:, 0] = k; cache[:, 1] = k * 2`` right, but not the same writes into
+    ``c = a * 2``, and the trace does not tell the two apart well enough.
+    """
+    key = info.view_key.get(dst)
+    others = [n for n in members.get(info.group(dst), ()) if info.root.get(n) == root and info.view_key.get(n) != key]
+    if not others:
+        return
+    raise AliasInputError(
+        f"fusion_alias: in-place write into {dst}, which requires grad and shares memory with "
+        f"{', '.join(sorted(others)[:3])}{' ...' if len(others) > 3 else ''} (views of {root}), in a call that "
+        "computes gradients: not supported. Thunder 0.2.6's autograd computes wrong gradients through "
+        "writes into tensors that have views, without an error, so fusion_alias refuses instead. "
+        "Workarounds: an out-of-place op (c = c + b; c = torch.cat(...)), or torch.no_grad() when no "
+        "gradient is needed"
+    )
+
+
+def _check_no_read_of_overwritten_values(bsyms) -> None:
+    """Refuse, in a call that computes gradients, a read of a tensor's old name after a write into it.
+
+    Note [values saved for the backward]: with gradients, Thunder's alias pass
+    renames every later read of written memory to the write's result (through
+    ``update_aliases``), so a read of the *old* name after the write comes from
+    the autodiff: a value saved for the backward, meant as it was before the
+    write. But the write lands in that very buffer, so the backward reads the new
+    values, and the gradient is wrong without an error (checked, plain
+    thunder.jit too)::
+
+        t = a * 0.5; t.sin_(); return t * 0.5     # d sin(t)/dt is cos(t) of the old t
+
+    Eager saves what it needs before an in-place op (or raises). ``tanh_`` and
+    ``add_``, whose gradients need no old value, are not affected and run. The
+    trace's return reads old names too (the mutated inputs, ``flat_args``, and a
+    module's running statistics): that is the buffer itself, and it is fine.
+    """
+    written: dict[str, int] = {}
+    for i, b in enumerate(bsyms):
+        if written and b.sym.id is not prims.PrimIDs.RETURN:  # returning the buffer itself is the write's point
+            for a in proxy_args(b):
+                if isinstance(a, TensorProxy) and a.name in written:
+                    raise AliasInputError(
+                        f"fusion_alias: {a.name} is written in place and its value from before the write is "
+                        f"read afterwards (by {b.sym.name}), in a call that computes gradients: not supported. "
+                        "Thunder 0.2.6's autodiff saves the old value for the backward, but the write "
+                        "overwrites that very buffer, so the gradient would be wrong without an error. "
+                        "Workarounds: an out-of-place op (t = t.sin() instead of t.sin_()), or "
+                        "torch.no_grad() when no gradient is needed"
+                    )
+        if ops.is_copy(b):
+            written.setdefault(b.args[1].name, i)
+
+
+def _check_aliased_inputs_with_gradients(bsyms, input_groups) -> None:
+    """Refuse a call that computes gradients, has inputs that share memory, and writes in place.
+
+    Note [aliased inputs with gradients]: such calls go through Thunder's alias
+    pass (Note [autograd keeps Thunder's alias pass]), which treats inputs that
+    share a *storage* as aliases, overlapping or not. With inputs of different
+    sizes it fails (api.py names them); with inputs of the same size it replaces
+    one by a reshape of the other, and values or gradients come out wrong without
+    an error (checked, plain thunder.jit too): inputs ``x, x.view(-1)`` with
+    ``t = torch.where(b[1::2] > 0, b[1::2], 0); t.tanh_(); return b, a`` give
+    wrong gradients; the disjoint ``x[0, 0], x[2, 5]`` with a write into a fresh
+    tensor return ``a``'s value for ``b``.
+    """
+    shared = [g for g in input_groups if len(g) > 1]
+    if not shared or not any(ops.is_copy(b) for b in bsyms):
+        return
+    raise AliasInputError(
+        f"fusion_alias: this call computes gradients, its inputs {', '.join(shared[0])} share a storage "
+        "(overlapping or not), and "
+        "the program writes in place: not supported. Such calls go through Thunder 0.2.6's alias pass "
+        "and autograd, which compute wrong gradients for them without an error. Workarounds: pass clones "
+        "so that the inputs do not share memory, or run under torch.no_grad() when no gradient is needed"
+    )

@@ -1,0 +1,120 @@
+"""The user's in-place ops as they called them, recovered from the trace for the operand checks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from thunder.core.proxies import TensorProxy, variableify
+from thunder.core.pytree import tree_flatten
+
+from fusion_alias import ops
+from fusion_alias.aliasing import proxy_outs
+
+
+# Note [which operands eager checks]
+#     Eager checks the operands of an in-place op *as the user passed them*, before
+#     broadcasting and before any decomposition, against the tensor the op writes
+#     (``self``). Which operands, and how, depends on the kernel (checked on torch 2.9.1):
+#
+#     * TensorIterator ops (``add_``, ``mul_``, ``addcmul_``, ``clamp_``, ``lerp_``,
+#       ``copy_``, comparisons, ...): every tensor operand, ``assert_no_partial_overlap``.
+#       ``x.add_(x)`` is fine (the same memory at the same index), ``x.add_(x[0])`` and
+#       ``x.add_(x[0], alpha=2)`` are not (``x[0]`` is checked before it is broadcast).
+#     * index ops (``index_add_``, ``index_copy_``, ``index_put_``, ``scatter_``,
+#       ``scatter_add_``, and ``a[idx] = v`` with a tensor index, which is
+#       ``index_put_``): ``assert_no_overlap``, so even ``x.index_add_(0, i, x)`` raises.
+#     * ``a[key] = v`` with basic indexing is ``a[key].copy_(v)`` after eager has
+#       stripped ``v``'s leading 1-sized dims and expanded it to ``a[key]``'s shape; an
+#       expanded value is "too hard" to check, and a 0-dim value becomes ``fill_``:
+#       ``x[0:2] = x[0]`` and ``x[0:2] = x[0, 0]`` are fine, ``x[0:2] = x[1:3]`` is not.
+#     * ``masked_fill_`` reads its value as a number: nothing to check.
+#
+#     A tensor that is not non-overlapping-and-dense is "too hard" (eager does not
+#     decide, neither do we): ``x.add_(x[0].expand(4, 4))`` runs in eager.
+_ANY_OVERLAP_OPS = frozenset({"index_add_", "index_copy_", "index_put_", "scatter_", "scatter_add_"})
+_UNCHECKED_OPS = frozenset({"masked_fill_"})
+
+
+@dataclass(frozen=True)
+class _InplaceOp:
+    """One in-place op as the user called it (``a.add_(b, alpha=2)``, ``a[0:2] = v``)."""
+
+    name: str  # "add_", "setitem_", ...
+    written: TensorProxy  # ``self``, the tensor the op writes (for setitem_, indexed by ``key``)
+    key: object  # setitem_'s basic index (ints, slices, None, Ellipsis), else None
+    operands: tuple  # ((TensorProxy, rule), ...); rule: "partial" | "any" | "setitem"
+
+
+def _inplace_ops_by_write(top_bsyms, renamed: dict) -> dict[str, _InplaceOp]:
+    """The user's in-place ops among ``top_bsyms`` (the trace before flattening), by the
+    name of each value they write (their ``copy_`` results). ``renamed`` maps
+    variableified names of dropped ``update_aliases`` outputs to the proxies they stand for."""
+    found: dict[str, _InplaceOp] = {}
+    for b in top_bsyms:
+        if b.sym.id is ops.COPY_ID or not b.subsymbols:
+            continue  # a bare prim copy_ is the trace's own write, not a user's op
+        writes = [o.name for c in _copies_in(b) for o in proxy_outs(c) if isinstance(o, TensorProxy)]
+        if not writes:
+            continue
+        op = _describe_inplace_op(b, renamed)
+        if op is not None:
+            found.update((name, op) for name in writes)
+    return found
+
+
+def _copies_in(bsym) -> list:
+    out = []
+    for sub in bsym.subsymbols:
+        out.extend([sub] if ops.is_copy(sub) else _copies_in(sub))
+    return out
+
+
+def _describe_inplace_op(bsym, renamed: dict) -> _InplaceOp | None:
+    def actual(x):
+        return renamed.get(variableify(x), x) if isinstance(x, TensorProxy) else x
+
+    name = bsym.sym.name
+    written = actual(bsym.args[0]) if bsym.args else None
+    if not isinstance(written, TensorProxy):
+        return None
+    if name in _UNCHECKED_OPS:
+        return _InplaceOp(name, written, None, ())
+    rest, _ = tree_flatten((bsym.args[1:], bsym.kwargs))
+    if name == "setitem_":
+        return _describe_setitem(written, bsym.args[1], actual(bsym.args[2]))
+    rule = "any" if name in _ANY_OVERLAP_OPS else "partial"
+    operands = tuple((actual(x), rule) for x in rest if isinstance(x, TensorProxy))
+    return _InplaceOp(name, written, None, operands)
+
+
+def _describe_setitem(written: TensorProxy, key, value) -> _InplaceOp | None:
+    key_parts, _ = tree_flatten(key)
+    if not any(isinstance(k, TensorProxy) for k in key_parts):  # basic indexing: a[key].copy_(value)
+        operands = ((value, "setitem"),) if isinstance(value, TensorProxy) else ()  # a number: fill_
+        return _InplaceOp("setitem_", written, key, operands)
+    if isinstance(key, TensorProxy) and isinstance(value, TensorProxy):  # a.index_put_((key,), value)
+        return _InplaceOp("setitem_", written, None, ((value, "any"),))
+    return None  # mixed basic and advanced indexing: eager's operand is not ours to rebuild
+
+
+def _leaf_symbols(bsym) -> list:
+    """``bsym`` down to the symbols that have no subsymbols (prims, mostly), whoever claims them."""
+    if not bsym.subsymbols:
+        return [bsym]
+    return [leaf for sub in bsym.subsymbols for leaf in _leaf_symbols(sub)]
+
+
+def _has_lost_its_inplace_ops(trace) -> bool:
+    """Whether the trace writes with bare ``copy_`` prims (the grad path decomposed the user's ops)."""
+    return any(b.sym.id is ops.COPY_ID for b in trace.bound_symbols)
+
+
+def _traced_program():
+    """The computation trace as Thunder traced it (the user's ops intact), if compiling."""
+    try:
+        from thunder.core.compile_data import _compile_data
+
+        _, cs = _compile_data.get()
+        return cs.last_traces[0]
+    except (LookupError, AttributeError, IndexError, TypeError):
+        return None

@@ -1,0 +1,179 @@
+"""Refusal of an in-place op whose operand overlaps the tensor it writes, as eager refuses it.
+
+Note [why operand overlaps are refused]
+---------------------------------------
+Eager checks an in-place op's operands against the tensor it writes (which
+operands, and how: Note [which operands eager checks] in ``inplace_ops.py``)::
+
+    x = torch.arange(4.).view(2, 2)
+    x.add_(x.t())      # eager: RuntimeError "unsupported operation: some elements of the
+                       # input tensor and the written-to tensor refer to a single memory location"
+
+A fused region is functional inside: it computes ``x + x.t()`` as a fresh value
+and writes it back, so without this check ``fusion_alias.jit`` returns
+``x = [[0, 3], [3, 6]]`` under both reference schedules (checked), a result for
+a program eager calls ill-defined (an in-place kernel's answer would depend on
+the order it visits the elements). So it raises ``AliasInputError`` with
+eager's words instead. Overlap is decided on addresses: each tensor's view
+chain replayed (``views.replay_view``) on the real input, or on a meta tensor
+of its root's shape for a tensor the program made, then compared as torch's
+``get_overlap_status`` would (``_overlap_status``). With gradients, the ops
+reach us decomposed, so the check runs on the trace as traced
+(Note [operands as the user wrote them]).
+"""
+
+from __future__ import annotations
+
+import torch
+import thunder
+from thunder.core.proxies import TensorProxy
+
+from fusion_alias.aliasing import AliasInfo, analyze, proxy_outs
+from fusion_alias.errors import AliasInputError
+from fusion_alias.input_groups import _input_groups
+from fusion_alias.refusals.inplace_ops import (
+    _InplaceOp,
+    _inplace_ops_by_write,
+    _leaf_symbols,
+    _traced_program,
+)
+from fusion_alias.views import replay_view
+
+
+def _check_original_operands(ctx, actual: dict) -> None:
+    """Check operand overlaps on the trace as traced, before autodiff decomposed its in-place ops.
+
+    Note [operands as the user wrote them]: Thunder's grad transform hands us
+    ``add_(a, b, alpha=2)`` as ``mul(b, 2); add(a, _); copy_(_, a)``, which looks
+    exactly like ``a.copy_(a + b * 2)``: eager rejects the first for ``b = a[0]``
+    and accepts the second. Only the traced program still tells them apart.
+    """
+    original = _traced_program()
+    if original is None:
+        return
+    flat = [p for b in original.bound_symbols for p in _leaf_symbols(b)]
+    tensor_inputs = [a for a in original.args if isinstance(a, TensorProxy)]
+    groups, actual = _input_groups(original, ctx, tensor_inputs)
+    info = analyze(flat, tensor_inputs, groups)
+    proxies = {o.name: o for b in flat for o in proxy_outs(b) if isinstance(o, TensorProxy)}
+    proxies.update((p.name, p) for p in tensor_inputs)
+    metas: dict = {}
+    for op in _inplace_ops_by_write(original.bound_symbols, {}).values():
+        _check_operand_overlap(op, info, actual, proxies, metas)
+
+
+def _non_overlapping_and_dense(t: torch.Tensor) -> bool:
+    """Whether ``t``'s elements fill one block of memory exactly, in some order of its dims.
+
+    Dims of size 1 do not count; the others, sorted by stride, must have strides
+    1, n0, n0*n1, ...: ``x.t()`` is, ``x[:, ::2]`` and ``x.expand(2, 3)`` are not.
+    (torch's private ``_prims_common.is_non_overlapping_and_dense``, gone in torch 2.11.)
+    """
+    expected = 1
+    for stride, size in sorted((st, n) for n, st in zip(t.shape, t.stride()) if n != 1):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def _overlap_status(a: torch.Tensor, b: torch.Tensor) -> str:
+    """PyTorch's ``get_overlap_status`` for two views: "full" (same bytes, same strides),
+    "partial", "none", or "too hard" (either is not non-overlapping and dense)."""
+    if a.numel() == 0 or b.numel() == 0:
+        return "none"
+    if not (_non_overlapping_and_dense(a) and _non_overlapping_and_dense(b)):
+        return "too hard"
+    (a0, a1), (b0, b1) = _byte_span(a), _byte_span(b)
+    if (a0, a1) == (b0, b1):
+        return "full" if a.stride() == b.stride() else "partial"
+    return "partial" if a0 < b1 and b0 < a1 else "none"
+
+
+def _setitem_value(value: torch.Tensor, written: torch.Tensor):
+    """The tensor eager's ``a[key] = value`` copies from, or None when it fills.
+
+    Note: a value of the written slice's shape is copied as it is; a 0-dim value
+    is a ``fill_`` (on CPU); any other value loses its leading 1-sized dims and is
+    expanded to the slice. ``x[0] = x[0:1]`` copies ``x[0]`` (checked);
+    ``x[0:2] = x[0]`` copies ``x[0].expand(2, 4)`` (too hard: not checked);
+    ``x[0:2] = x[0, 0]`` fills.
+    """
+    if tuple(value.shape) == tuple(written.shape):
+        return value
+    if value.dim() == 0:
+        return None
+    while value.dim() > 0 and value.shape[0] == 1:
+        value = value.squeeze(0)
+    try:
+        return value.expand(written.shape)
+    except RuntimeError:
+        return None
+
+
+def _check_operand_overlap(op: _InplaceOp, info: AliasInfo, actual: dict, proxies: dict, metas: dict) -> None:
+    """Reject an in-place op whose operand overlaps what it writes, as eager does
+    (see Note [which operands eager checks]): ``x.add_(x.t())``, ``x.add_(x[0], alpha=2)``,
+    ``x[0:3].copy_(x[1:4])``, ``x.index_add_(0, i, x)``.
+
+    Addresses are compared on the real inputs (or on meta stand-ins of a tensor the
+    program made), through each tensor's view chain.
+    """
+    dst = op.written
+    written = None
+    for x, rule in op.operands:
+        if dst.name not in info.root or x.name not in info.root or info.group(x.name) != info.group(dst.name):
+            continue
+        if info.root[x.name] != info.root[dst.name] and (info.root[x.name] not in actual or info.root[dst.name] not in actual):
+            continue  # no common ground to compare addresses on
+        if written is None:
+            written = _written_view(op, info, actual, proxies, metas)
+            if written is None:
+                return
+        x_view = _actual_view(x.name, info, actual, proxies, metas)
+        if x_view is None:
+            continue
+        if rule == "setitem":
+            x_view, rule = _setitem_value(x_view, written), "partial"
+            if x_view is None:
+                continue
+        status = "full" if op.key is None and info.same_view(x.name, dst.name) else _overlap_status(x_view, written)
+        if status == "partial" or (status == "full" and rule == "any"):
+            raise AliasInputError(
+                f"fusion_alias: {op.name}: unsupported operation: some elements of the input tensor {x.name} and "
+                f"the written-to tensor {dst.name} refer to a single memory location (eager PyTorch rejects "
+                "this too); clone() the input first"
+            )
+
+
+def _written_view(op: _InplaceOp, info: AliasInfo, actual: dict, proxies: dict, metas: dict):
+    view = _actual_view(op.written.name, info, actual, proxies, metas)
+    if view is None or op.key is None:
+        return view
+    try:
+        return view[op.key]
+    except Exception:  # a key torch cannot apply to the stand-in: nothing to say
+        return None
+
+
+def _actual_view(name: str, info: AliasInfo, actual: dict, proxies: dict, metas: dict):
+    """The tensor ``name`` is at run time (a view of a real input, or of a meta stand-in
+    for a tensor the program made), or None when its view chain cannot be replayed."""
+    root = info.root.get(name)
+    base = actual.get(root)
+    if base is None:
+        p = proxies.get(root)
+        if not isinstance(p, TensorProxy):
+            return None
+        if root not in metas:
+            metas[root] = torch.empty(tuple(p.shape), device="meta", dtype=thunder.core.dtypes.to_torch_dtype(p.dtype))
+        base = metas[root]
+    try:
+        return replay_view(base, info.chain.get(name, ()))
+    except Exception:
+        return None
+
+
+def _byte_span(t: torch.Tensor) -> tuple[int, int]:
+    begin = t.data_ptr() if t.device.type != "meta" else t.storage_offset() * t.element_size()
+    return begin, begin + t.numel() * t.element_size()
