@@ -116,7 +116,7 @@ def test_an_nvfuser_built_for_another_torch_is_named_in_the_refusal(monkeypatch)
     real_import = builtins.__import__
 
     def broken_nvfuser(name, *args, **kwargs):
-        if name == "nvfuser":
+        if name == "nvfuser_direct":
             raise ImportError("libnvfuser_codegen.so: undefined symbol: _ZN3c1013MessageLoggerC1EPKciib")
         return real_import(name, *args, **kwargs)
 
