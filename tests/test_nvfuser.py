@@ -599,3 +599,62 @@ def test_thunder_repro_tools_read_the_wrapper():
         assert w.cache_info().misses == 1
         repro = thunder.examine.get_nvfuser_repro(trace, w.name)
         assert "FusionDefinition" in repro and "add_output" in repro
+
+
+# ---------------------------------------------------------------------------
+# Found by the CPU definitions check (scripts/check_nvfuser_definitions.sh)
+# ---------------------------------------------------------------------------
+
+
+def test_write_back_of_an_expanded_value_is_made_concrete(monkeypatch):
+    """nvFuser asserts on add_output(value, alias_input) when value has an expanded broadcast dim."""
+
+    def fn(a, s):
+        a.copy_(s.expand(5, 5))  # the written value is a 0-d tensor broadcast to a's shape
+        return a * 2
+
+    (spec,) = [s for s in _reference_specs(fn, lambda x: (x, torch.randn(()))) if s.writebacks]
+    monkeypatch.setattr(nvb, "_expanded", lambda value: True)  # what nvFuser's domain printout says
+    src = nvb.preview_source(spec)
+    lines = src.splitlines()
+    alias = next(i for i, line in enumerate(lines) if "alias_input" in line)
+    before = "\n".join(lines[:alias])
+    assert "fd.ops.full(" in before and "fd.ops.where(" in before, src
+    monkeypatch.setattr(nvb, "_expanded", lambda value: False)
+    assert "fd.ops.where(" not in nvb.preview_source(spec)
+
+
+def test_expanded_reads_nvfusers_domain_printout():
+    class Dom:
+        def __init__(self, text):
+            self.text = text
+
+        def __str__(self):
+            return self.text
+
+    class Value:
+        def __init__(self, *dims):
+            self.dims = [Dom(d) for d in dims]
+
+        def get_logical_domain(self):
+            return self.dims
+
+    assert nvb._expanded(Value("bS4{1}", "bS5{1 ex 3}"))
+    assert not nvb._expanded(Value("bS0{1}", "iS1{3}"))
+    assert not nvb._expanded(object())  # a stand-in without domains
+
+
+def test_region_of_views_only_runs_nothing_on_fake_nvfuser(fake_nvfuser):
+    def fn(a, c):
+        t0 = a * 0.5
+        t0.add_(-1.5)  # dead: t0 is never read
+        return a, c.unsqueeze(0)
+
+    jitted = fusion_alias.jit(fn, backend="reference")
+    x = torch.randn(4, 6)
+    got = jitted(x, x[0, 0])
+    want = fn(x.clone(), x.clone()[0, 0])
+    torch.testing.assert_close(got, want)
+    (w,) = _wrappers(jitted)
+    assert nvb.nothing_to_run(w.spec)
+    assert not w.cache_keys() and "nothing for nvFuser to run" in repr(w)

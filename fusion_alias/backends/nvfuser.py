@@ -301,7 +301,7 @@ class NvFuserAdapter:
             stride_order=list(stride_order),
         )
         # nvfuser_direct's values have no stable index: the input itself is the key
-        self._tensor_inputs.append((t, dtype, len(real_shape)))
+        self._tensor_inputs.append((t, dtype, list(real_shape)))
         return t
 
     def define_scalar(self, *args, dtype=None):
@@ -316,11 +316,41 @@ class NvFuserAdapter:
         target = next((t for t in self._tensor_inputs if t[0] is alias_input), None)
         if target is None:
             raise RuntimeError("fusion_alias: a write-back must target a tensor input of the region")
-        _, dtype, rank = target
-        written = self.fd.ops.set(self.fd.ops.cast(value, dtype))
-        _check_write_back(written, alias_input, dtype, rank)
+        _, dtype, shape = target
+        value = self.fd.ops.cast(value, dtype)
+        if _expanded(value):  # Note [write-backs of broadcast values]
+            zeros = self.fd.ops.full(list(shape), self.fd.define_scalar(0, self.DataType.Int), dtype)
+            value = self.fd.ops.where(self.fd.define_scalar(True, self.DataType.Bool), value, zeros)
+        written = self.fd.ops.set(value)
+        _check_write_back(written, alias_input, dtype, len(shape))
         self.aliased_outputs += 1
         return self.fd.add_output(written, alias_input)
+
+
+# Note [write-backs of broadcast values]
+# ---------------------------------------
+# nvFuser's add_output(value, alias_input) replays the input's allocation domain
+# onto the value, and that replay fails with an internal assert
+# (transform_replay.cpp) when the value has an expanded broadcast dimension:
+# ``x.copy_(row)`` of a (4, 3) x and a (3,) row, ``x[0, 1:3] = s`` of a 0-d s,
+# found by the CPU definitions check on fuzz programs. Such a value is made
+# concrete first: ``where(True, value, full(shape of x, 0))`` has the full's
+# iteration domains and the value's elements (a select: exact for every dtype,
+# no arithmetic on the value, no read of x):
+#     tv3 = fd.ops.expand(fd.ops.broadcast(tv0, ...), shape=[1, 3])   # 0-d -> [1, 3]
+#     tv4 = fd.ops.full(shape=[1, 3], fill_value=0, dtype=DataType.Float)
+#     tv5 = fd.ops.where(True, tv3, tv4)
+#     fd.add_output(tv5, tv1)
+# Only values with an expanded dimension get it, read from nvFuser's own
+# printout of the logical domain (``bS5{1 ex 3}``); a stand-in without one gets none.
+
+
+def _expanded(value) -> bool:
+    """Whether an nvFuser value has an expanded broadcast dimension (``{1 ex N}`` in its domain)."""
+    domain = getattr(value, "get_logical_domain", None)
+    if not callable(domain):
+        return False
+    return any(" ex " in str(d) for d in domain())
 
 
 def _check_write_back(written, dst, dtype, rank) -> None:
@@ -413,6 +443,19 @@ def unsupported_reason(spec) -> str | None:
             if any(s != 1 for s in b.args[3]):
                 return f"{b.output.name} = slice with steps {list(b.args[3])} (nvFuser slices with step 1 only)"
     return None
+
+
+def nothing_to_run(spec) -> bool:
+    """A region with no write-back and no plain output: every result is a view of an input.
+
+    nvFuser refuses such a definition ("Fusion is empty!" at execute); the wrapper
+    runs nothing and replays the views (found by the CPU definitions check: a fuzz
+    region ``t0 = b * 0.5; t0.add_(-1.5); return c.unsqueeze(0)`` whose only live
+    result is the view).
+    """
+    from fusion_alias.lowering import emitted_outputs
+
+    return not spec.writebacks and not emitted_outputs(spec)
 
 
 def _contiguous_layout(p) -> tuple:
@@ -558,6 +601,7 @@ class NvFuserFusion:
         self.save_fake_inputs = bool(options.get("nv_save_fake_inputs"))
         self.enable_options = list(options.get("nv_enable_options") or [])
         self.disable_options = list(options.get("nv_disable_options") or [])
+        self._nothing = nothing_to_run(spec)
         self.fallback_reason = unsupported_reason(spec)
         self._fallback = None
         self._torch = None
@@ -602,6 +646,8 @@ class NvFuserFusion:
         check_aliasing(spec, args, self._groups)
         if self._fallback is not None:
             return self._fallback(*args)
+        if self._nothing:
+            return assemble_outputs(spec, {p.name: a for p, a in zip(spec.inputs, args)}, [])
         if not _nvfuser_can_take(args):
             return self._torch_region()(*args)
         fed = list(args) if self._all_fed else [args[i] for i in self._fed]
@@ -667,6 +713,8 @@ class NvFuserFusion:
                 f"# not sent to nvFuser: {self.fallback_reason}; torch runs this region (reference backend, reads-first)\n"
                 + self._fallback.fd.to_source(self.name)
             )
+        elif self._nothing:
+            source = "# nothing for nvFuser to run: no write-back and no fresh output (every result is a view of an input)"
         elif self._last is None:
             source = (
                 "# nvFuser definition not built yet (one is built per input layout at the first call);\n"
