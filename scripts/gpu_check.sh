@@ -17,7 +17,9 @@
 #      a one-line `nvfuser` module there gives Thunder 0.2.6's nvFuser executor the one classic
 #      function it still imports (compute_tensor_descriptor), which the torch 2.10+ wheels do not ship;
 #   3. the bundle's own smoke test (gpu_smoke.py: pointwise, bf16 reduction, permute, error path, leaks);
-#   4. pytest -m cuda tests/test_nvfuser.py (every seed program, the 2**22-element race tests, the
+#   4. the definitions check on the seed programs (fusion_alias.nvfuser_check --only seed: every region's
+#      definition built by this machine's nvfuser_direct, not executed);
+#      pytest -m cuda tests/test_nvfuser.py (every seed program, the 2**22-element race tests, the
 #      alias-keyed cache); with --dry-run the whole of tests/test_nvfuser.py (the cuda tests skip);
 #   5. scripts/gpu_bench.py: Adam step, KV-cache decode, seeds: eager vs fusion_alias vs torch.compile
 #      vs thunder.jit (with its nvFuser executor where it loads).
@@ -36,9 +38,9 @@ carry="$repo/.gpu_carry"
 work="$(mktemp -d "${TMPDIR:-/tmp}/fusion_alias_gpu.XXXXXX")"
 nvf="$work/nvf"
 site="$work/site"
-smoke_timeout="${SMOKE_TIMEOUT:-60}"
-test_timeout="${TEST_TIMEOUT:-170}"
-bench_timeout="${BENCH_TIMEOUT:-190}"
+smoke_timeout="${SMOKE_TIMEOUT:-45}"
+test_timeout="${TEST_TIMEOUT:-150}"
+bench_timeout="${BENCH_TIMEOUT:-160}"
 t_start=$(date +%s)
 failed=()
 
@@ -174,6 +176,13 @@ elif [ -n "$bundle_dir" ] && [ -f "$bundle_dir/gpu_smoke.py" ]; then
 else
     md "- smoke test: skipped (bundle not used)"
 fi
+
+step "nvFuser definitions of the seed programs, built by this machine's nvfuser_direct (timeout 120s)"
+defs_rc=0
+timeout 120 "$py" -W ignore -m fusion_alias.nvfuser_check --only seed >"$results_dir/definitions.log" 2>&1 || defs_rc=$?
+tail -n 3 "$results_dir/definitions.log"
+md "- definitions check (seeds; built, not executed): exit $defs_rc: $(tail -n 1 "$results_dir/definitions.log")"
+[ $defs_rc = 0 ] || failed+=("definitions rc=$defs_rc")
 
 if [ $dry_run = 1 ]; then
     tests=(tests/test_nvfuser.py)
