@@ -286,14 +286,15 @@ def test_nvfuser_takes_cuda_tensors_cpu_scalars_and_numbers_only():
 # A stand-in for nvFuser on CPU: the wrapper's whole call path, without a GPU
 # ---------------------------------------------------------------------------
 #
-# FakeNvFuser models the pinned nvFuser's Python API as far as the wrapper uses
+# FakeNvFuser models nvfuser_direct's Python API as far as the wrapper uses
 # it: positional op signatures with the real parameter names (read from
-# nvfuser 0.2.35), define_scalar(dtype) / define_scalar(value, dtype), a
+# nvfuser_direct 0.2.36), define_scalar(dtype) / define_scalar(value, dtype), a
 # context-manager FusionDefinition, execute() returning the plain outputs (and,
 # optionally, the aliased ones first, which nvFuser hides). It executes the
 # recorded definition with the reference backend's runner. It proves the
 # wrapper's plumbing (build, cache, output order, views, write-backs); it says
-# nothing about real nvFuser, which only the CUDA tests below exercise.
+# nothing about real nvFuser: the definitions are built by real nvFuser in
+# scripts/check_nvfuser_definitions.sh, and executed only by the CUDA tests below.
 
 from fusion_alias.backends.reference import run_recorded  # noqa: E402
 
