@@ -2,12 +2,13 @@
 # Create (or reuse) the nvFuser virtual environment (Python 3.12, torch 2.10, nvfuser_direct) and
 # print its path. Same scheme as scripts/env.sh: the venv lives outside the clone, keyed by a hash of
 # requirements-nvfuser.txt, so a fresh clone reuses the multi-GB install. Python 3.12 comes from
-# FUSION_ALIAS_PYTHON312, else pyenv's 3.12.x, else python3.12 on PATH.
+# FUSION_ALIAS_PYTHON312, else pyenv's 3.12.x (the newest), else python3.12 on PATH.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 py="${FUSION_ALIAS_PYTHON312:-}"
-if [ -z "$py" ] && command -v pyenv >/dev/null 2>&1; then
-    for cand in "$(pyenv root)"/versions/3.12*/bin/python3.12; do
+if [ -z "$py" ]; then  # pyenv's 3.12, found by path too (CI's environment may not have pyenv on PATH)
+    pyenv_root="$(pyenv root 2>/dev/null || echo "${PYENV_ROOT:-$HOME/.pyenv}")"
+    for cand in "$pyenv_root"/versions/3.12*/bin/python3.12; do
         [ -x "$cand" ] && py="$cand"
     done
 fi
