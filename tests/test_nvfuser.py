@@ -659,3 +659,17 @@ def test_region_of_views_only_runs_nothing_on_fake_nvfuser(fake_nvfuser):
     (w,) = _wrappers(jitted)
     assert nvb.nothing_to_run(w.spec)
     assert not w.cache_keys() and "nothing for nvFuser to run" in repr(w)
+
+
+def test_definitions_check_records_each_regions_argument_layouts():
+    """fusion_alias.nvfuser_check's capture (the nvFuser build itself needs nvfuser_direct: see the script)."""
+    from fusion_alias import nvfuser_check
+
+    x = torch.randn(5, 5)
+    records, error = nvfuser_check.collect_regions("h", h, aliased_inputs(x))
+    assert error is None and len(records) == 3 and all(r.called for r in records)
+    layouts = [list(r.layouts.values()) for r in records]
+    assert [((5, 5), (5, 1))] in layouts[0]  # the region reading x itself
+    assert any(((), ()) in ls[0] for ls in layouts)  # x[0, 0]: a 0-d view
+    records, error = nvfuser_check.collect_regions("bad", lambda a: a.expand(2, 5).add_(1), (torch.randn(5),))
+    assert error is not None  # eager rejects it too: reported, not fatal
