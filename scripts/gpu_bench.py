@@ -1,23 +1,30 @@
 #!/usr/bin/env python
-"""Short GPU timing: fusion_alias (nvFuser backend) vs thunder.jit (default executors) vs eager.
+"""Short GPU timing: fusion_alias (nvFuser backend) vs eager vs torch.compile vs thunder.jit.
 
 Run by scripts/gpu_check.sh on a CUDA machine; it appends a Markdown section
 to the results file (default ``$OUT/gpu_results.md``, or
 ``./gpu-results/gpu_results.md`` when ``$OUT`` is unset) and prints it.
 
 Cases, in this order (``--budget`` skips from the end):
+* an Adam step over 8 parameters of N floats (fusion_alias.bench.programs.adam;
+  default N = 2**20), in place;
+* a KV-cache decode step: write one position of a (B, T, D) cache, then read
+  the whole cache (bench.programs.kv_write_read and kv_two_caches);
 * the seed programs of tests/programs.py on their 5x5 inputs ``(x, x[0, 0])``
   (launch-bound: these measure how many kernels and fusion breaks a call costs);
-* an optimizer-style update: SGD with momentum, in place, over P parameters of
-  N floats (default 16 x 2**22: compiling 64 parameters takes Thunder close to
-  a minute of CPU time), in torch.optim's chained form ``buf.mul_(m).add_(g)``
-  and unchained;
 * the seed programs that accept it again at 2048x2048 (2**22 elements).
 
-Each variant is first checked against eager PyTorch on fresh copies with the
-same aliasing (outputs and every mutated input), then timed with CUDA events:
-W warm-up calls, then the median of I timed calls; inputs are reset before each
-timed call, outside the timed window. One failing case never stops the others.
+Systems: eager PyTorch, fusion_alias (backend="nvfuser"), torch.compile
+(Inductor, compiled per case), and thunder.jit with its default executors
+(nvFuser among them where Thunder's nvFuser executor loads; the results say
+whether it did). Each is first checked against eager PyTorch on fresh copies
+with the same aliasing (outputs and every mutated input), then timed with CUDA
+events: W warm-up calls, then the median of I timed calls; inputs are reset
+before each timed call, outside the timed window. One failing system or case
+never stops the others: a crash is a result too.
+
+``--cpu-dry-run`` runs the same on CPU (fusion_alias on the reference
+backend, no torch.compile) to check this script without a GPU.
 """
 
 from __future__ import annotations
@@ -142,7 +149,14 @@ def variants(fn):
         j = thunder.jit(fn)
         return j, lambda: fusions_in(j)
 
-    return {"fusion_alias": fa, "thunder": th}
+    def tc():
+        torch._dynamo.reset()
+        return torch.compile(fn), lambda: "-"
+
+    systems = {"fusion_alias": fa, "torch.compile": tc, "thunder": th}
+    if DEVICE != "cuda":
+        systems.pop("torch.compile")  # Inductor on CPU needs a C++ toolchain and minutes: not what is checked here
+    return systems
 
 
 # ---------------------------------------------------------------------------
@@ -196,33 +210,42 @@ def seed_cases(size):
     return cases
 
 
-def sgd_chained(params, grads, bufs):
-    for p, g, b in zip(params, grads, bufs):
-        b.mul_(0.9).add_(g)
-        p.add_(b, alpha=-0.01)
+def adam_cases(n_params, numel):
+    from fusion_alias.bench.programs import adam
 
-
-def sgd_unchained(params, grads, bufs):
-    for p, g, b in zip(params, grads, bufs):
-        b.mul_(0.9)
-        b.add_(g)
-        p.add_(b, alpha=-0.01)
-
-
-def sgd_cases(n_params, numel):
     gen = torch.Generator().manual_seed(0)
-    init = [torch.randn(numel, generator=gen).to(DEVICE) for _ in range(3 * n_params)]
+    init = [torch.randn(numel, generator=gen).to(DEVICE) for _ in range(4 * n_params)]
+    for v in init[3 * n_params :]:
+        v.abs_()  # second moments are non-negative
 
     def fresh_state():
         return [t.clone() for t in init]
 
     def args_of(state):
-        return (state[:n_params], state[n_params : 2 * n_params], state[2 * n_params :])
+        n = n_params
+        return (state[:n], state[n : 2 * n], state[2 * n : 3 * n], state[3 * n :])
 
-    return [
-        Case(f"sgd momentum, torch.optim form b.mul_(m).add_(g) ({n_params} x {numel})", sgd_chained, fresh_state, args_of, 3 * n_params * numel),
-        Case(f"sgd momentum, unchained ({n_params} x {numel})", sgd_unchained, fresh_state, args_of, 3 * n_params * numel),
-    ]
+    return [Case(f"adam step, {n_params} params x {numel}", adam, fresh_state, args_of, 4 * n_params * numel)]
+
+
+def kv_cases(batch, length, dim):
+    from fusion_alias.bench import programs
+
+    gen = torch.Generator().manual_seed(0)
+
+    def randn(*shape):
+        return torch.randn(*shape, generator=gen).to(DEVICE)
+
+    one = [randn(batch, length, dim), randn(batch, 1, dim), randn(batch, 1, dim)]
+    two = [randn(batch, length, dim), randn(batch, length, dim)] + [randn(batch, 1, dim) for _ in range(3)]
+    cases = []
+    for fn, init in ((programs.kv_write_read, one), (programs.kv_two_caches, two)):
+
+        def fresh_state(init=init):
+            return [t.clone() for t in init]
+
+        cases.append(Case(f"kv decode {fn.__name__} ({batch}, {length}, {dim})", fn, fresh_state, tuple, sum(t.numel() for t in init)))
+    return cases
 
 
 def run_case(case: Case, warmup: int, iters: int) -> dict:
@@ -300,9 +323,12 @@ def main() -> int:
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--large", type=int, default=2048, help="side of the large square inputs (2048 -> 2**22 elements)")
-    ap.add_argument("--params", type=int, default=16, help="SGD: number of parameters")
-    ap.add_argument("--numel", type=int, default=1 << 22, help="SGD: floats per parameter")
-    ap.add_argument("--budget", type=float, default=100.0, help="seconds; cases not started by then are skipped")
+    ap.add_argument("--params", type=int, default=8, help="Adam: number of parameters")
+    ap.add_argument("--numel", type=int, default=1 << 20, help="Adam: floats per parameter")
+    ap.add_argument("--kv-batch", type=int, default=8)
+    ap.add_argument("--kv-length", type=int, default=2048)
+    ap.add_argument("--kv-dim", type=int, default=128)
+    ap.add_argument("--budget", type=float, default=200.0, help="seconds; cases not started by then are skipped")
     ap.add_argument("--cpu-dry-run", action="store_true", help="run everything on CPU (reference backend) to check this script")
     opts = ap.parse_args()
     global DEVICE
@@ -323,16 +349,22 @@ def main() -> int:
         "outside the timed window. 'regions' counts fusion_alias's regions or Thunder's fusions in the last trace. "
         "'correct' compares outputs and every mutated input with eager PyTorch on fresh copies with the same aliasing.",
         "",
-        "| case | elements | eager ms | fusion_alias ms | regions | fusion_alias correct | thunder ms | fusions | thunder correct |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| case | elements | eager ms | fusion_alias ms | regions | fusion_alias correct | torch.compile ms | torch.compile correct | thunder ms | fusions | thunder correct |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     )
     cases = []
     # the optimizer before the large seed cases: the budget skips from the end
-    for make in (lambda: seed_cases((5, 5)), lambda: sgd_cases(opts.params, opts.numel), lambda: seed_cases((opts.large, opts.large))):
+    makers = (
+        lambda: adam_cases(opts.params, opts.numel),
+        lambda: kv_cases(opts.kv_batch, opts.kv_length, opts.kv_dim),
+        lambda: seed_cases((5, 5)),
+        lambda: seed_cases((opts.large, opts.large)),
+    )
+    for make in makers:
         try:
             cases += make()
         except Exception as e:
-            report.add(f"| (making cases failed: {short(e)}) | | | | | | | | |")
+            report.add(f"| (making cases failed: {short(e)}) | | | | | | | | | | |")
     skipped = []
     for case in cases:
         if time.perf_counter() - start > opts.budget:
@@ -342,11 +374,12 @@ def main() -> int:
         try:
             r = run_case(case, opts.warmup, opts.iters)
         except Exception as e:
-            report.add(f"| {case.name} | {case.numel} | error: {short(e)} | | | | | | |")
+            report.add(f"| {case.name} | {case.numel} | error: {short(e)} | | | | | | | | |")
             continue
         report.add(
             f"| {r['case']} | {r['numel']} | {fmt_ms(r['eager'])} | {fmt_ms(r.get('fusion_alias'))} | "
-            f"{r.get('fusion_alias_regions', '-')} | {r.get('fusion_alias_correct', '-')} | {fmt_ms(r.get('thunder'))} | "
+            f"{r.get('fusion_alias_regions', '-')} | {r.get('fusion_alias_correct', '-')} | "
+            f"{fmt_ms(r.get('torch.compile'))} | {r.get('torch.compile_correct', '-')} | {fmt_ms(r.get('thunder'))} | "
             f"{r.get('thunder_regions', '-')} | {r.get('thunder_correct', '-')} |"
         )
         print(f"    ({case.name}: {time.perf_counter() - t0:.1f} s)", flush=True)

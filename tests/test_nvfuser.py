@@ -116,7 +116,7 @@ def test_an_nvfuser_built_for_another_torch_is_named_in_the_refusal(monkeypatch)
     real_import = builtins.__import__
 
     def broken_nvfuser(name, *args, **kwargs):
-        if name == "nvfuser":
+        if name == "nvfuser_direct":
             raise ImportError("libnvfuser_codegen.so: undefined symbol: _ZN3c1013MessageLoggerC1EPKciib")
         return real_import(name, *args, **kwargs)
 
@@ -286,14 +286,15 @@ def test_nvfuser_takes_cuda_tensors_cpu_scalars_and_numbers_only():
 # A stand-in for nvFuser on CPU: the wrapper's whole call path, without a GPU
 # ---------------------------------------------------------------------------
 #
-# FakeNvFuser models the pinned nvFuser's Python API as far as the wrapper uses
+# FakeNvFuser models nvfuser_direct's Python API as far as the wrapper uses
 # it: positional op signatures with the real parameter names (read from
-# nvfuser 0.2.35), define_scalar(dtype) / define_scalar(value, dtype), a
+# nvfuser_direct 0.2.36), define_scalar(dtype) / define_scalar(value, dtype), a
 # context-manager FusionDefinition, execute() returning the plain outputs (and,
 # optionally, the aliased ones first, which nvFuser hides). It executes the
 # recorded definition with the reference backend's runner. It proves the
 # wrapper's plumbing (build, cache, output order, views, write-backs); it says
-# nothing about real nvFuser, which only the CUDA tests below exercise.
+# nothing about real nvFuser: the definitions are built by real nvFuser in
+# scripts/check_nvfuser_definitions.sh, and executed only by the CUDA tests below.
 
 from fusion_alias.backends.reference import run_recorded  # noqa: E402
 
@@ -599,3 +600,76 @@ def test_thunder_repro_tools_read_the_wrapper():
         assert w.cache_info().misses == 1
         repro = thunder.examine.get_nvfuser_repro(trace, w.name)
         assert "FusionDefinition" in repro and "add_output" in repro
+
+
+# ---------------------------------------------------------------------------
+# Found by the CPU definitions check (scripts/check_nvfuser_definitions.sh)
+# ---------------------------------------------------------------------------
+
+
+def test_write_back_of_an_expanded_value_is_made_concrete(monkeypatch):
+    """nvFuser asserts on add_output(value, alias_input) when value has an expanded broadcast dim."""
+
+    def fn(a, s):
+        a.copy_(s.expand(5, 5))  # the written value is a 0-d tensor broadcast to a's shape
+        return a * 2
+
+    (spec,) = [s for s in _reference_specs(fn, lambda x: (x, torch.randn(()))) if s.writebacks]
+    monkeypatch.setattr(nvb, "_expanded", lambda value: True)  # what nvFuser's domain printout says
+    src = nvb.preview_source(spec)
+    lines = src.splitlines()
+    alias = next(i for i, line in enumerate(lines) if "alias_input" in line)
+    before = "\n".join(lines[:alias])
+    assert "fd.ops.full(" in before and "fd.ops.where(" in before, src
+    monkeypatch.setattr(nvb, "_expanded", lambda value: False)
+    assert "fd.ops.where(" not in nvb.preview_source(spec)
+
+
+def test_expanded_reads_nvfusers_domain_printout():
+    class Dom:
+        def __init__(self, text):
+            self.text = text
+
+        def __str__(self):
+            return self.text
+
+    class Value:
+        def __init__(self, *dims):
+            self.dims = [Dom(d) for d in dims]
+
+        def get_logical_domain(self):
+            return self.dims
+
+    assert nvb._expanded(Value("bS4{1}", "bS5{1 ex 3}"))
+    assert not nvb._expanded(Value("bS0{1}", "iS1{3}"))
+    assert not nvb._expanded(object())  # a stand-in without domains
+
+
+def test_region_of_views_only_runs_nothing_on_fake_nvfuser(fake_nvfuser):
+    def fn(a, c):
+        t0 = a * 0.5
+        t0.add_(-1.5)  # dead: t0 is never read
+        return a, c.unsqueeze(0)
+
+    jitted = fusion_alias.jit(fn, backend="reference")
+    x = torch.randn(4, 6)
+    got = jitted(x, x[0, 0])
+    want = fn(x.clone(), x.clone()[0, 0])
+    torch.testing.assert_close(got, want)
+    (w,) = _wrappers(jitted)
+    assert nvb.nothing_to_run(w.spec)
+    assert not w.cache_keys() and "nothing for nvFuser to run" in repr(w)
+
+
+def test_definitions_check_records_each_regions_argument_layouts():
+    """fusion_alias.nvfuser_check's capture (the nvFuser build itself needs nvfuser_direct: see the script)."""
+    from fusion_alias import nvfuser_check
+
+    x = torch.randn(5, 5)
+    records, error = nvfuser_check.collect_regions("h", h, aliased_inputs(x))
+    assert error is None and len(records) == 3 and all(r.called for r in records)
+    layouts = [list(r.layouts.values()) for r in records]
+    assert [((5, 5), (5, 1))] in layouts[0]  # the region reading x itself
+    assert any(((), ()) in ls[0] for ls in layouts)  # x[0, 0]: a 0-d view
+    records, error = nvfuser_check.collect_regions("bad", lambda a: a.expand(2, 5).add_(1), (torch.randn(5),))
+    assert error is not None  # eager rejects it too: reported, not fatal

@@ -1,28 +1,32 @@
-"""The nvFuser backend (CUDA): the region's definition on a real ``nvfuser.FusionDefinition``.
+"""The nvFuser backend (CUDA): the region's definition on a real ``nvfuser_direct.FusionDefinition``.
 
 :class:`NvFuserFusion` is the callable a fusion bound symbol runs when the
 backend is ``"nvfuser"``. It drives the very same lowering as the reference
 backend (``fusion_alias.lowering.define_region``) on a real
-``nvfuser.FusionDefinition``, through :class:`NvFuserAdapter`, a thin object
+``nvfuser_direct.FusionDefinition``, through :class:`NvFuserAdapter`, a thin object
 that translates the few places where the lowering's calls and the real API
 differ (see Note [what the adapter translates]).
 
 Importing this module never imports nvFuser, CUDA or Thunder's nvFuser
 executor (``thunder.executors.nvfuserex_impl`` raises on import without CUDA):
-``missing()`` checks CUDA first and imports ``nvfuser`` only where a device
-exists, and nothing here touches Thunder's nvFuser module at all.
+``missing()`` checks CUDA first and imports ``nvfuser_direct`` only where a
+device exists (or where :func:`frontend` is asked for it explicitly, as the CPU
+definitions check does), and nothing here touches Thunder's nvFuser module.
 
 Note [which nvFuser module]
 ---------------------------
-The pinned wheel (``nvfuser-cu128-torch29``, nvFuser 0.2.35) ships two Python
-front ends: the classic ``nvfuser`` (``nvfuser._C._FusionDefinition``) and the
-newer ``nvfuser_direct``. Thunder 0.2.6 uses ``nvfuser_direct`` for its own
-executor from nvFuser 0.2.34 on, but it also imports ``nvfuser`` itself
-(``compute_contiguity``), so the two coexist in one process. This backend uses
-the classic ``nvfuser``: it is the API ``define_region`` was written against,
-and the only one whose signatures could be checked on a machine without a GPU
-(``import nvfuser_direct`` needs a CUDA driver). nvFuser warns when ``nvfuser``
-is imported after ``nvfuser_direct``; that warning is silenced here.
+The backend runs on ``nvfuser_direct``, nvFuser's current Python front end,
+and only on it. The classic ``nvfuser`` module is dropped, not kept as a
+fallback: the wheels for torch 2.10 and later (``nvfuser-cu130-torch210``, and
+the bundle that loads it under torch 2.11 on the lent GPU machines) ship only
+``nvfuser_direct``; Thunder 0.2.6 itself drives ``nvfuser_direct`` from
+nvFuser 0.2.34 on; and the classic ``FusionDefinition()`` needs a CUDA device
+even to be built, so a classic path could never have been checked here: it
+would be a branch that no test and no CPU check reaches. ``nvfuser_direct``
+imports on a CPU machine and builds and prints definitions there (only
+``execute`` needs CUDA), which is what ``scripts/check_nvfuser_definitions.sh``
+uses: :func:`build_definition` is the one function that turns a region into
+a real definition, for the backend and for that check alike.
 
 Note [per-call guard and cache key]
 -----------------------------------
@@ -101,38 +105,55 @@ import torch
 # ---------------------------------------------------------------------------
 
 
-_import_error: list[str] = []  # why `import nvfuser` failed, when it did
+_import_error: list[str] = []  # why `import nvfuser_direct` failed, when it did
 
 
 @functools.cache
 def _nvfuser():
+    """The ``nvfuser_direct`` module, or None where it is not installed or does not load."""
     try:
-        with warnings.catch_warnings():
-            # "Be careful! You've imported nvfuser when the nvfuser_direct module is
-            # already imported." Thunder does the same import (Note [which nvFuser module]).
-            warnings.filterwarnings("ignore", message=".*nvfuser_direct.*")
-            import nvfuser  # noqa: F401
+        import nvfuser_direct
 
-        return nvfuser
-    except ModuleNotFoundError:
+        return nvfuser_direct
+    except ModuleNotFoundError as e:
+        if e.name != "nvfuser_direct":  # installed, but something it needs is missing
+            _import_error.append(f"{type(e).__name__}: {e}")
         return None
     except Exception as e:  # installed but broken, e.g. built for another torch (undefined c10 symbols)
         _import_error.append(f"{type(e).__name__}: {e}")
         return None
 
 
+def _import_problem() -> str | None:
+    if _nvfuser() is not None:
+        return None
+    if _import_error:
+        return (
+            f"nvFuser (nvfuser_direct) is installed but does not load with torch {torch.__version__} "
+            f"(its wheels are built for one torch release): {_import_error[0]}"
+        )
+    return (
+        "nvFuser's nvfuser_direct is not installed (pip install nvfuser-cu130-torch210 with torch 2.10, "
+        "Python 3.12; see requirements-nvfuser.txt)"
+    )
+
+
+def frontend():
+    """The ``nvfuser_direct`` module, imported even without CUDA (definitions build on CPU).
+
+    Raises RuntimeError naming the problem where it is not installed or does not load.
+    """
+    why = _import_problem()
+    if why is not None:
+        raise RuntimeError(f"fusion_alias: {why}")
+    return _nvfuser()
+
+
 def missing() -> str | None:
     """Why the nvFuser backend cannot run here, or None when it can."""
     if not torch.cuda.is_available():
         return "no CUDA device is available (torch.cuda.is_available() is False)"
-    if _nvfuser() is None:
-        if _import_error:
-            return (
-                f"nvFuser is installed but does not load with torch {torch.__version__} "
-                f"(its wheels are built for one torch release): {_import_error[0]}"
-            )
-        return "nvFuser is not installed (pip install -e '.[nvfuser]', Python 3.12 wheels only)"
-    return None
+    return _import_problem()
 
 
 def available() -> bool:
@@ -207,32 +228,42 @@ def check_aliasing(spec, args: Sequence, groups: dict[str, frozenset] | None = N
 
 # Note [what the adapter translates]
 # ----------------------------------
-# Checked against nvfuser 0.2.35 (classic front end), whose signatures are
+# Checked against nvfuser_direct 0.2.36 (nvfuser-cu130-torch210), by building
+# every region of the seeds, the bench and a fuzz sample on CPU
+# (scripts/check_nvfuser_definitions.sh). Its signatures are
 #   define_tensor(shape, contiguity, dtype, is_cpu, stride_order)
 #   define_scalar(dtype) | define_scalar(value, dtype)
-#   add_output(tensor, alias_input=None)
+#   add_output(output) | add_output(output, alias_input)
 #   ops.broadcast_in_dim(arg, shape, broadcast_dims), ops.reshape(arg, new_shape),
 #   ops.slice(arg, start_indices, end_indices, strides), ops.squeeze(arg, dims),
 #   ops.permute(arg, dims), ops.sum/max/min/prod(arg, dims, keepdim, dtype),
 #   ops.full(shape, fill_value, dtype), ops.cast(arg, dtype), ops.where(p, a, b)
+#   execute(inputs, *, device, save_repro_inputs, _enable_options, _disable_options)
 # and the lowering's keyword names match them. What differs:
 # 1. define_tensor: the lowering says every input is contiguous and gives no
 #    stride_order. nvFuser checks both against the real tensor at execute, so
 #    the adapter passes the actual shape, contiguity and stride order
-#    (nvfuser.compute_tensor_descriptor, as Thunder does) and is_cpu.
-# 2. add_output(v, alias_input=d): written as add_output(set(cast(v, dtype(d))),
-#    alias_input=d), like Thunder's copy_ translation: the aliased value must be
-#    a fresh value (hidden from execute's results, not a fusion input, not also
-#    a plain output) and must have the destination's dtype.
+#    (nvfuser_direct.compute_tensor_descriptor, as Thunder does) and is_cpu.
+# 2. add_output(v, alias_input=d): written as add_output(set(cast(v, dtype(d))), d),
+#    like Thunder's copy_ translation: the aliased value must be a fresh value
+#    (hidden from execute's results, not a fusion input, not also a plain
+#    output) and must have the destination's dtype. nvFuser's frontend accepts
+#    a dtype or rank mismatch here and fails only at execute, so the adapter
+#    checks both itself (:func:`_check_write_back`) where the values say them.
+#    For example ``a.exp_()`` on a float32 ``a`` of shape (5, 5):
+#        tv0 = fd.define_tensor(shape=[5, 5], contiguity=[True, True], dtype=DataType.Float, ...)
+#        tv1 = fd.ops.exp(tv0)
+#        tv2 = fd.ops.cast(tv1, dtype=DataType.Float)   # the cast; set() prints as a cast too
+#        fd.add_output(tv2, tv0)
 # 3. Reductions (and squeeze) with empty dims: nvFuser rejects or mis-handles
 #    them; Thunder returns the argument. The adapter emits set(arg).
-# 4. where: nvFuser promotes Python-number branches to Double (NVIDIA/Fuser#3816);
+# 4. where: nvFuser may promote Python-number branches to Double (NVIDIA/Fuser#3816);
 #    Thunder casts the result to the trace's dtype, and so does the adapter.
 # 5. slice with a step other than 1: nvFuser does not support it (Thunder's own
 #    checker refuses it). NvFuserFusion does not send such a region to nvFuser
 #    at all (see ``unsupported_reason``).
-# Keyword arguments are passed positionally, in the order above, so that a
-# renamed keyword in another nvFuser release cannot silently bind wrong.
+# Arguments other than the op's operand are passed positionally, in the order
+# above, so that a renamed keyword in another nvFuser release cannot silently bind wrong.
 
 
 class NvFuserAdapter:
@@ -248,7 +279,7 @@ class NvFuserAdapter:
         self.DataType = DataType
         self._layouts = list(layouts)
         self._next_layout = 0
-        self._input_dtype: dict[int, object] = {}
+        self._tensor_inputs: list[tuple] = []  # (value, DataType, rank) of each tensor input
         self.ops = _OpsAdapter(self, list(where_dtypes))
         self.plain_outputs = 0
         self.aliased_outputs = 0
@@ -269,7 +300,8 @@ class NvFuserAdapter:
             is_cpu=bool(real_is_cpu),
             stride_order=list(stride_order),
         )
-        self._input_dtype[t.index] = dtype
+        # nvfuser_direct's values have no stable index: the input itself is the key
+        self._tensor_inputs.append((t, dtype, list(real_shape)))
         return t
 
     def define_scalar(self, *args, dtype=None):
@@ -281,12 +313,54 @@ class NvFuserAdapter:
         if alias_input is None:
             self.plain_outputs += 1
             return self.fd.add_output(value)
-        dtype = self._input_dtype.get(alias_input.index)
-        if dtype is None:
+        target = next((t for t in self._tensor_inputs if t[0] is alias_input), None)
+        if target is None:
             raise RuntimeError("fusion_alias: a write-back must target a tensor input of the region")
-        written = self.fd.ops.set(self.fd.ops.cast(value, dtype))
+        _, dtype, shape = target
+        value = self.fd.ops.cast(value, dtype)
+        if _expanded(value):  # Note [write-backs of broadcast values]
+            zeros = self.fd.ops.full(list(shape), self.fd.define_scalar(0, self.DataType.Int), dtype)
+            value = self.fd.ops.where(self.fd.define_scalar(True, self.DataType.Bool), value, zeros)
+        written = self.fd.ops.set(value)
+        _check_write_back(written, alias_input, dtype, len(shape))
         self.aliased_outputs += 1
-        return self.fd.add_output(written, alias_input=alias_input)
+        return self.fd.add_output(written, alias_input)
+
+
+# Note [write-backs of broadcast values]
+# ---------------------------------------
+# nvFuser's add_output(value, alias_input) replays the input's allocation domain
+# onto the value, and that replay fails with an internal assert
+# (transform_replay.cpp) when the value has an expanded broadcast dimension:
+# ``x.copy_(row)`` of a (4, 3) x and a (3,) row, ``x[0, 1:3] = s`` of a 0-d s,
+# found by the CPU definitions check on fuzz programs. Such a value is made
+# concrete first: ``where(True, value, full(shape of x, 0))`` has the full's
+# iteration domains and the value's elements (a select: exact for every dtype,
+# no arithmetic on the value, no read of x):
+#     tv3 = fd.ops.expand(fd.ops.broadcast(tv0, ...), shape=[1, 3])   # 0-d -> [1, 3]
+#     tv4 = fd.ops.full(shape=[1, 3], fill_value=0, dtype=DataType.Float)
+#     tv5 = fd.ops.where(True, tv3, tv4)
+#     fd.add_output(tv5, tv1)
+# Only values with an expanded dimension get it, read from nvFuser's own
+# printout of the logical domain (``bS5{1 ex 3}``); a stand-in without one gets none.
+
+
+def _expanded(value) -> bool:
+    """Whether an nvFuser value has an expanded broadcast dimension (``{1 ex N}`` in its domain)."""
+    domain = getattr(value, "get_logical_domain", None)
+    if not callable(domain):
+        return False
+    return any(" ex " in str(d) for d in domain())
+
+
+def _check_write_back(written, dst, dtype, rank) -> None:
+    """The written value must have the destination's dtype and rank (nvFuser checks only at execute)."""
+    got_dtype = written.dtype() if callable(getattr(written, "dtype", None)) else None
+    if got_dtype is not None and got_dtype != dtype:
+        raise RuntimeError(f"fusion_alias: write-back of dtype {got_dtype} into an input of dtype {dtype}")
+    got_rank = getattr(written, "ndim", None)
+    if isinstance(got_rank, int) and got_rank != rank:
+        raise RuntimeError(f"fusion_alias: write-back of rank {got_rank} into an input of rank {rank}")
 
 
 _REDUCTIONS = frozenset({"sum", "max", "min", "prod"})
@@ -371,6 +445,19 @@ def unsupported_reason(spec) -> str | None:
     return None
 
 
+def nothing_to_run(spec) -> bool:
+    """A region with no write-back and no plain output: every result is a view of an input.
+
+    nvFuser refuses such a definition ("Fusion is empty!" at execute); the wrapper
+    runs nothing and replays the views (found by the CPU definitions check: a fuzz
+    region ``t0 = b * 0.5; t0.add_(-1.5); return c.unsqueeze(0)`` whose only live
+    result is the view).
+    """
+    from fusion_alias.lowering import emitted_outputs
+
+    return not spec.writebacks and not emitted_outputs(spec)
+
+
 def _contiguous_layout(p) -> tuple:
     shape = [int(s) for s in p.shape]
     contiguity = [None if s == 1 else True for s in shape]
@@ -417,6 +504,34 @@ class _Built:
         self.fd = fd
         self.plain_outputs = plain_outputs
         self.aliased_outputs = aliased_outputs
+
+
+def layouts_of(nv, fed_args: Sequence) -> list[tuple]:
+    """``(shape, contiguity, stride_order, is_cpu)`` of each tensor argument, as nvFuser describes it."""
+    layouts = []
+    for a in fed_args:
+        if isinstance(a, torch.Tensor):
+            contiguity, stride_order = nv.compute_tensor_descriptor(tuple(a.shape), tuple(a.stride()))
+            layouts.append((tuple(a.shape), list(contiguity), list(stride_order), a.device.type == "cpu"))
+    return layouts
+
+
+def build_definition(nv, spec, layouts: Sequence[tuple], where: Sequence | None = None) -> _Built:
+    """The region's real nvFuser definition for inputs of these layouts (built, not executed).
+
+    ``nv`` is the ``nvfuser_direct`` module (or a stand-in with its API). The
+    backend calls this at a region's first call per input layout; the CPU
+    definitions check (``fusion_alias.nvfuser_check``) calls it for every
+    region of its programs. Raises whatever nvFuser's frontend raises.
+    """
+    from fusion_alias.lowering import define_region
+
+    where = where_dtypes(spec, nv.DataType) if where is None else where
+    fd = nv.FusionDefinition()
+    with fd:
+        adapter = NvFuserAdapter(fd, layouts, nv.DataType, list(where))
+        define_region(adapter, spec, nv.DataType)
+    return _Built(fd, adapter.plain_outputs, adapter.aliased_outputs)
 
 
 #: Thunder's nvFuser compile options that the wrapper honours (Note [Thunder's wrapper interface]).
@@ -486,6 +601,7 @@ class NvFuserFusion:
         self.save_fake_inputs = bool(options.get("nv_save_fake_inputs"))
         self.enable_options = list(options.get("nv_enable_options") or [])
         self.disable_options = list(options.get("nv_disable_options") or [])
+        self._nothing = nothing_to_run(spec)
         self.fallback_reason = unsupported_reason(spec)
         self._fallback = None
         self._torch = None
@@ -497,24 +613,13 @@ class NvFuserFusion:
 
     # -- definitions ----------------------------------------------------------
     def _build(self, fed_args: list) -> _Built:
-        from fusion_alias.lowering import define_region
-
-        nv = self._nv
-        layouts = []
-        for a in fed_args:
-            if isinstance(a, torch.Tensor):
-                contiguity, stride_order = nv.compute_tensor_descriptor(tuple(a.shape), tuple(a.stride()))
-                layouts.append((tuple(a.shape), contiguity, stride_order, a.device.type == "cpu"))
-        fd = nv.FusionDefinition()
-        with fd:
-            adapter = NvFuserAdapter(fd, layouts, nv.DataType, list(self._where))
-            define_region(adapter, self.spec, nv.DataType)
-        if adapter.plain_outputs != len(self._emitted):
+        built = build_definition(self._nv, self.spec, layouts_of(self._nv, fed_args), self._where)
+        if built.plain_outputs != len(self._emitted):
             raise RuntimeError(
-                f"fusion_alias: {self.name}: the definition added {adapter.plain_outputs} plain outputs, "
+                f"fusion_alias: {self.name}: the definition added {built.plain_outputs} plain outputs, "
                 f"the plan expects {len(self._emitted)} ({self._emitted})"
             )
-        return _Built(fd, adapter.plain_outputs, adapter.aliased_outputs)
+        return built
 
     def cache_keys(self) -> list[tuple]:
         """Keys of the definitions built so far (see :func:`cache_key`)."""
@@ -541,6 +646,8 @@ class NvFuserFusion:
         check_aliasing(spec, args, self._groups)
         if self._fallback is not None:
             return self._fallback(*args)
+        if self._nothing:
+            return assemble_outputs(spec, {p.name: a for p, a in zip(spec.inputs, args)}, [])
         if not _nvfuser_can_take(args):
             return self._torch_region()(*args)
         fed = list(args) if self._all_fed else [args[i] for i in self._fed]
@@ -606,6 +713,8 @@ class NvFuserFusion:
                 f"# not sent to nvFuser: {self.fallback_reason}; torch runs this region (reference backend, reads-first)\n"
                 + self._fallback.fd.to_source(self.name)
             )
+        elif self._nothing:
+            source = "# nothing for nvFuser to run: no write-back and no fresh output (every result is a view of an input)"
         elif self._last is None:
             source = (
                 "# nvFuser definition not built yet (one is built per input layout at the first call);\n"
