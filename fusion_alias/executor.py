@@ -26,7 +26,7 @@ from thunder.core.pytree import tree_flatten
 from thunder.extend import FusionExecutor, register_executor
 import thunder.core.prims as prims
 
-from fusion_alias import context, ops
+from fusion_alias import context, ops, report
 from fusion_alias.aliasing import AliasInfo, analyze, flattened, forget_flattened, proxy_args, proxy_outs
 from fusion_alias.functionalize import substitute_reads
 from fusion_alias.graph import build_graph
@@ -282,6 +282,7 @@ class FusionAliasExecutor(FusionExecutor):
         new_trace.set_provenance(
             TraceProvenance(f"fusion_alias ({counter} regions, {self.last_pass_seconds * 1e3:.1f} ms)")
         )
+        report.observe(trace, prep, part, new_trace, ctx.ignore_hazards)  # FUSION_ALIAS_LOG, pictures
         return new_trace
 
     def fuse(self, region, fusion_counter: int) -> BoundSymbol:
