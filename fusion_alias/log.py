@@ -32,6 +32,7 @@ regions_log = logging.getLogger("fusion_alias.regions")
 graph_log = logging.getLogger("fusion_alias.graph")
 _LOGGERS = {"regions": regions_log, "graph": graph_log}
 _HANDLER_TAG = "_fusion_alias_log_handler"
+_OPS_SHOWN = 8  # ops listed per region
 
 
 def _parse(spec: str) -> set[str]:
@@ -82,7 +83,9 @@ def format_report(report) -> str:
         phase = " backward" if r.backward else ""
         lines.append(f"  {r.name}  stage {r.stage}{phase}  {size}"
                      + (f"  writes back {wb}" if wb else "  writes nothing back"))
-        lines.append("      " + "; ".join(nodes[i].label for i in r.nodes))
+        shown = [nodes[i].label for i in r.nodes[:_OPS_SHOWN]]
+        more = len(r.nodes) - len(shown)
+        lines.append("      " + "; ".join(shown) + (f"; ... ({more} more)" if more > 0 else ""))
     if report.alias_groups:
         lines.append("  may share memory: " + "; ".join("{" + ", ".join(g) + "}" for g in report.alias_groups))
     for c in report.cuts:

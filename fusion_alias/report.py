@@ -108,7 +108,7 @@ class PartitionReport:
     edges: list[Edge]
     regions: list[Region]
     cuts: list[Cut]
-    alias_groups: list[list[str]]  # memory groups with more than one tensor name
+    alias_groups: list[list[str]]  # memory groups that hold more than one tensor (their roots)
     order: list[tuple[str, int]] = field(default_factory=list)  # ("region", k) | ("node", i), as run
 
     @property
@@ -202,8 +202,11 @@ def build(function: str, prep, part, fused_trace=None, ignore_hazards: bool = Fa
         if r.backward and r.index > 0 and not any(c.region == r.index for c in cuts):
             cuts.append(Cut(r.index, r.nodes[0], r.nodes[0], "backward"))
     cuts.sort(key=lambda c: (c.region, c.dst, c.src))
-    members = info.members()
-    groups = [sorted(names) for names in members.values() if len(names) > 1]
+    # memory groups that join different tensors (not just a tensor and the results of writes into it)
+    roots_by_group: dict[str, set] = {}
+    for name, root in info.root.items():
+        roots_by_group.setdefault(info.group(name), set()).add(root)
+    groups = sorted(sorted(roots) for roots in roots_by_group.values() if len(roots) > 1)
     return PartitionReport(function, nodes, edges, regions, cuts, groups, order)
 
 
