@@ -8,7 +8,10 @@ Each name is a Python logger under ``fusion_alias``: ``fusion_alias.regions``
 and ``fusion_alias.graph``. The variable (read at import) attaches a handler
 that writes to stderr and sets the level to INFO; a program can do the same
 with :func:`set_logs` (``fusion_alias.log.set_logs(regions=True)``), or
-configure the loggers with ``logging`` as it does any other.
+configure the loggers with ``logging`` as it does any other. Off, their level
+is WARNING, so a program's ``logging.basicConfig(level=logging.INFO)`` does
+not turn them on (``logging.getLogger("fusion_alias.regions").setLevel(logging.INFO)``
+does).
 
 What one compile of seed h (inputs ``(x, x[0, 0])``) prints::
 
@@ -60,7 +63,8 @@ def set_logs(regions: bool = False, graph: bool = False, stream=None) -> None:
             logger.setLevel(logging.INFO)
             logger.propagate = False
         else:
-            logger.setLevel(logging.NOTSET)
+            # WARNING, not NOTSET: a program's logging.basicConfig(level=INFO) must not turn these on
+            logger.setLevel(logging.WARNING)
             logger.propagate = True
 
 
@@ -114,10 +118,8 @@ def log_report(report) -> None:
 
 
 def _from_env() -> None:
-    spec = os.environ.get(ENV_VAR, "")
-    if spec.strip():
-        names = _parse(spec)
-        set_logs(regions="regions" in names, graph="graph" in names)
+    names = _parse(os.environ.get(ENV_VAR, ""))
+    set_logs(regions="regions" in names, graph="graph" in names)
 
 
 _from_env()

@@ -34,6 +34,7 @@ from thunder.core.proxies import TensorProxy
 import thunder.core.prims as prims
 
 from fusion_alias import ops
+from fusion_alias.aliasing import forget_flattened
 from fusion_alias.graph import memory_reads, memory_writes
 from fusion_alias.partition import backward_nodes, destination_views
 
@@ -307,5 +308,8 @@ def kept_report(traces) -> PartitionReport | None:
         entry = _KEPT.get(t)
         if entry is not None:
             name, prep, part, fused, ignore = entry
-            return build(name, prep, part, fused, ignore)
+            try:
+                return build(name, prep, part, fused, ignore)
+            finally:
+                forget_flattened()  # what building remembered, as the pass forgets it
     return None

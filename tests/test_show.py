@@ -82,9 +82,18 @@ def test_log_switch_prints_regions_and_cuts():
     assert "writes back" in text and " -> a" in text
 
 
-def test_log_off_by_default_and_cheap():
-    assert not logging.getLogger("fusion_alias.regions").isEnabledFor(logging.INFO) or os.environ.get(log.ENV_VAR)
+def test_log_off_stays_off_under_a_root_logger_at_info():
     log.set_logs()
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.INFO)
+    try:
+        assert not log.wants_regions()
+        log.set_logs(graph=True, stream=io.StringIO())
+        assert log.wants_regions()
+    finally:
+        root.setLevel(level)
+        log.set_logs()
     assert not log.wants_regions()
 
 
