@@ -40,6 +40,7 @@ _BAND_PAD = 0.35  # above and below the rows of a band
 _LABEL_W = 3.0  # the left column with each band's name and write-backs
 _MAX_LABEL = 30
 _SCALE = 0.8  # inches per data unit
+_OUTSIDE_ROW = 6  # ops per row in a band of ops outside regions
 
 
 def draw_jitted(jitted, path: str) -> PartitionReport:
@@ -87,6 +88,11 @@ def _layout(report: PartitionReport):
     widest = 1
     for kind, key, members in _groups(report):
         columns = [sorted(gen) for gen in nx.topological_generations(inner.subgraph(members))]
+        if kind == "outside":
+            # ops outside regions (inputs, views, the return) in reading order along rows, so that
+            # edges leaving one (to the regions below) do not run behind another
+            flat = [node for col in columns for node in col]
+            columns = [flat[c::_OUTSIDE_ROW] for c in range(min(_OUTSIDE_ROW, len(flat)))]
         rows = max(len(c) for c in columns)
         if kind == "region":
             lines = 3 + max(1, len(report.regions[key].writebacks))
@@ -180,7 +186,10 @@ def draw(report: PartitionReport, path: str, title: str | None = None) -> None:
 
     for e in report.edges:
         if "data" in e.kinds:
-            arrow(e.src, e.dst, DATA_COLOUR, 1.0, "solid", 0.0, 1)
+            hazard = any(k in e.kinds for k in HAZARD_COLOURS)
+            if e.forced_cut and not hazard:  # a cut after an op outside regions
+                arrow(e.src, e.dst, CUT_BAND, 7.0, "solid", 0.0, 1, style="-")
+            arrow(e.src, e.dst, DATA_COLOUR, 2.0 if e.forced_cut and not hazard else 1.0, "solid", 0.0, 1)
     for e in report.edges:
         kinds = [k for k in ("raw", "war", "waw") if k in e.kinds]
         for j, k in enumerate(kinds):
