@@ -36,7 +36,7 @@ import thunder.core.prims as prims
 from fusion_alias import ops
 from fusion_alias.aliasing import forget_flattened
 from fusion_alias.graph import memory_reads, memory_writes
-from fusion_alias.partition import backward_nodes, destination_views
+from fusion_alias.partition import backward_nodes
 
 HAZARD_KINDS = ("raw", "war", "waw")
 
@@ -148,20 +148,11 @@ def _as_list(x):
     return [x]
 
 
-def _levels_after(level_u, fusible_u, fusible_v, unsafe):
-    # partition._level_after, read (not changed) here: the one rule stages follow
-    from fusion_alias.partition import _level_after
-
-    return _level_after(level_u, fusible_u, fusible_v, unsafe)
-
-
 def build(function: str, prep, part, fused_trace=None, ignore_hazards: bool = False) -> PartitionReport:
     """The report of one pass (``prep``: ``executor.Prepared``; ``part``: ``partition.Partition``)."""
     bsyms, graph, info = prep.bsyms, prep.graph, prep.info
-    n = len(bsyms)
-    memory_view = destination_views(bsyms)
-    fusible = [bool(prep.is_fusible(b)) and i not in memory_view for i, b in enumerate(bsyms)]
-    level = _stages(n, graph, fusible, ignore_hazards)
+    stage = part.stage  # the nodes the partitioner placed in stages (fusible ones) -> their stage
+    level = _levels(len(bsyms), graph, stage)
 
     region_of: dict[int, int] = {}
     regions: list[Region] = []
@@ -179,7 +170,7 @@ def build(function: str, prep, part, fused_trace=None, ignore_hazards: bool = Fa
 
     nodes = []
     for i, b in enumerate(bsyms):
-        opaque = not fusible[i]
+        opaque = not prep.is_fusible(b)  # as graph.build_graph decides what an op writes
         writes = [d.name for d in memory_writes(b, opaque and not ops.is_view(b))]
         reads = [p.name for p in memory_reads(b)]
         nodes.append(Node(i, label(b), b.sym.name, part.stage.get(i) if i in region_of else None,
@@ -191,14 +182,14 @@ def build(function: str, prep, part, fused_trace=None, ignore_hazards: bool = Fa
         e = Edge(u, v, frozenset(data["kinds"]), bool(data["unsafe"]))
         edges.append(e)
         rv = region_of.get(v)
-        if rv is None or region_of.get(u) == rv or not fusible[v]:
+        if rv is None or region_of.get(u) == rv:
             continue
-        unsafe = e.unsafe and not ignore_hazards
-        need = _levels_after(level[u], fusible[u], fusible[v], unsafe)
-        if need != level[v] or need <= level[u] or level[v] <= 0:
+        # the stage rises by one across an unsafe hazard edge or after an op outside stages
+        rises = u not in stage or (e.unsafe and not ignore_hazards)
+        if not rises or level[u] + 1 != level[v] or level[v] <= 0:
             continue  # this edge did not raise v's stage (or v is in the first stage)
         e.forced_cut = True
-        cuts.append(_cut(rv, u, v, e, fusible, bsyms, info, nodes))
+        cuts.append(_cut(rv, u, v, e, stage, info, nodes))
     for r in regions:
         if r.backward and r.index > 0 and not any(c.region == r.index for c in cuts):
             cuts.append(Cut(r.index, r.nodes[0], r.nodes[0], "backward"))
@@ -211,20 +202,19 @@ def build(function: str, prep, part, fused_trace=None, ignore_hazards: bool = Fa
     return PartitionReport(function, nodes, edges, regions, cuts, groups, order)
 
 
-def _stages(n, graph, fusible, ignore_hazards) -> list[int]:
-    """The partitioner's levels, recomputed from the graph (program order is topological)."""
+def _levels(n: int, graph, stage: dict) -> list[int]:
+    """Each node's level: its stage if it has one, else the largest level among its predecessors
+    (an op outside regions runs after the region of that stage; -1: before every region)."""
     level = [-1] * n
     pred = graph.pred
-    for v in range(n):
-        lv = 0 if fusible[v] else -1
-        for u, data in pred[v].items():
-            lv = max(lv, _levels_after(level[u], fusible[u], fusible[v], data["unsafe"] and not ignore_hazards))
-        level[v] = lv
+    for v in range(n):  # program order is a topological order
+        s = stage.get(v)
+        level[v] = s if s is not None else max((level[u] for u in pred[v]), default=-1)
     return level
 
 
-def _cut(region: int, u: int, v: int, e: Edge, fusible, bsyms, info, nodes) -> Cut:
-    if not fusible[u]:
+def _cut(region: int, u: int, v: int, e: Edge, stage: dict, info, nodes) -> Cut:
+    if u not in stage:
         return Cut(region, u, v, "outside")
     kinds = [k for k in HAZARD_KINDS if k in e.kinds]
     reason = kinds[0] if kinds else "raw"
