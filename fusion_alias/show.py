@@ -261,12 +261,12 @@ def main(argv=None) -> int:
 
     import torch
 
-    from fusion_alias import jit
+    import fusion_alias
     from fusion_alias.log import format_report
 
     fn, default_inputs = _resolve(args.target)
     expr = args.inputs or default_inputs or "x, x[0, 0]"
-    jitted = jit(fn, backend="reference", schedule=args.schedule)
+    jitted = fusion_alias.jit(fn, backend="reference", schedule=args.schedule)
     jit_args, eager_args = _inputs(expr, args.seed), _inputs(expr, args.seed)
     got = jitted(*jit_args)
     expected = fn(*eager_args)
