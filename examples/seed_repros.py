@@ -12,7 +12,8 @@ import sys
 import warnings
 
 warnings.filterwarnings("ignore")
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
+_ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path[:0] = [os.path.join(_ROOT, "tests"), _ROOT]  # runs from any directory, without an install
 
 import torch  # noqa: E402
 

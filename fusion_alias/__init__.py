@@ -15,5 +15,14 @@ from fusion_alias.executor import AliasInputError, executor
 from fusion_alias.api import explain, jit, regions
 from fusion_alias.overlap import may_overlap
 
-__all__ = ["jit", "executor", "explain", "regions", "may_overlap", "AliasInputError"]
+
+def dynamo_backend(**options):
+    """A torch.compile backend: ``torch.compile(fn, backend=fusion_alias.dynamo_backend())``
+    (``fusion_alias.dynamo``; options as for ``fusion_alias.jit``)."""
+    from fusion_alias.dynamo import dynamo_backend as make
+
+    return make(**options)
+
+
+__all__ = ["jit", "executor", "explain", "regions", "may_overlap", "AliasInputError", "dynamo_backend"]
 __version__ = "0.1.0"

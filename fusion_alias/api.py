@@ -177,8 +177,15 @@ def regions(jitted) -> list:
     return [b for b in trace.bound_symbols if b.sym.is_fusion]
 
 
-def explain(jitted) -> str:
-    """The last compiled program: its final trace, then each region's fusion definition with alias groups."""
+def explain(jitted, picture: str | None = None) -> str:
+    """The last compiled program: its final trace, then each region's fusion definition with alias groups.
+
+    picture: also draw the partition into this file (.svg/.png/.pdf; ``fusion_alias.show``).
+    """
+    if picture is not None:
+        from fusion_alias.show import draw_jitted
+
+        draw_jitted(jitted, picture)
     trace = thunder.last_traces(jitted)[-1]
     parts = ["# ---- final trace ----", str(trace)]
     for b in regions(jitted):

@@ -23,7 +23,7 @@ import time
 from thunder.core.proxies import TensorProxy
 from thunder.core.trace import TraceCtx, from_trace
 
-from fusion_alias import context
+from fusion_alias import context, report
 from fusion_alias.aliasing import AliasInfo, analyze
 from fusion_alias.dce import _dce
 from fusion_alias.flatten import _drop_update_aliases, flatten_trace, fusible_predicate
@@ -82,4 +82,5 @@ def fusion_pass(executor, trace: TraceCtx, resolve_backend) -> tuple[TraceCtx, i
     part = partition(prep.bsyms, prep.graph, prep.is_fusible, ignore_hazards=ctx.ignore_hazards)
     new_trace = from_trace(trace)
     new_trace.bound_symbols, count = fuse_regions(executor, prep, part, ctx, resolve_backend)
+    report.observe(trace, prep, part, new_trace, ctx.ignore_hazards)  # FUSION_ALIAS_LOG, pictures
     return new_trace, count
