@@ -34,7 +34,7 @@ def test_generated_programs_agree_with_themselves_eagerly():
     assert not report.failures, report.summary()
     assert not report.jit_errors and not report.unsupported
     # most programs are valid eager programs, and many contain a hazard
-    assert report.both_raised < 15
+    assert report.both_raised < 0.2 * report.programs, report.summary()
     assert report.hazards >= 0.3 * report.programs, report.summary()
 
 
@@ -65,7 +65,7 @@ def test_hazard_definition():
 
 
 def test_harness_catches_and_shrinks_a_broken_system():
-    report = fuzz.run_fuzz(programs=40, seed=1, make_jit=_lose_mutations, stop_after_failures=1)
+    report = fuzz.run_fuzz(programs=40, seed=1, make_jit=_lose_mutations, stop_after_failures=1, generators=("basic",))
     assert report.mismatches, report.summary()
     f = report.mismatches[0]
     assert f.shrunk is not None
@@ -87,7 +87,7 @@ def test_repro_script_runs_standalone():
 
 @needs_jit
 def test_fuzz_fusion_alias_reference_both_schedules():
-    report = fuzz.run_fuzz(programs=30, seed=2024, schedules=fuzz.SCHEDULES, log=print)
+    report = fuzz.run_fuzz(programs=30, seed=2024, schedules=fuzz.SCHEDULES, log=print, generators=("basic",))
     print(report.summary())
     assert report.programs == 30
     msgs = "\n\n".join(f"{f.status} [{f.schedule}]\n{f.shrunk_repro or f.repro}\n{f.detail}" for f in report.failures)
@@ -101,7 +101,8 @@ def test_fuzz_catches_unsafe_ignore_hazards():
     switch: the same program passes without it."""
     seen = []
     for index in range(50):
-        report = fuzz.run_fuzz(seed=2024, only=[index], unsafe_ignore_hazards=True, do_shrink=False)
+        report = fuzz.run_fuzz(seed=2024, only=[index], unsafe_ignore_hazards=True, do_shrink=False,
+                               generators=("basic",))
         for f in report.mismatches:
             seen.append(f.program.name)
             safe_status, safe_detail = fuzz.run_program(f.program, f.schedule)
@@ -128,14 +129,16 @@ def _drop_gradients(fn, schedule):
 
 
 def test_grad_harness_catches_a_lost_gradient():
-    report = fuzz.run_fuzz(programs=20, seed=1, make_jit=_drop_gradients, grad=True, stop_after_failures=1)
+    report = fuzz.run_fuzz(programs=20, seed=1, make_jit=_drop_gradients, grad=True, stop_after_failures=1,
+                           generators=("basic",))
     assert report.mismatches, report.summary()
     assert "gradient" in report.mismatches[0].detail
 
 
 @needs_jit
 def test_fuzz_fusion_alias_with_gradients():
-    report = fuzz.run_fuzz(programs=30, seed=11, schedules=("reads-first",), grad=True, log=print)
+    report = fuzz.run_fuzz(programs=30, seed=11, schedules=("reads-first",), grad=True, log=print,
+                           generators=("basic",))
     print(report.summary())
     msgs = "\n\n".join(f"{f.status} [{f.schedule}]\n{f.shrunk_repro or f.repro}\n{f.detail}" for f in report.failures)
     assert not report.failures, msgs

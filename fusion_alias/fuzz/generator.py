@@ -1,394 +1,148 @@
-"""The program generator: random inputs that share memory and a body of view,
-in-place and out-of-place statements, each validated against a live eager run."""
+"""``generate_program(seed, index)``: pick a generator, make the inputs, grow a
+body statement by statement against live eager runs of every call's aliasing.
+
+Note [a body valid for every call]
+    A program may be called with several aliasings (``Program.variants``). Its
+    body is grown on variant 0: a statement eager rejects there is dropped. The
+    same statement is then run on every other variant's inputs: if eager rejects
+    it there, that call is expected to raise (the oracle checks the jitted call
+    raises too) and the variant is not followed further; if its result is
+    ill-defined there (an operand overlapping its destination at other indices,
+    Note [partial overlap within one op]) and eager does not raise, the statement
+    is dropped, because eager's answer would be arbitrary. So every call of the
+    program either has one eager answer or an eager error.
+"""
 
 from __future__ import annotations
 
-import math
 import random
 import warnings
 from typing import Sequence
 
 import torch
 
-from fusion_alias.fuzz.hazard import _build_inputs, _exec_stmt, _has_internal_overlap, _ill_defined, _overlaps
-from fusion_alias.fuzz.program import CONSTANTS, PARAM_NAMES, Program, Stmt
+from fusion_alias.fuzz import gen_aliasing, gen_dtype, gen_layout
+from fusion_alias.fuzz.gen_basic import _gen_inputs, _Gen
+from fusion_alias.fuzz.hazard import _exec_stmt, _ill_defined, eager_env
+from fusion_alias.fuzz.program import GENERATORS, Program, Stmt
+
+# relative frequency of each generator when several are enabled
+_WEIGHTS = {"basic": 3, "dtype": 2, "layout": 2, "hidden": 2, "calls": 2}
 
 
-_BASE_SHAPES = ((4, 6), (4, 6), (4, 6), (6, 4), (2, 3, 4), (6,), (1, 6), (4, 1, 6))
-
-
-def _index_expr(rng: random.Random, shape: Sequence[int]) -> str | None:
-    """A random basic-indexing expression valid for ``shape`` (None for 0-d)."""
-    if not shape:
-        return None
-    k = rng.randint(1, min(len(shape), 2))
-    parts = []
-    for d in range(k):
-        n = shape[d]
-        choice = rng.choice(("int", "range", "step", "step1", "from", "all") if n > 1 else ("int", "all"))
-        if choice == "int":
-            parts.append(str(rng.randrange(n)))
-        elif choice == "range":
-            lo = rng.randrange(n - 1)
-            hi = rng.randint(lo + 1, n)
-            parts.append(f"{lo}:{hi}")
-        elif choice == "step":
-            parts.append("::2")
-        elif choice == "step1":
-            parts.append("1::2")
-        elif choice == "from":
-            parts.append(f"{rng.randint(1, n - 1)}:")
-        else:
-            parts.append(":")
-    if all(x == ":" for x in parts):
-        parts[-1] = str(rng.randrange(shape[k - 1]))
-    return "[" + ", ".join(parts) + "]"
-
-
-def _alias_expr(rng: random.Random, base: str, shape: Sequence[int]) -> str:
-    """An argument that aliases ``base``: itself, a slice, a transpose, a scalar..."""
-    options = ["same", "index", "index"]
-    if len(shape) >= 2:
-        options += ["t", "halves", "scalar"]
-    if len(shape) >= 1:
-        options += ["flat"]
-    kind = rng.choice(options)
-    if kind == "same":
-        return base
-    if kind == "t":
-        return f"{base}.transpose(0, 1)" if len(shape) > 2 else f"{base}.t()"
-    if kind == "halves" and shape[1] > 1:
-        return f"{base}[:, {rng.choice(('::2', '1::2'))}]"
-    if kind == "scalar":
-        return f"{base}[{', '.join(str(rng.randrange(n)) for n in shape)}]"
-    if kind == "flat":
-        return f"{base}.view(-1)"
-    return f"{base}{_index_expr(rng, shape)}"
-
-
-def _gen_inputs(rng: random.Random):
-    nargs = rng.choice((1, 2, 2, 2, 3, 3, 4))
-    bases: list[tuple[str, tuple[int, ...]]] = []
-    args: list[tuple[str, str]] = []
-    aliased = rng.random() < 0.8  # most programs get at least one aliased pair
-    for i in range(nargs):
-        new_base = not bases or (rng.random() < (0.2 if aliased else 0.8))
-        if new_base:
-            shape = rng.choice(_BASE_SHAPES)
-            name = f"x{len(bases)}"
-            bases.append((name, shape))
-            # an argument is usually the base itself, sometimes a view of it
-            expr = name if rng.random() < 0.75 else _alias_expr(rng, name, shape)
-        else:
-            name, shape = rng.choice(bases)
-            expr = _alias_expr(rng, name, shape)
-        args.append((PARAM_NAMES[i], expr))
-    return tuple(bases), tuple(args)
-
-
-def _factor_shapes(n: int) -> list[tuple[int, ...]]:
-    out = [(n,)]
-    for a in range(1, n + 1):
-        if n % a == 0:
-            out.append((a, n // a))
-            for b in range(1, n // a + 1):
-                if (n // a) % b == 0 and a * b * (n // a // b) == n and n // a // b > 0:
-                    out.append((a, b, n // a // b))
-    return out
-
-
-class _Gen:
-    """Generates one statement at a time against a live eager environment."""
-
-    def __init__(self, rng: random.Random, env: dict, names: list[str]):
-        self.rng = rng
-        self.env = env
-        self.names = names  # defined tensor variables, in definition order
-        self.counter = 0
-
-    def fresh(self) -> str:
-        name = f"t{self.counter}"
-        self.counter += 1
-        return name
-
-    def shape(self, v: str) -> tuple[int, ...]:
-        return tuple(self.env[v].shape)
-
-    def pick(self, writable: bool = False) -> str:
-        names = self.names
-        if writable:
-            ok = [v for v in names if not _has_internal_overlap(self.env[v])]
-            # 1 in 10: any variable (eager may reject: expanded tensors)
-            if ok and self.rng.random() < 0.9:
-                names = ok
-        # prefer recent variables a little
-        weights = [1.0 + 0.3 * i for i in range(len(names))]
-        return self.rng.choices(names, weights)[0]
-
-    def operand(self, x: str, inplace: bool) -> str:
-        """A second operand for ``x``: a broadcast-compatible variable (often an
-        alias of ``x``) or a constant."""
-        rng = self.rng
-        if rng.random() < 0.15:
-            return repr(rng.choice(CONSTANTS))
-        xs = self.shape(x)
-        compatible, aliased = [], []
-        for v in self.names:
-            try:
-                bs = torch.broadcast_shapes(xs, self.shape(v))
-            except RuntimeError:
-                continue
-            if inplace and tuple(bs) != xs:
-                continue
-            compatible.append(v)
-            if v != x and _overlaps(self.env[v], self.env[x]):
-                aliased.append(v)
-        if aliased and rng.random() < 0.6:
-            return rng.choice(aliased)
-        if compatible:
-            return rng.choice(compatible)
-        return repr(rng.choice(CONSTANTS))
-
-    def _is_var(self, s: str) -> bool:
-        return s in self.env
-
-    # --- statement kinds -------------------------------------------------
-
-    def view(self) -> Stmt:
-        rng, x = self.rng, self.pick()
-        sh = self.shape(x)
-        nd = len(sh)
-        kinds = ["reshape", "unsqueeze", "view"]
-        if nd >= 1:
-            kinds += ["index", "index", "select", "narrow", "expand"]
-        if nd >= 2:
-            kinds += ["t", "transpose", "permute"]
-        if 1 in sh:
-            kinds += ["squeeze"]
-        kind = rng.choice(kinds)
-        if kind == "index":
-            e = f"{x}{_index_expr(rng, sh)}"
-        elif kind == "reshape" or kind == "view":
-            n = math.prod(sh)
-            shape = rng.choice(_factor_shapes(n)) if n > 0 else (0,)
-            arg = "-1" if rng.random() < 0.3 else ", ".join(map(str, shape))
-            e = f"{x}.{kind}({arg})"
-        elif kind == "select":
-            d = rng.randrange(nd)
-            e = f"{x}.select({d}, {rng.randrange(sh[d])})"
-        elif kind == "narrow":
-            d = rng.randrange(nd)
-            start = rng.randrange(sh[d])
-            e = f"{x}.narrow({d}, {start}, {rng.randint(1, sh[d] - start)})"
-        elif kind == "expand":
-            if 1 in sh and rng.random() < 0.6:
-                new = [3 if s == 1 else s for s in sh]
-            else:
-                new = [2] + list(sh)
-            e = f"{x}.expand({', '.join(map(str, new))})"
-        elif kind == "t":
-            e = f"{x}.t()" if nd == 2 else f"{x}.transpose(0, 1)"
-        elif kind == "transpose":
-            d0, d1 = rng.sample(range(nd), 2)
-            e = f"{x}.transpose({d0}, {d1})"
-        elif kind == "permute":
-            perm = list(range(nd))
-            rng.shuffle(perm)
-            e = f"{x}.permute({', '.join(map(str, perm))})"
-        elif kind == "squeeze":
-            e = f"{x}.squeeze({sh.index(1)})" if rng.random() < 0.7 else f"{x}.squeeze()"
-        else:  # unsqueeze
-            e = f"{x}.unsqueeze({rng.randint(-nd - 1, nd)})"
-        t = self.fresh()
-        return Stmt(f"{t} = {e}", target=t, view_of=x)
-
-    def inplace(self) -> Stmt:
-        rng, x = self.rng, self.pick(writable=True)
-        kind = rng.choices(("unary", "binary", "fill", "setitem"), (4, 5, 1, 2))[0]
-        reads: tuple[str, ...] = (x,)
-        if kind == "unary":
-            op = rng.choices(
-                ("tanh_()", "sin_()", "neg_()", "exp_()", "mul_(0.5)", "abs_()", "cos_()", "relu_()", "add_(0.25)",
-                 "clamp_(-0.5, 0.5)"),
-                (3, 3, 3, 1, 2, 1, 1, 1, 1, 1),
-            )[0]
-            e = f"{x}.{op}"
-        elif kind == "binary":
-            y = self.operand(x, inplace=True)
-            op = rng.choices(("add_", "mul_", "sub_", "add_alpha", "copy_"), (3, 2, 2, 1, 2))[0]
-            if op == "add_alpha":
-                e = f"{x}.add_({y}, alpha={rng.choice(CONSTANTS)})"
-            elif op == "copy_":
-                if not self._is_var(y):
-                    y = rng.choice(self.names)
-                e = f"{x}.copy_({y})"
-            else:
-                e = f"{x}.{op}({y})"
-            if op == "copy_":
-                reads = (y,)
-            else:
-                reads = (x, y) if self._is_var(y) else (x,)
-        elif kind == "fill":
-            # Thunder 0.2.6 has no Tensor.fill_: keep it, but rarer than zero_()
-            e = f"{x}.fill_({rng.choice(CONSTANTS)})" if rng.random() < 0.15 else f"{x}.zero_()"
-            reads = ()
-        else:  # setitem: a full statement, no result
-            idx = _index_expr(rng, self.shape(x))
-            if idx is None:
-                idx = "[...]"
-            try:
-                dst_shape = tuple(self.env[x][eval(f"_i{idx}", {"_i": _Indexer()})].shape)
-            except Exception:  # noqa: BLE001
-                dst_shape = ()
-            y = self._setitem_value(dst_shape)
-            return Stmt(f"{x}{idx} = {y}", reads=(y,) if self._is_var(y) else (), writes=x)
-        if rng.random() < 0.3:
-            t = self.fresh()
-            return Stmt(f"{t} = {e}", target=t, reads=reads, writes=x, inplace_result=True)
-        return Stmt(e, reads=reads, writes=x)
-
-    def bad_inplace(self) -> list[Stmt]:
-        """Statements ending in an in-place write that eager rejects: its
-        destination has internal overlap (an expanded view), or, half the time,
-        an operand partially overlaps it (``x.add_(x[0], alpha=2)``)."""
-        rng = self.rng
-        if rng.random() < 0.5 and (bad := self._bad_operand()) is not None:
-            return bad
-        overlapping = [v for v in self.names if _has_internal_overlap(self.env[v])]
-        pre: list[Stmt] = []
-        if overlapping:
-            x = rng.choice(overlapping)
-        else:
-            v = self.pick()
-            x = self.fresh()
-            pre.append(Stmt(f"{x} = {v}.expand({', '.join(map(str, (2, *self.shape(v))))})", target=x, view_of=v))
-        op = rng.choice(("tanh_()", "add_(0.5)", "mul_(2.0)", "neg_()", f"add_({x})"))
-        return pre + [Stmt(f"{x}.{op}", reads=(x,), writes=x)]
-
-    def _bad_operand(self) -> list[Stmt] | None:
-        """An in-place op whose operand partially overlaps its destination, spelled
-        the ways Thunder decomposes further (alpha, addcmul's value, lerp, setitem):
-        eager rejects them all (torch's ``assert_no_partial_overlap``)."""
-        rng = self.rng
-        x = self.pick(writable=True)
-        xs = self.shape(x)
-        if not xs:
-            return None
-        pre: list[Stmt] = []
-        views = [f"{x}[0]", f"{x}[0:1]"]
-        if len(xs) >= 2 and xs[-1] == xs[-2]:
-            views.append(f"{x}.transpose(-1, -2)")
-        y = self.fresh()
-        pre.append(Stmt(f"{y} = {rng.choice(views)}", target=y, view_of=x))
-        c = rng.choice(CONSTANTS)
-        op = rng.choice((f"add_({y}, alpha={c})", f"sub_({y}, alpha={c})", f"addcmul_({y}, {x}, value={c})",
-                         f"lerp_({y}, 0.5)", f"clamp_(min={y})", f"mul_({y})", f"div_({y}, rounding_mode='floor')"))
-        return pre + [Stmt(f"{x}.{op}", reads=(x, y), writes=x)]
-
-    def _setitem_value(self, dst_shape: tuple[int, ...]) -> str:
-        rng = self.rng
-        if rng.random() < 0.3:
-            return repr(rng.choice(CONSTANTS))
-        ok = []
-        for v in self.names:
-            try:
-                if tuple(torch.broadcast_shapes(dst_shape, self.shape(v))) == dst_shape:
-                    ok.append(v)
-            except RuntimeError:
-                pass
-        return rng.choice(ok) if ok else repr(rng.choice(CONSTANTS))
-
-    def outofplace(self) -> Stmt:
-        rng, x = self.rng, self.pick()
-        nd = len(self.shape(x))
-        kind = rng.choices(("unary", "binary", "reduce"), (4, 4, 2 if nd else 0))[0]
-        reads: tuple[str, ...] = (x,)
-        if kind == "unary":
-            e = rng.choices(
-                (f"torch.tanh({x})", f"{x}.sin()", f"-{x}", f"{x} * 0.5", f"{x}.exp()", f"torch.sigmoid({x})",
-                 f"{x}.abs()", f"{x}.clone()", f"{x}.cos()", f"torch.relu({x})"),
-                (3, 3, 2, 3, 1, 1, 1, 1, 1, 1),
-            )[0]
-        elif kind == "binary":
-            y = self.operand(x, inplace=False)
-            e = rng.choice((f"{x} + {y}", f"{x} * {y}", f"{x} - {y}", f"torch.maximum({x}, {y})",
-                            f"{x}.add({y}, alpha=0.5)", f"torch.where({x} > 0, {x}, {y})"))
-            if e.startswith("torch.maximum") and not self._is_var(y):
-                e = f"{x} * {y}"
-            reads = (x, y) if self._is_var(y) else (x,)
-        else:
-            d = rng.randrange(-nd, nd)
-            e = rng.choice((f"{x}.sum()", f"{x}.sum({d}, keepdim=True)", f"{x}.amax({d}, keepdim=True)",
-                            f"{x}.mean({d})", f"{x}.sum({d})", f"{x}.amax({d})"))
-        t = self.fresh()
-        return Stmt(f"{t} = {e}", target=t, reads=reads)
-
-    def statement(self) -> Stmt:
-        kind = self.rng.choices(("view", "inplace", "outofplace"), (3, 5, 3))[0]
-        return getattr(self, kind)()
-
-
-class _Indexer:
-    def __getitem__(self, idx):
-        return idx
-
-
-def generate_program(seed: int, index: int, max_stmts: int = 8, error_rate: float = 0.05) -> Program:
-    """Program ``index`` of the stream for ``seed`` (deterministic).
-
-    Statements are validated one by one against an eager run; a statement that
-    eager rejects is dropped. With probability ``error_rate`` the program ends
-    in an in-place write to a tensor with internal overlap (an expanded view),
-    which eager rejects: the jitted program must then raise too.
-    """
-    rng = random.Random(f"fusion_alias.fuzz:{seed}:{index}")
+def _basic_inputs(rng: random.Random) -> dict:
     bases, args = _gen_inputs(rng)
-    p = Program(
-        name=f"seed {seed} #{index}",
-        input_seed=rng.randrange(2**31),
-        bases=bases,
-        args=args,
-        stmts=(),
-        returns=(),
-    )
-    _, arg_tensors = _build_inputs(p)
-    env = dict(zip(p.params, arg_tensors))
-    gen = _Gen(rng, env, list(p.params))
+    return {"bases": bases, "args": args}
+
+
+_MAKERS = {
+    # kind: (inputs(rng) -> Program fields, statement maker class, rate of a final statement eager rejects
+    #        relative to error_rate)
+    "basic": (_basic_inputs, _Gen, 1.0),
+    "dtype": (gen_dtype.dtype_inputs, gen_dtype.DtypeGen, 6.0),
+    "layout": (gen_layout.layout_inputs, gen_layout.LayoutGen, 4.0),
+    "hidden": (gen_aliasing.hidden_inputs, _Gen, 1.0),
+    "calls": (gen_aliasing.calls_inputs, _Gen, 1.0),
+}
+
+
+def generate_program(
+    seed: int,
+    index: int,
+    max_stmts: int = 8,
+    error_rate: float = 0.05,
+    generators: Sequence[str] = GENERATORS,
+) -> Program:
+    """Program ``index`` of the stream for ``seed`` (deterministic for given ``generators``).
+
+    One generator of ``generators`` is drawn per program (with one, none is drawn,
+    so ``generators=("basic",)`` gives the stream of the fuzzer before the other
+    generators existed). Statements are validated one by one against eager runs
+    (Note [a body valid for every call]). With probability ``error_rate`` (higher
+    for the dtype and layout generators) the program ends in a statement eager
+    rejects: the jitted program must then raise too.
+    """
+    unknown = set(generators) - set(GENERATORS)
+    if unknown or not generators:
+        raise ValueError(f"fuzz: unknown generators {sorted(unknown)}; expected some of {GENERATORS}")
+    rng = random.Random(f"fusion_alias.fuzz:{seed}:{index}")
+    if len(generators) == 1:
+        kind = generators[0]
+    else:
+        kind = rng.choices(list(generators), [_WEIGHTS[g] for g in generators])[0]
+    make_inputs, gen_class, bad_factor = _MAKERS[kind]
+    fields = make_inputs(rng)
+    p = Program(name=f"seed {seed} #{index}", input_seed=rng.randrange(2**31), stmts=(), returns=(), **fields)
+    if kind != "basic":
+        p = p.replace(kind=kind)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _grow(p, rng, gen_class, max_stmts, min(1.0, error_rate * bad_factor))
+
+
+def _grow(p: Program, rng: random.Random, gen_class: type, max_stmts: int, error_rate: float) -> Program:
+    envs = [eager_env(p, v) for v in range(len(p.all_variants))]
+    env = envs[0]
+    inputs = [v for v in env if isinstance(env[v], torch.Tensor)]
+    live = [True] * len(envs)  # variants whose eager run has not raised yet
+    gen = gen_class(rng, env, list(inputs))
     stmts: list[Stmt] = []
     n = rng.randint(2, max_stmts)
     attempts = 0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        while len(stmts) < n and attempts < 20 * n:
-            attempts += 1
-            s = gen.statement()
-            if _ill_defined(s, env):
-                continue
-            try:
-                _exec_stmt(s, env)
-            except Exception:  # noqa: BLE001
-                if s.target is not None:
-                    env.pop(s.target, None)
-                continue
-            stmts.append(s)
+    while len(stmts) < n and attempts < 20 * n:
+        attempts += 1
+        s = gen.statement()
+        if _ill_defined(s, env):
+            continue
+        if len(envs) > 1 and not _defined_in_variants(p, stmts, s, envs, live):
+            continue
+        try:
+            _exec_stmt(s, env)
+        except Exception:  # noqa: BLE001
             if s.target is not None:
-                gen.names.append(s.target)
-        if rng.random() < error_rate:
-            bad = gen.bad_inplace()
-            try:
-                for s in bad[:-1]:
-                    _exec_stmt(s, env)
-                _exec_stmt(bad[-1], env)
-            except Exception:  # noqa: BLE001 - the expected outcome
-                stmts += bad
-                gen.names += [s.target for s in bad if s.target is not None]
+                env.pop(s.target, None)
+            continue
+        stmts.append(s)
+        if s.target is not None:
+            gen.names.append(s.target)
+        for v in range(1, len(envs)):
+            if live[v]:
+                try:
+                    _exec_stmt(s, envs[v])
+                except Exception:  # noqa: BLE001 - eager rejects this call: the jitted one must too
+                    live[v] = False
+    if rng.random() < error_rate:
+        bad = gen.bad_inplace()
+        try:
+            for s in bad[:-1]:
+                _exec_stmt(s, env)
+            _exec_stmt(bad[-1], env)
+        except Exception:  # noqa: BLE001 - the expected outcome
+            stmts += bad
+            gen.names += [s.target for s in bad if s.target is not None]
     # returns: some intermediates and some inputs
-    intermediates = [v for v in gen.names if v not in p.params]
+    intermediates = [v for v in gen.names if v not in inputs]
     k = rng.choice((1, 1, 2, 2, 3))
     rets: list[str] = []
     for _ in range(k):
-        pool = intermediates if intermediates and rng.random() < 0.7 else list(p.params)
+        pool = intermediates if intermediates and rng.random() < 0.7 else inputs
         v = rng.choice(pool)
         if v not in rets:
             rets.append(v)
     return p.replace(stmts=tuple(stmts), returns=tuple(rets))
+
+
+def _defined_in_variants(p: Program, stmts: list[Stmt], s: Stmt, envs: list[dict], live: list[bool]) -> bool:
+    """Whether ``s`` has one eager answer (or an eager error) on every live later variant."""
+    for v in range(1, len(envs)):
+        if not live[v] or not _ill_defined(s, envs[v]):
+            continue
+        trial = eager_env(p, v)  # a fresh run: the live env must not see s if s is dropped
+        try:
+            for earlier in stmts:
+                _exec_stmt(earlier, trial)
+            _exec_stmt(s, trial)
+        except Exception:  # noqa: BLE001 - eager rejects it: a defined outcome
+            continue
+        return False
+    return True

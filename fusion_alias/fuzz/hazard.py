@@ -6,14 +6,29 @@ from __future__ import annotations
 import torch
 
 from fusion_alias.fuzz.program import Program, Stmt
-from fusion_alias.fuzz.source import _make_inputs_source
+from fusion_alias.fuzz.source import _holders_source, _make_inputs_source
 
 
-def _build_inputs(p: Program):
-    """(bases, args) of ``p``, without gradients (the same values and aliasing)."""
+def _build_inputs(p: Program, variant: int = 0):
+    """(bases, args) of ``p``'s call with aliasing ``variant``, without gradients."""
+    bases, args, _ = _build_call(p, variant)
+    return bases, args
+
+
+def _build_call(p: Program, variant: int = 0):
+    """(bases, args, hidden tensors by name) of ``p``'s call with aliasing ``variant``, without gradients."""
     ns: dict = {"torch": torch}
-    exec(compile(_make_inputs_source(p.replace(grad=False)), "<fuzz make_inputs>", "exec"), ns)
-    return ns["make_inputs"]()
+    src = _holders_source(p) + "\n\n" + _make_inputs_source(p.replace(grad=False))
+    exec(compile(src, "<fuzz make_inputs>", "exec"), ns)
+    bases, args, _, hidden = ns["make_inputs"](variant)
+    return bases, args, hidden
+
+
+def eager_env(p: Program, variant: int = 0) -> dict:
+    """The variables the body starts with, for the call with aliasing ``variant``:
+    the parameters and the hidden tensors, by name."""
+    _, args, hidden = _build_call(p, variant)
+    return {**dict(zip(p.params, args)), **hidden}
 
 
 def _element_set(t: torch.Tensor) -> tuple[int, frozenset]:
@@ -85,11 +100,15 @@ def has_alias_hazard(p: Program) -> bool:
     """Whether ``p`` has an alias hazard (see Note [alias hazard, syntactically]).
 
     Runs ``p`` eagerly statement by statement to learn each variable's memory;
-    statements after an eager error are ignored.
+    statements after an eager error are ignored. A program called with several
+    aliasings (``p.variants``) has a hazard when one of its calls has.
     """
-    _, args = _build_inputs(p)
-    env = dict(zip(p.params, args))
-    identity = {name: name for name in p.params}
+    return any(_has_alias_hazard(p, v) for v in range(len(p.all_variants)))
+
+
+def _has_alias_hazard(p: Program, variant: int) -> bool:
+    env = eager_env(p, variant)
+    identity = {name: name for name in env}
     accesses: list[tuple[str, str]] = []  # (kind, var) in program order
     for s in p.stmts:
         try:
