@@ -283,11 +283,10 @@ def test_harness_catches_a_guard_blind_to_changing_aliasing():
 
 
 def test_harness_catches_a_guard_blind_to_hidden_tensors():
-    report = fuzz.run_fuzz(programs=30, seed=1, make_jit=_compiled_for_independent_inputs, generators=("hidden",),
-                           stop_after_failures=1)
-    assert report.mismatches, report.summary()
-    shrunk = report.mismatches[0].shrunk
-    assert shrunk.hidden, "the failure needs a hidden tensor"
+    report = fuzz.run_fuzz(programs=30, seed=1, make_jit=_compiled_for_independent_inputs, generators=("hidden",))
+    needs_hidden = [f.shrunk for f in report.mismatches if f.shrunk.hidden]
+    assert needs_hidden, report.summary()  # some failures need a hidden tensor, even shrunk
+    shrunk = needs_hidden[0]
     # the shrunk repro is self-contained: it rebuilds the holders and every call's aliasing
     src = fuzz.repro_source(shrunk, ("reads-first",), system="eager")
     ns = {"__name__": "__main__"}

@@ -6,10 +6,13 @@ with changing aliasing]) gives each slot either its own base (independent) or
 an expression over another slot's base, a *host* of shape (4, 4):
 
     slot shape   expressions over a host xj
-    (4, 4)       xj, xj.t()
-    (2, 4)       xj[1:3], xj[::2], xj[:, 1:3].t()
-    (4,)         xj[1], xj[:, 2], xj.diagonal()
+    (4, 4)       xj, xj.t(), xj[1].expand(4, 4)
+    (2, 4)       xj[1:3], xj[::2], xj[:, 1:3].t(), xj[2].expand(2, 4)
+    (4,)         xj[1], xj[:, 2], xj.diagonal(), xj[1, 2].expand(4)
     ()           xj[1, 2]
+
+(the expanded ones have internal overlap: eager rejects most writes into them,
+accepts some, e.g. ``zero_()``; a program compiled for a plain layout must follow).
 
 The shapes are the same in every variant, so a compiler that keys its cache on
 shapes alone sees one program called with different memory sharing.
@@ -31,9 +34,9 @@ from fusion_alias.fuzz.program import ATTR_HOLDER, HIDDEN_KINDS, PARAM_NAMES, Va
 
 HOST_SHAPE = (4, 4)
 _VIEWS = {
-    (4, 4): ("{x}", "{x}.t()"),
-    (2, 4): ("{x}[1:3]", "{x}[::2]", "{x}[:, 1:3].t()"),
-    (4,): ("{x}[1]", "{x}[:, 2]", "{x}.diagonal()"),
+    (4, 4): ("{x}", "{x}.t()", "{x}[1].expand(4, 4)"),
+    (2, 4): ("{x}[1:3]", "{x}[::2]", "{x}[:, 1:3].t()", "{x}[2].expand(2, 4)"),
+    (4,): ("{x}[1]", "{x}[:, 2]", "{x}.diagonal()", "{x}[1, 2].expand(4)"),
     (): ("{x}[1, 2]",),
 }
 

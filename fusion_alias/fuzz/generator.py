@@ -129,7 +129,20 @@ def _grow(p: Program, rng: random.Random, gen_class: type, max_stmts: int, error
         v = rng.choice(pool)
         if v not in rets:
             rets.append(v)
+    if p.kind != "basic":  # (not for basic: its stream stays the one of the fuzzer before the other generators)
+        rets += [v for v in _sinks(stmts, intermediates) if v not in rets][: max(0, 4 - len(rets))]
     return p.replace(stmts=tuple(stmts), returns=tuple(rets))
+
+
+def _sinks(stmts: list[Stmt], intermediates: list[str]) -> list[str]:
+    """The intermediates no later statement reads or views, last first: values that
+    would otherwise be computed and never compared with eager."""
+    import re
+
+    used = set()
+    for s in stmts:
+        used |= set(re.findall(r"\b\w+\b", s.code.split(" = ", 1)[-1] if s.target else s.code))
+    return [v for v in reversed(intermediates) if v not in used]
 
 
 def _defined_in_variants(p: Program, stmts: list[Stmt], s: Stmt, envs: list[dict], live: list[bool]) -> bool:
