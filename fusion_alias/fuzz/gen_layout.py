@@ -23,6 +23,7 @@ import math
 import random
 
 from fusion_alias.fuzz.gen_basic import _factor_shapes, _Gen
+from fusion_alias.fuzz.hazard import _overlaps
 from fusion_alias.fuzz.program import PARAM_NAMES, Stmt
 
 _SHAPES = ((4, 6), (4, 4), (6, 4), (2, 3, 4), (4, 1, 6))
@@ -52,7 +53,7 @@ class LayoutGen(_Gen):
     """Reshapes of non-viewable layouts (copies) and of viewable ones (views), among writes."""
 
     def view(self) -> Stmt:
-        if self.rng.random() < 0.25:
+        if self.rng.random() < 0.15:
             return super().view()
         rng, x = self.rng, self.pick()
         sh = self.shape(x)
@@ -62,13 +63,15 @@ class LayoutGen(_Gen):
         if nd >= 2 and rng.random() < 0.5:  # make the layout non-viewable first
             src = rng.choice((f"{x}.t()" if nd == 2 else f"{x}.transpose(0, 1)", f"{x}.transpose(0, -1)",
                               f"{x}[:, ::2]", f"{x}.mT" if nd >= 2 else f"{x}"))
+        sh = tuple(eval(src, {}, {x: self.env[x]}).shape)  # the layout's own shape (src may transpose x)
+        nd = len(sh)
         shape = rng.choice(_factor_shapes(n)) if n > 0 else (0,)
         kind = rng.choice(("reshape", "flatten", "repeat", "expand_reshape", "contiguous", "reshape_shape",
                            "flatten_range"))
         if kind == "reshape":
             e = f"{src}.reshape(-1)"
         elif kind == "reshape_shape":
-            e = f"{src}.reshape({', '.join(map(str, shape))})" if src == x else f"{src}.reshape(-1, {sh[0] if sh else 1})"
+            e = f"{src}.reshape({', '.join(map(str, shape))})"
         elif kind == "flatten":
             e = f"{src}.flatten()"
         elif kind == "flatten_range":
@@ -87,11 +90,53 @@ class LayoutGen(_Gen):
         else:
             e = f"{src}.contiguous()"
         t = self.fresh()
+        self.reshaped.append((t, x))
         return Stmt(f"{t} = {e}", target=t, view_of=x)
 
+    @property
+    def reshaped(self) -> list[tuple[str, str]]:
+        """(result, source) of the reshapes made so far (the statement may yet be dropped)."""
+        if not hasattr(self, "_reshaped"):
+            self._reshaped: list[tuple[str, str]] = []
+        return self._reshaped
+
     def statement(self) -> Stmt:
-        kind = self.rng.choices(("view", "inplace", "outofplace"), (5, 5, 2))[0]
+        """Often the scenario of Note [reshape: a view or a copy]: reshape, write one side, read the other."""
+        rng = self.rng
+        done = [(t, x) for t, x in self.reshaped if t in self.env and x in self.env]
+        if done and rng.random() < 0.7:
+            t, x = done[-1]
+            written = getattr(self, "_written", None)
+            if written is None or written[:2] != (t, x):
+                stmt = self._write_around(t, x)
+                self._written = (t, x, t if stmt.writes == t else x)
+                return stmt
+            if rng.random() < 0.7:
+                # read the other side with an op: a fused region computes it from the memory it thinks it reads
+                v = x if written[2] == t else t
+                r = self.fresh()
+                e = rng.choice((f"{v} + 0", f"{v} * 1", f"torch.tanh({v})", f"{v}.sin()", f"{v}.sum(0)"))
+                return Stmt(f"{r} = {e}", target=r, reads=(v,))
+        kind = rng.choices(("view", "inplace", "outofplace"), (6, 4, 2))[0]
         return getattr(self, kind)()
+
+    def _write_around(self, t: str, x: str) -> Stmt:
+        """A write into the reshape's source (or what shares its memory) or into the reshape
+        itself: whether it shows on the other side is the view-or-copy question."""
+        rng = self.rng
+        if rng.random() < 0.5:
+            target = x
+            sharing = [v for v in self.names if v != t and _overlaps(self.env[v], self.env[x])]
+            if sharing:
+                target = rng.choice(sharing)
+        else:
+            target = t
+        op = rng.choice(("mul_(2.0)", "add_(1.0)", "neg_()", "zero_()", "tanh_()"))
+        return Stmt(f"{target}.{op}", reads=(target,), writes=target)
+
+    def extra_returns(self) -> list[str]:
+        """The reshapes: their values show whether a write went through them."""
+        return [t for t, _ in self.reshaped if t in self.names]
 
     def bad_inplace(self) -> list[Stmt]:
         """``view`` of a layout that is not viewable, then a write into it: eager raises at the view."""

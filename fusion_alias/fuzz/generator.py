@@ -130,7 +130,8 @@ def _grow(p: Program, rng: random.Random, gen_class: type, max_stmts: int, error
         if v not in rets:
             rets.append(v)
     if p.kind != "basic":  # (not for basic: its stream stays the one of the fuzzer before the other generators)
-        rets += [v for v in _sinks(stmts, intermediates) if v not in rets][: max(0, 4 - len(rets))]
+        extra = [v for v in getattr(gen, "extra_returns", list)() if v in intermediates]
+        rets += [v for v in dict.fromkeys(extra + _sinks(stmts, intermediates)) if v not in rets][: max(0, 5 - len(rets))]
     return p.replace(stmts=tuple(stmts), returns=tuple(rets))
 
 
