@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import random
 
+import torch
+
 from fusion_alias.fuzz.gen_basic import _alias_expr, _Gen, _index_expr
 from fusion_alias.fuzz.program import PARAM_NAMES, Stmt
 
@@ -163,8 +165,6 @@ class DtypeGen(_Gen):
         return [Stmt(f"{x}.{rng.choice(ops)}", reads=(x,), writes=x)]
 
     def _broadcasts_into(self, v: str, x: str) -> bool:
-        import torch
-
         try:
             return tuple(torch.broadcast_shapes(self.shape(v), self.shape(x))) == self.shape(x)
         except RuntimeError:

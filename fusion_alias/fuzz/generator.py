@@ -16,6 +16,7 @@ Note [a body valid for every call]
 from __future__ import annotations
 
 import random
+import re
 import warnings
 from typing import Sequence
 
@@ -138,8 +139,6 @@ def _grow(p: Program, rng: random.Random, gen_class: type, max_stmts: int, error
 def _sinks(stmts: list[Stmt], intermediates: list[str]) -> list[str]:
     """The intermediates no later statement reads or views, last first: values that
     would otherwise be computed and never compared with eager."""
-    import re
-
     used = set()
     for s in stmts:
         used |= set(re.findall(r"\b\w+\b", s.code.split(" = ", 1)[-1] if s.target else s.code))
