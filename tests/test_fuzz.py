@@ -34,7 +34,7 @@ def test_generated_programs_agree_with_themselves_eagerly():
     assert not report.failures, report.summary()
     assert not report.jit_errors and not report.unsupported
     # most programs are valid eager programs, and many contain a hazard
-    assert report.both_raised < 15
+    assert report.both_raised < 0.2 * report.programs, report.summary()
     assert report.hazards >= 0.3 * report.programs, report.summary()
 
 
@@ -65,7 +65,7 @@ def test_hazard_definition():
 
 
 def test_harness_catches_and_shrinks_a_broken_system():
-    report = fuzz.run_fuzz(programs=40, seed=1, make_jit=_lose_mutations, stop_after_failures=1)
+    report = fuzz.run_fuzz(programs=40, seed=1, make_jit=_lose_mutations, stop_after_failures=1, generators=("basic",))
     assert report.mismatches, report.summary()
     f = report.mismatches[0]
     assert f.shrunk is not None
@@ -87,7 +87,7 @@ def test_repro_script_runs_standalone():
 
 @needs_jit
 def test_fuzz_fusion_alias_reference_both_schedules():
-    report = fuzz.run_fuzz(programs=30, seed=2024, schedules=fuzz.SCHEDULES, log=print)
+    report = fuzz.run_fuzz(programs=30, seed=2024, schedules=fuzz.SCHEDULES, log=print, generators=("basic",))
     print(report.summary())
     assert report.programs == 30
     msgs = "\n\n".join(f"{f.status} [{f.schedule}]\n{f.shrunk_repro or f.repro}\n{f.detail}" for f in report.failures)
@@ -101,7 +101,8 @@ def test_fuzz_catches_unsafe_ignore_hazards():
     switch: the same program passes without it."""
     seen = []
     for index in range(50):
-        report = fuzz.run_fuzz(seed=2024, only=[index], unsafe_ignore_hazards=True, do_shrink=False)
+        report = fuzz.run_fuzz(seed=2024, only=[index], unsafe_ignore_hazards=True, do_shrink=False,
+                               generators=("basic",))
         for f in report.mismatches:
             seen.append(f.program.name)
             safe_status, safe_detail = fuzz.run_program(f.program, f.schedule)
@@ -128,16 +129,277 @@ def _drop_gradients(fn, schedule):
 
 
 def test_grad_harness_catches_a_lost_gradient():
-    report = fuzz.run_fuzz(programs=20, seed=1, make_jit=_drop_gradients, grad=True, stop_after_failures=1)
+    report = fuzz.run_fuzz(programs=20, seed=1, make_jit=_drop_gradients, grad=True, stop_after_failures=1,
+                           generators=("basic",))
     assert report.mismatches, report.summary()
     assert "gradient" in report.mismatches[0].detail
 
 
 @needs_jit
 def test_fuzz_fusion_alias_with_gradients():
-    report = fuzz.run_fuzz(programs=30, seed=11, schedules=("reads-first",), grad=True, log=print)
+    report = fuzz.run_fuzz(programs=30, seed=11, schedules=("reads-first",), grad=True, log=print,
+                           generators=("basic",))
     print(report.summary())
     msgs = "\n\n".join(f"{f.status} [{f.schedule}]\n{f.shrunk_repro or f.repro}\n{f.detail}" for f in report.failures)
     assert not report.failures, msgs
     assert report.ok > 0  # some programs were accepted and compared, values and gradients
     assert not report.jit_errors, report.jit_errors  # every refusal says it is unsupported
+
+
+# --------------------------------------------------------------------------
+# The generators of issue 10: dtypes, layouts, hidden tensors, changing aliasing
+# --------------------------------------------------------------------------
+
+NEW_GENERATORS = ("dtype", "layout", "hidden", "calls")
+
+
+def test_schedules_are_the_reference_backends():
+    from fusion_alias.backends import reference
+
+    assert fuzz.SCHEDULES is reference.SCHEDULES
+    report = fuzz.run_fuzz(programs=1, seed=5, system="eager", generators=("basic",))
+    assert report.schedules == ("reads-first",)  # a stand-in runs once
+    report = fuzz.run_fuzz(programs=1, seed=5, make_jit=lambda fn, schedule: fn, generators=("basic",))
+    assert report.schedules == tuple(reference.SCHEDULES)
+
+
+def test_every_generator_agrees_with_itself_eagerly():
+    """Each generator's programs, run by eager against eager through the whole harness
+    (hidden holders, every call of every variant, shrink-free), agree; the summary counts them."""
+    report = fuzz.run_fuzz(programs=60, seed=9, system="eager")
+    assert not report.failures and not report.jit_errors, [f.detail for f in report.failures]
+    assert set(report.per_generator) == set(fuzz.GENERATORS), report.summary()
+    assert sum(report.per_generator.values()) == 60
+    assert "fuzz runs per generator" in report.summary()
+    for g in fuzz.GENERATORS:
+        assert f"{g}={report.per_generator[g]}" in report.summary()
+
+
+def _programs(kind, n=40, seed=4):
+    return [fuzz.generate_program(seed, i, generators=(kind,)) for i in range(n)]
+
+
+def test_dtype_generator_covers_dtypes_division_and_promotion():
+    ps = _programs("dtype")
+    dtypes = {d for p in ps for _, d in p.dtypes}
+    assert {"float16", "bfloat16", "float64", "int32", "int64", "bool", "complex64"} <= dtypes
+    code = "\n".join(s.code for p in ps for s in p.stmts)
+    for piece in ("rounding_mode='trunc'", "rounding_mode='floor'", "//", ".div_("):
+        assert piece in code, piece
+    # some programs end in an in-place op eager cannot cast (the oracle expects the raise)
+    raising = [p for p in ps if any(_eager_raises(p, v) for v in (0,))]
+    assert raising
+
+
+def _eager_raises(p, variant):
+    env = fuzz.eager_env(p, variant)
+    try:
+        for s in p.stmts:
+            exec(s.code, {"torch": torch}, env)
+    except RuntimeError:
+        return True
+    return False
+
+
+def test_layout_generator_takes_copies_of_non_viewable_layouts():
+    ps = _programs("layout")
+    copies = views = 0
+    for p in ps:
+        env = fuzz.eager_env(p)
+        for s in p.stmts:
+            try:
+                exec(s.code, {"torch": torch}, env)
+            except RuntimeError:
+                break
+            if s.view_of and s.target and any(k in s.code for k in ("reshape", "flatten", "repeat", "contiguous")):
+                src = env[s.view_of]
+                if fuzz.hazard._overlaps(env[s.target], src):
+                    views += 1
+                else:
+                    copies += 1
+    assert copies >= 5 and views >= 2, (copies, views)
+    assert any(".view(-1)." in s.code for p in ps for s in p.stmts)  # eager raises on a non-viewable layout
+
+
+def test_hidden_generator_reaches_every_kind_and_aliases_an_argument_later():
+    ps = _programs("hidden", n=60)
+    kinds = {k for p in ps for _, k, _ in p.hidden}
+    assert kinds == set(fuzz.HIDDEN_KINDS)
+    shared_later = 0
+    for p in ps:
+        assert p.variants and p.calls[-1] == 0
+        for v in range(1, len(p.all_variants)):
+            env = fuzz.eager_env(p, v)
+            if any(fuzz.hazard._overlaps(env[h], env[a]) for h in p.hidden_names for a in p.params
+                   if isinstance(env.get(a), torch.Tensor)):
+                shared_later += 1
+                break
+    assert shared_later >= len(ps) // 2
+
+
+def test_calls_generator_changes_aliasing_of_the_same_shapes():
+    ps = _programs("calls")
+    seen = set()
+    for p in ps:
+        shapes = [tuple(t.shape) for t in fuzz._build_inputs(p, 0)[1]]
+        for v in range(len(p.all_variants)):
+            args = fuzz._build_inputs(p, v)[1]
+            assert [tuple(t.shape) for t in args] == shapes
+            a, b = args[0], args[1]
+            if a is b or (fuzz.hazard._overlaps(a, b) and a.stride() == b.stride()):
+                seen.add("same")
+            elif fuzz.hazard._overlaps(a, b):
+                seen.add("transposed" if a.stride() == tuple(reversed(b.stride())) else "partial")
+            else:
+                seen.add("independent")
+        assert p.calls[:2] == (0, 0) and len(p.calls) >= 5
+    assert {"same", "transposed", "independent"} <= seen
+
+
+def _compiled_for_independent_inputs(fn, schedule):
+    """A broken system that assumes its arguments never share memory: it runs the program
+    on copies and writes each argument back afterwards, the way a functionalized program
+    compiled for independent inputs would. Hidden tensors it does not see at all."""
+
+    def run(*args):
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        copies = [t.clone() for t in tensors]
+        it = iter(copies)
+        out = fn(*[next(it) if isinstance(a, torch.Tensor) else a for a in args])
+        for t, c in zip(tensors, copies):
+            t.copy_(c)
+        return out
+
+    return run
+
+
+def test_harness_catches_a_guard_blind_to_changing_aliasing():
+    report = fuzz.run_fuzz(programs=20, seed=1, make_jit=_compiled_for_independent_inputs, generators=("calls",),
+                           stop_after_failures=1)
+    assert report.mismatches, report.summary()
+    f = report.mismatches[0]
+    assert "aliasing variant" in f.detail
+    assert fuzz.run_program(f.shrunk, f.schedule, make_jit=_compiled_for_independent_inputs)[0] == "mismatch"
+
+
+def test_harness_catches_a_guard_blind_to_hidden_tensors():
+    report = fuzz.run_fuzz(programs=30, seed=1, make_jit=_compiled_for_independent_inputs, generators=("hidden",))
+    needs_hidden = [f.shrunk for f in report.mismatches if f.shrunk.hidden]
+    assert needs_hidden, report.summary()  # some failures need a hidden tensor, even shrunk
+    shrunk = needs_hidden[0]
+    # the shrunk repro is self-contained: it rebuilds the holders and every call's aliasing
+    src = fuzz.repro_source(shrunk, ("reads-first",), system="eager")
+    ns = {"__name__": "__main__"}
+    with pytest.raises(SystemExit) as exc:
+        exec(compile(src, "<repro>", "exec"), ns)
+    assert exc.value.code == 0  # eager against eager
+
+
+def _raise_always(fn, schedule):
+    def run(*args):
+        raise ValueError("broken system")
+
+    return run
+
+
+def test_a_raise_eager_does_not_make_is_a_failure_unless_allowed():
+    report = fuzz.run_fuzz(programs=3, seed=1, make_jit=_raise_always, generators=("basic",), do_shrink=False)
+    assert report.errors and report.failures and report.exit_code() == 1
+    assert fuzz.oracle.exception_type(report.errors[0].detail) == "builtins.ValueError"
+    allowed = fuzz.run_fuzz(programs=3, seed=1, make_jit=_raise_always, generators=("basic",), do_shrink=False,
+                            allow_jit_errors=True)
+    assert allowed.jit_errors and not allowed.failures and allowed.exit_code() == 0
+    assert allowed.exit_code(strict=True) == 1
+
+
+def _program(stmts, returns, bases=(("x0", (4, 4)),), args=(("a", "x0"),), **kw):
+    return fuzz.Program(name="handmade", input_seed=0, bases=bases, args=args,
+                        stmts=tuple(fuzz.Stmt(c, **k) for c, k in stmts), returns=returns, **kw)
+
+
+def test_plain_thunder_misses_an_impossible_in_place_cast_and_the_oracle_sees_it():
+    """Thunder 0.2.6 returns where eager raises (int.div_(2): float into int): the oracle
+    reports the missed raise (and fusion_alias must raise: test below)."""
+    p = _program([("a.div_(2)", dict(reads=("a",), writes="a"))], ("a",), dtypes=(("x0", "int32"),))
+    assert fuzz.run_program(p, "reads-first", system="thunder")[0] == "missed-rejection"
+    assert fuzz.run_program(p, "reads-first", system="eager")[0] == "both-raised"
+
+
+# Known fusion_alias bugs (issue 10), as the fuzzer renders them: expected correct, xfail until fixed.
+CLASS_PROGRAMS = {
+    "class 1: a reshape that copies is treated as a view": _program(
+        [("t0 = a.t().reshape(-1)", dict(target="t0", view_of="a")), ("a.mul_(2)", dict(reads=("a",), writes="a")),
+         ("t1 = t0 + 0", dict(target="t1", reads=("t0",)))], ("t1",)),
+    "class 2: a global that aliases an argument on a later call": _program(
+        [("h0.mul_(2)", dict(reads=("h0",), writes="h0")), ("t0 = a + 1", dict(target="t0", reads=("a",)))], ("t0",),
+        bases=(("x0", (2,)), ("x1", (4,))), args=(("a", "x0"),), hidden=(("h0", "global_dict", "x1"),),
+        variants=(fuzz.Variant(args=(("a", "x1[1:3]"),), hidden=(("h0", "x1"),)),)),
+    "class 3: a.add_(b) compiled for (x, x), called with (x, x.t())": _program(
+        [("a.add_(b)", dict(reads=("a", "b"), writes="a"))], ("a",),
+        args=(("a", "x0"), ("b", "x0")), variants=(fuzz.Variant(args=(("a", "x0"), ("b", "x0.t()"))),)),
+    "class 4: integer torch.div(rounding_mode='trunc')": _program(
+        [("t0 = torch.div(a, 3, rounding_mode='trunc')", dict(target="t0", reads=("a",)))], ("t0",),
+        dtypes=(("x0", "int64"),)),
+    "class 5: two write-backs into overlapping memory in one region": _program(
+        [("a[0].zero_()", dict(writes="a")), ("a.copy_(b)", dict(reads=("b",), writes="a")),
+         ("t0 = a * 1", dict(target="t0", reads=("a",)))], ("t0",),
+        bases=(("x0", (4, 4)), ("x1", (4, 4))), args=(("a", "x0"), ("b", "x1"))),
+    "class 6: two distinct tensors made one (fuzz seed 71003 #133)": _program(
+        [("t0 = torch.relu(a)", dict(target="t0", reads=("a",))),
+         ("t1 = torch.tanh(t0)", dict(target="t1", reads=("t0",))),
+         ("t0.copy_(t1)", dict(reads=("t1",), writes="t0")), ("t0[0] = -1.5", dict(writes="t0")),
+         ("t1[1] = 0.75", dict(writes="t1"))], ("t1", "t0")),
+    "class 4: int.div_(2) must raise": _program(
+        [("a.div_(2)", dict(reads=("a",), writes="a"))], ("a",), dtypes=(("x0", "int32"),)),
+}
+
+
+@needs_jit
+@pytest.mark.xfail(strict=False, reason="issue 10 classes 1-6: fusion_alias bugs being fixed on other branches "
+                   "(class 5 shows only under the reverse-writes schedule)")
+@pytest.mark.parametrize("name", sorted(CLASS_PROGRAMS))
+def test_issue10_class_through_the_fuzzer(name):
+    p = CLASS_PROGRAMS[name]
+    assert fuzz.run_program(p, "reads-first", system="eager")[0] in ("ok", "both-raised")
+    for schedule in fuzz.SCHEDULES:
+        status, detail = fuzz.run_program(p, schedule)
+        assert status in ("ok", "both-raised"), f"{name} [{schedule}]: {status}\n{detail}"
+
+
+@needs_jit
+def test_thunder_limit_is_reported_separately():
+    """Tensor.fill_ does not exist in Thunder 0.2.6: plain thunder.jit raises the same, so the
+    raise counts as unsupported by Thunder, not as a failure of fusion_alias."""
+    report = fuzz.run_fuzz(programs=1, seed=2024, only=[7], generators=("basic",), do_shrink=False)
+    assert "fill_" in fuzz.program_source(fuzz.generate_program(2024, 7, generators=("basic",)))
+    assert report.thunder_unsupported and not report.failures, report.summary()
+
+
+def test_bounded_run_draws_every_generator():
+    kinds = {fuzz.generate_program(2025, i, generators=NEW_GENERATORS).kind for i in range(10)}
+    assert kinds == set(NEW_GENERATORS)
+
+
+@needs_jit
+@pytest.mark.xfail(strict=False, reason="issue 10 classes 1-4: the new generators find fusion_alias bugs "
+                   "being fixed on other branches")
+def test_fuzz_fusion_alias_new_generators_bounded():
+    """One program of each new generator at least, every schedule, every call."""
+    kinds = {fuzz.generate_program(2025, i, generators=NEW_GENERATORS).kind for i in range(10)}
+    assert kinds == set(NEW_GENERATORS)  # also checked, without xfail, in test_bounded_run_draws_every_generator
+    report = fuzz.run_fuzz(programs=10, seed=2025, generators=NEW_GENERATORS, log=print, do_shrink=False)
+    print(report.summary())
+    assert set(report.per_generator) == set(NEW_GENERATORS), report.summary()
+    msgs = "\n\n".join(f"{f.status} [{f.schedule}]\n{f.repro}\n{f.detail}" for f in report.failures)
+    assert not report.failures, msgs
+
+
+@needs_jit
+@pytest.mark.slow
+@pytest.mark.parametrize("generator", NEW_GENERATORS)
+@pytest.mark.xfail(strict=False, reason="issue 10 classes 1-4: fusion_alias bugs being fixed on other branches")
+def test_fuzz_fusion_alias_each_new_generator(generator):
+    report = fuzz.run_fuzz(programs=40, seed=2026, generators=(generator,), log=print)
+    print(report.summary())
+    msgs = "\n\n".join(f"{f.status} [{f.schedule}]\n{f.shrunk_repro or f.repro}\n{f.detail}" for f in report.failures)
+    assert not report.failures, msgs

@@ -1,0 +1,102 @@
+"""Differential fuzzer for programs that mutate aliased tensors.
+
+Each fuzz case is a small random program over 1-4 tensor inputs that may share
+memory (the same tensor twice, a view of another input, slices, transposes,
+the two strided halves ``x[:, ::2]`` / ``x[:, 1::2]``, a scalar ``x[0, 0]``).
+The body mixes view ops, in-place ops and out-of-place ops. The program is run
+eagerly and through the system under test (by default
+``fusion_alias.jit(prog, backend="reference", schedule=...)`` for every
+adversarial schedule in ``fusion_alias.backends.reference.SCHEDULES``), each
+time on freshly built inputs with the same aliasing, and the outputs and every
+input/base/hidden tensor after the call are compared. The jitted function is
+called at least twice (the second call hits the cache).
+
+Generators (``program.GENERATORS``; the summary counts the programs of each):
+``basic`` (the above, float32), ``dtype`` (f16, bf16, f64, int32/int64, bool,
+complex64; integer division, in-place type promotion), ``layout`` (reshape,
+flatten, repeat, expand().reshape() of layouts that are not viewable, before
+and after writes), ``hidden`` (tensors reached through globals, closure cells,
+module buffers and argument attributes, aliasing an argument on some calls),
+``calls`` (one program called with changing aliasing of same-shaped inputs:
+independent -> the same tensor -> transposed -> ...). A raise of the jitted
+call that eager does not make is a failure unless plain ``thunder.jit`` raises
+the same or fusion_alias refuses clearly (Note [what a raise of the jitted call
+counts as], driver.py).
+
+Note [the repro is what ran]
+    A program is a list of statements over variable names. It is rendered to
+    plain Python source: ``make_inputs()`` (seeded base tensors and the views
+    passed as arguments), ``def prog(...)``, ``make_jit(fn, schedule)`` and a
+    ``check(schedule)`` driver. The runner ``exec``s exactly that source and
+    calls its ``check``; a failure report prints the same source with a
+    ``__main__`` block, so pasting it into a file reproduces the failure.
+
+Note [alias hazard, syntactically]
+    Every variable has an *identity*: its own name, except the result of an
+    in-place op (``c = a.tanh_()``), which has the identity of the tensor it
+    wrote. A program contains an alias hazard when some statement writes in
+    place to a variable ``w`` and some statement (or the return) reads a
+    variable ``r`` of a different identity whose memory overlaps ``w``'s. The
+    overlap is computed exactly on the element offsets of the tensors in an
+    eager run, so ``x[:, ::2]`` and ``x[:, 1::2]`` do not overlap, while ``a``
+    and ``a.view(-1)`` do. Creating a view is not a read.
+
+Command line::
+
+    python -m fusion_alias.fuzz --programs 200 --seed 1 [--schedule all|NAME]
+        [--time-budget SEC] [--unsafe-ignore-hazards] [--strict] [--allow-jit-errors]
+        [--generator NAME ...] [--system fusion_alias|thunder|thunder-skip|eager]
+        [--only INDEX] [--grad] [--verbose]
+
+Python API: ``run_fuzz(programs=50, seed=0, ...) -> FuzzReport``.
+
+Modules (the path of one fuzz case, in order):
+
+* ``program``   -- the data model: ``Stmt``, ``Program``.
+* ``generator`` -- ``generate_program(seed, index)``: picks a generator, grows the body against eager runs.
+* ``gen_basic``, ``gen_dtype``, ``gen_layout``, ``gen_aliasing`` -- the generators' inputs and statements.
+* ``hazard``    -- eager statement-by-statement runs: memory overlap, ``has_alias_hazard``.
+* ``source``    -- rendering hidden-tensor holders, inputs per call, body and jit as Python source.
+* ``oracle``    -- the ``check`` driver (eager vs jitted, per schedule), ``run_program``.
+* ``shrinker``  -- ``shrink``: the smallest program that still fails the same way.
+* ``driver``    -- ``run_fuzz`` and ``FuzzReport``.
+* ``cli``       -- ``main``, behind ``python -m fusion_alias.fuzz``.
+"""
+
+from __future__ import annotations
+
+from fusion_alias.fuzz.program import (
+    CONSTANTS,
+    GENERATORS,
+    HIDDEN_KINDS,
+    PARAM_NAMES,
+    SYSTEMS,
+    Program,
+    Stmt,
+    Variant,
+)
+from fusion_alias.fuzz.source import _holders_source, _make_inputs_source, _make_jit_source, _prog_source
+from fusion_alias.fuzz.oracle import SCHEDULES, MakeJit, program_source, repro_source, run_program
+from fusion_alias.fuzz.hazard import _build_inputs, _overlaps, _has_internal_overlap, eager_env, has_alias_hazard
+from fusion_alias.fuzz.generator import generate_program
+from fusion_alias.fuzz.shrinker import shrink
+from fusion_alias.fuzz.driver import Failure, FuzzReport, run_fuzz
+from fusion_alias.fuzz.cli import main
+
+__all__ = [
+    "Stmt",
+    "Program",
+    "Variant",
+    "GENERATORS",
+    "SCHEDULES",
+    "generate_program",
+    "program_source",
+    "repro_source",
+    "has_alias_hazard",
+    "run_program",
+    "shrink",
+    "run_fuzz",
+    "FuzzReport",
+    "Failure",
+    "main",
+]

@@ -1,0 +1,333 @@
+"""The basic generator: float32 inputs that share memory (the same tensor twice,
+slices, transposes, strided halves, a scalar) and a body of view, in-place and
+out-of-place statements. The other generators extend its statement maker."""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Sequence
+
+import torch
+
+from fusion_alias.fuzz.hazard import _has_internal_overlap, _overlaps
+from fusion_alias.fuzz.program import CONSTANTS, PARAM_NAMES, Stmt
+
+
+_BASE_SHAPES = ((4, 6), (4, 6), (4, 6), (6, 4), (2, 3, 4), (6,), (1, 6), (4, 1, 6))
+
+
+def _index_expr(rng: random.Random, shape: Sequence[int]) -> str | None:
+    """A random basic-indexing expression valid for ``shape`` (None for 0-d)."""
+    if not shape:
+        return None
+    k = rng.randint(1, min(len(shape), 2))
+    parts = []
+    for d in range(k):
+        n = shape[d]
+        choice = rng.choice(("int", "range", "step", "step1", "from", "all") if n > 1 else ("int", "all"))
+        if choice == "int":
+            parts.append(str(rng.randrange(n)))
+        elif choice == "range":
+            lo = rng.randrange(n - 1)
+            hi = rng.randint(lo + 1, n)
+            parts.append(f"{lo}:{hi}")
+        elif choice == "step":
+            parts.append("::2")
+        elif choice == "step1":
+            parts.append("1::2")
+        elif choice == "from":
+            parts.append(f"{rng.randint(1, n - 1)}:")
+        else:
+            parts.append(":")
+    if all(x == ":" for x in parts):
+        parts[-1] = str(rng.randrange(shape[k - 1]))
+    return "[" + ", ".join(parts) + "]"
+
+
+def _alias_expr(rng: random.Random, base: str, shape: Sequence[int]) -> str:
+    """An argument that aliases ``base``: itself, a slice, a transpose, a scalar..."""
+    options = ["same", "index", "index"]
+    if len(shape) >= 2:
+        options += ["t", "halves", "scalar"]
+    if len(shape) >= 1:
+        options += ["flat"]
+    kind = rng.choice(options)
+    if kind == "same":
+        return base
+    if kind == "t":
+        return f"{base}.transpose(0, 1)" if len(shape) > 2 else f"{base}.t()"
+    if kind == "halves" and shape[1] > 1:
+        return f"{base}[:, {rng.choice(('::2', '1::2'))}]"
+    if kind == "scalar":
+        return f"{base}[{', '.join(str(rng.randrange(n)) for n in shape)}]"
+    if kind == "flat":
+        return f"{base}.view(-1)"
+    return f"{base}{_index_expr(rng, shape)}"
+
+
+def _gen_inputs(rng: random.Random):
+    nargs = rng.choice((1, 2, 2, 2, 3, 3, 4))
+    bases: list[tuple[str, tuple[int, ...]]] = []
+    args: list[tuple[str, str]] = []
+    aliased = rng.random() < 0.8  # most programs get at least one aliased pair
+    for i in range(nargs):
+        new_base = not bases or (rng.random() < (0.2 if aliased else 0.8))
+        if new_base:
+            shape = rng.choice(_BASE_SHAPES)
+            name = f"x{len(bases)}"
+            bases.append((name, shape))
+            # an argument is usually the base itself, sometimes a view of it
+            expr = name if rng.random() < 0.75 else _alias_expr(rng, name, shape)
+        else:
+            name, shape = rng.choice(bases)
+            expr = _alias_expr(rng, name, shape)
+        args.append((PARAM_NAMES[i], expr))
+    return tuple(bases), tuple(args)
+
+
+def _factor_shapes(n: int) -> list[tuple[int, ...]]:
+    out = [(n,)]
+    for a in range(1, n + 1):
+        if n % a == 0:
+            out.append((a, n // a))
+            for b in range(1, n // a + 1):
+                if (n // a) % b == 0 and a * b * (n // a // b) == n and n // a // b > 0:
+                    out.append((a, b, n // a // b))
+    return out
+
+
+class _Gen:
+    """Generates one statement at a time against a live eager environment."""
+
+    def __init__(self, rng: random.Random, env: dict, names: list[str]):
+        self.rng = rng
+        self.env = env
+        self.names = names  # defined tensor variables, in definition order
+        self.counter = 0
+
+    def fresh(self) -> str:
+        name = f"t{self.counter}"
+        self.counter += 1
+        return name
+
+    def shape(self, v: str) -> tuple[int, ...]:
+        return tuple(self.env[v].shape)
+
+    def pick(self, writable: bool = False) -> str:
+        names = self.names
+        if writable:
+            ok = [v for v in names if not _has_internal_overlap(self.env[v])]
+            # 1 in 10: any variable (eager may reject: expanded tensors)
+            if ok and self.rng.random() < 0.9:
+                names = ok
+        # prefer recent variables a little
+        weights = [1.0 + 0.3 * i for i in range(len(names))]
+        return self.rng.choices(names, weights)[0]
+
+    def operand(self, x: str, inplace: bool) -> str:
+        """A second operand for ``x``: a broadcast-compatible variable (often an
+        alias of ``x``) or a constant."""
+        rng = self.rng
+        if rng.random() < 0.15:
+            return repr(rng.choice(CONSTANTS))
+        xs = self.shape(x)
+        compatible, aliased = [], []
+        for v in self.names:
+            try:
+                bs = torch.broadcast_shapes(xs, self.shape(v))
+            except RuntimeError:
+                continue
+            if inplace and tuple(bs) != xs:
+                continue
+            compatible.append(v)
+            if v != x and _overlaps(self.env[v], self.env[x]):
+                aliased.append(v)
+        if aliased and rng.random() < 0.6:
+            return rng.choice(aliased)
+        if compatible:
+            return rng.choice(compatible)
+        return repr(rng.choice(CONSTANTS))
+
+    def _is_var(self, s: str) -> bool:
+        return s in self.env
+
+    # --- statement kinds -------------------------------------------------
+
+    def view(self) -> Stmt:
+        rng, x = self.rng, self.pick()
+        sh = self.shape(x)
+        nd = len(sh)
+        kinds = ["reshape", "unsqueeze", "view"]
+        if nd >= 1:
+            kinds += ["index", "index", "select", "narrow", "expand"]
+        if nd >= 2:
+            kinds += ["t", "transpose", "permute"]
+        if 1 in sh:
+            kinds += ["squeeze"]
+        kind = rng.choice(kinds)
+        if kind == "index":
+            e = f"{x}{_index_expr(rng, sh)}"
+        elif kind == "reshape" or kind == "view":
+            n = math.prod(sh)
+            shape = rng.choice(_factor_shapes(n)) if n > 0 else (0,)
+            arg = "-1" if rng.random() < 0.3 else ", ".join(map(str, shape))
+            e = f"{x}.{kind}({arg})"
+        elif kind == "select":
+            d = rng.randrange(nd)
+            e = f"{x}.select({d}, {rng.randrange(sh[d])})"
+        elif kind == "narrow":
+            d = rng.randrange(nd)
+            start = rng.randrange(sh[d])
+            e = f"{x}.narrow({d}, {start}, {rng.randint(1, sh[d] - start)})"
+        elif kind == "expand":
+            if 1 in sh and rng.random() < 0.6:
+                new = [3 if s == 1 else s for s in sh]
+            else:
+                new = [2] + list(sh)
+            e = f"{x}.expand({', '.join(map(str, new))})"
+        elif kind == "t":
+            e = f"{x}.t()" if nd == 2 else f"{x}.transpose(0, 1)"
+        elif kind == "transpose":
+            d0, d1 = rng.sample(range(nd), 2)
+            e = f"{x}.transpose({d0}, {d1})"
+        elif kind == "permute":
+            perm = list(range(nd))
+            rng.shuffle(perm)
+            e = f"{x}.permute({', '.join(map(str, perm))})"
+        elif kind == "squeeze":
+            e = f"{x}.squeeze({sh.index(1)})" if rng.random() < 0.7 else f"{x}.squeeze()"
+        else:  # unsqueeze
+            e = f"{x}.unsqueeze({rng.randint(-nd - 1, nd)})"
+        t = self.fresh()
+        return Stmt(f"{t} = {e}", target=t, view_of=x)
+
+    def inplace(self) -> Stmt:
+        rng, x = self.rng, self.pick(writable=True)
+        kind = rng.choices(("unary", "binary", "fill", "setitem"), (4, 5, 1, 2))[0]
+        reads: tuple[str, ...] = (x,)
+        if kind == "unary":
+            op = rng.choices(
+                ("tanh_()", "sin_()", "neg_()", "exp_()", "mul_(0.5)", "abs_()", "cos_()", "relu_()", "add_(0.25)",
+                 "clamp_(-0.5, 0.5)"),
+                (3, 3, 3, 1, 2, 1, 1, 1, 1, 1),
+            )[0]
+            e = f"{x}.{op}"
+        elif kind == "binary":
+            y = self.operand(x, inplace=True)
+            op = rng.choices(("add_", "mul_", "sub_", "add_alpha", "copy_"), (3, 2, 2, 1, 2))[0]
+            if op == "add_alpha":
+                e = f"{x}.add_({y}, alpha={rng.choice(CONSTANTS)})"
+            elif op == "copy_":
+                if not self._is_var(y):
+                    y = rng.choice(self.names)
+                e = f"{x}.copy_({y})"
+            else:
+                e = f"{x}.{op}({y})"
+            if op == "copy_":
+                reads = (y,)
+            else:
+                reads = (x, y) if self._is_var(y) else (x,)
+        elif kind == "fill":
+            # Thunder 0.2.6 has no Tensor.fill_: keep it, but rarer than zero_()
+            e = f"{x}.fill_({rng.choice(CONSTANTS)})" if rng.random() < 0.15 else f"{x}.zero_()"
+            reads = ()
+        else:  # setitem: a full statement, no result
+            idx = _index_expr(rng, self.shape(x))
+            if idx is None:
+                idx = "[...]"
+            try:
+                dst_shape = tuple(self.env[x][eval(f"_i{idx}", {"_i": _Indexer()})].shape)
+            except Exception:  # noqa: BLE001
+                dst_shape = ()
+            y = self._setitem_value(dst_shape)
+            return Stmt(f"{x}{idx} = {y}", reads=(y,) if self._is_var(y) else (), writes=x)
+        if rng.random() < 0.3:
+            t = self.fresh()
+            return Stmt(f"{t} = {e}", target=t, reads=reads, writes=x, inplace_result=True)
+        return Stmt(e, reads=reads, writes=x)
+
+    def bad_inplace(self) -> list[Stmt]:
+        """Statements ending in an in-place write that eager rejects: its
+        destination has internal overlap (an expanded view), or, half the time,
+        an operand partially overlaps it (``x.add_(x[0], alpha=2)``)."""
+        rng = self.rng
+        if rng.random() < 0.5 and (bad := self._bad_operand()) is not None:
+            return bad
+        overlapping = [v for v in self.names if _has_internal_overlap(self.env[v])]
+        pre: list[Stmt] = []
+        if overlapping:
+            x = rng.choice(overlapping)
+        else:
+            v = self.pick()
+            x = self.fresh()
+            pre.append(Stmt(f"{x} = {v}.expand({', '.join(map(str, (2, *self.shape(v))))})", target=x, view_of=v))
+        op = rng.choice(("tanh_()", "add_(0.5)", "mul_(2.0)", "neg_()", f"add_({x})"))
+        return pre + [Stmt(f"{x}.{op}", reads=(x,), writes=x)]
+
+    def _bad_operand(self) -> list[Stmt] | None:
+        """An in-place op whose operand partially overlaps its destination, spelled
+        the ways Thunder decomposes further (alpha, addcmul's value, lerp, setitem):
+        eager rejects them all (torch's ``assert_no_partial_overlap``)."""
+        rng = self.rng
+        x = self.pick(writable=True)
+        xs = self.shape(x)
+        if not xs:
+            return None
+        pre: list[Stmt] = []
+        views = [f"{x}[0]", f"{x}[0:1]"]
+        if len(xs) >= 2 and xs[-1] == xs[-2]:
+            views.append(f"{x}.transpose(-1, -2)")
+        y = self.fresh()
+        pre.append(Stmt(f"{y} = {rng.choice(views)}", target=y, view_of=x))
+        c = rng.choice(CONSTANTS)
+        op = rng.choice((f"add_({y}, alpha={c})", f"sub_({y}, alpha={c})", f"addcmul_({y}, {x}, value={c})",
+                         f"lerp_({y}, 0.5)", f"clamp_(min={y})", f"mul_({y})", f"div_({y}, rounding_mode='floor')"))
+        return pre + [Stmt(f"{x}.{op}", reads=(x, y), writes=x)]
+
+    def _setitem_value(self, dst_shape: tuple[int, ...]) -> str:
+        rng = self.rng
+        if rng.random() < 0.3:
+            return repr(rng.choice(CONSTANTS))
+        ok = []
+        for v in self.names:
+            try:
+                if tuple(torch.broadcast_shapes(dst_shape, self.shape(v))) == dst_shape:
+                    ok.append(v)
+            except RuntimeError:
+                pass
+        return rng.choice(ok) if ok else repr(rng.choice(CONSTANTS))
+
+    def outofplace(self) -> Stmt:
+        rng, x = self.rng, self.pick()
+        nd = len(self.shape(x))
+        kind = rng.choices(("unary", "binary", "reduce"), (4, 4, 2 if nd else 0))[0]
+        reads: tuple[str, ...] = (x,)
+        if kind == "unary":
+            e = rng.choices(
+                (f"torch.tanh({x})", f"{x}.sin()", f"-{x}", f"{x} * 0.5", f"{x}.exp()", f"torch.sigmoid({x})",
+                 f"{x}.abs()", f"{x}.clone()", f"{x}.cos()", f"torch.relu({x})"),
+                (3, 3, 2, 3, 1, 1, 1, 1, 1, 1),
+            )[0]
+        elif kind == "binary":
+            y = self.operand(x, inplace=False)
+            e = rng.choice((f"{x} + {y}", f"{x} * {y}", f"{x} - {y}", f"torch.maximum({x}, {y})",
+                            f"{x}.add({y}, alpha=0.5)", f"torch.where({x} > 0, {x}, {y})"))
+            if e.startswith("torch.maximum") and not self._is_var(y):
+                e = f"{x} * {y}"
+            reads = (x, y) if self._is_var(y) else (x,)
+        else:
+            d = rng.randrange(-nd, nd)
+            e = rng.choice((f"{x}.sum()", f"{x}.sum({d}, keepdim=True)", f"{x}.amax({d}, keepdim=True)",
+                            f"{x}.mean({d})", f"{x}.sum({d})", f"{x}.amax({d})"))
+        t = self.fresh()
+        return Stmt(f"{t} = {e}", target=t, reads=reads)
+
+    def statement(self) -> Stmt:
+        kind = self.rng.choices(("view", "inplace", "outofplace"), (3, 5, 3))[0]
+        return getattr(self, kind)()
+
+
+class _Indexer:
+    def __getitem__(self, idx):
+        return idx

@@ -1,0 +1,182 @@
+"""The dtype generator: bases of float16, bfloat16, float64, int32, int64, bool,
+complex64 (and float32), with integer division and in-place type promotion.
+
+Note [in-place type promotion]
+    An in-place op computes in the promoted type of its operands and casts the
+    result into the destination; eager raises when that cast is not allowed
+    (``torch.can_cast(result_type, dst.dtype)`` is false):
+
+        i = int32 tensor, f = float32 tensor, c = complex64 tensor, b = bool tensor
+        i.add_(2)        ok     (int result)
+        f.add_(i)        ok     (float result into float)
+        i.div_(2)        raises (true division gives float)
+        i.add_(f)        raises (float into int)
+        i.mul_(1.5)      raises (a float scalar promotes an int tensor to float)
+        b.add_(1)        raises (int into bool)
+        f.add_(c)        raises (complex into float)
+        c.abs_()         raises (abs of complex is real)
+        i.copy_(f)       ok     (copy_ casts, truncating)
+        i //= 2          ok     (floor division of ints is an int)
+
+    Integer division rounds as asked: ``torch.div(i, 3, rounding_mode="trunc")``
+    towards zero, ``"floor"`` and ``//`` downwards; true division of ints gives
+    float. Divisors are never zero (``y.abs() + 1``): eager CPU raises on an
+    integer division by zero, which no compiler reproduces. No ``%``/``remainder_``:
+    Thunder 0.2.6 cannot trace ``%`` of a tensor (TypeError), which would make the
+    whole program unsupported.
+"""
+
+from __future__ import annotations
+
+import random
+
+import torch
+
+from fusion_alias.fuzz.gen_basic import _alias_expr, _Gen, _index_expr
+from fusion_alias.fuzz.program import PARAM_NAMES, Stmt
+
+DTYPES = ("float16", "bfloat16", "float64", "int32", "int64", "bool", "complex64", "float32")
+_DTYPE_WEIGHTS = (2, 2, 1, 3, 2, 2, 1, 2)
+_SHAPES = ((4, 6), (4, 4), (6,), (2, 3, 4), (1, 6))
+_INT = ("int32", "int64", "uint8", "int8", "int16")
+_FLOAT = ("float16", "bfloat16", "float32", "float64")
+
+
+def dtype_inputs(rng: random.Random) -> dict:
+    """1-3 bases of random dtypes; arguments are bases or aliases of them (a view has its base's dtype)."""
+    nbases = rng.choice((1, 2, 2, 3))
+    bases, dtypes, args = [], [], []
+    for i in range(nbases):
+        name, shape = f"x{i}", rng.choice(_SHAPES)
+        bases.append((name, shape))
+        dtype = rng.choices(DTYPES, _DTYPE_WEIGHTS)[0]
+        if dtype != "float32":
+            dtypes.append((name, dtype))
+    nargs = rng.randint(nbases, min(4, nbases + 2))
+    for i in range(nargs):
+        name, shape = bases[i] if i < nbases else rng.choice(bases)
+        expr = name if i < nbases and rng.random() < 0.7 else _alias_expr(rng, name, shape)
+        args.append((PARAM_NAMES[i], expr))
+    return {"bases": tuple(bases), "args": tuple(args), "dtypes": tuple(dtypes)}
+
+
+class DtypeGen(_Gen):
+    """Statements whose meaning depends on the dtypes: promotion, casts, integer division."""
+
+    def dtype(self, v: str) -> str:
+        return str(self.env[v].dtype).removeprefix("torch.")
+
+    def _constant(self, x: str) -> str:
+        return self.rng.choice(("2", "3", "-2", "1.5", "0.5", "True", "(1+2j)") if self.dtype(x) != "bool"
+                               else ("True", "False", "1", "2"))
+
+    def _divisor(self, x: str) -> tuple[str, tuple[str, ...]]:
+        """A divisor for ``x``: a nonzero constant, or ``(y.abs() + 1)`` of a variable (Note [in-place type promotion])."""
+        y = self.operand(x, inplace=False)
+        if self._is_var(y) and self.dtype(y) != "bool":
+            return f"({y}.abs() + 1)", (y,)
+        return self.rng.choice(("2", "3", "-2", "0.5", "4")), ()
+
+    def inplace(self) -> Stmt:
+        rng, x = self.rng, self.pick(writable=True)
+        kind = rng.choices(("promote", "divide", "copy", "setitem", "unary"), (5, 3, 2, 2, 2))[0]
+        reads: tuple[str, ...] = (x,)
+        if kind == "promote":
+            y = self.operand(x, inplace=True) if rng.random() < 0.7 else self._constant(x)
+            op = rng.choice(("add_", "sub_", "mul_"))
+            e = f"{x}.{op}({y})"
+            reads = (x, y) if self._is_var(y) else (x,)
+        elif kind == "divide":
+            d, dr = self._divisor(x)
+            e = rng.choice((f"{x}.div_({d})", f"{x}.div_({d}, rounding_mode='trunc')",
+                            f"{x}.div_({d}, rounding_mode='floor')", f"{x}.floor_divide_({d})"))
+            reads = (x, *dr)
+        elif kind == "copy":
+            y = rng.choice(self.names)
+            if self.shape(y) != self.shape(x):
+                y = self.operand(x, inplace=True)
+                if not self._is_var(y):
+                    y = x
+            e = f"{x}.copy_({y})"
+            reads = (y,)
+        elif kind == "setitem":
+            idx = _index_expr(rng, self.shape(x)) or "[...]"
+            y = self._constant(x) if rng.random() < 0.5 else rng.choice(self.names)
+            return Stmt(f"{x}{idx} = {y}", reads=(y,) if self._is_var(y) else (), writes=x)
+        else:
+            dt = self.dtype(x)
+            ops = ["zero_()", "neg_()", "abs_()"]
+            if dt in _INT or dt == "bool":
+                ops += ["bitwise_not_()", "logical_not_()"]
+            if dt in _FLOAT:
+                ops += ["tanh_()", "clamp_(-0.5, 0.5)"]
+            if dt in _INT:
+                ops += ["clamp_(-3, 3)"]
+            e = f"{x}.{rng.choice(ops)}"
+        if rng.random() < 0.3:
+            t = self.fresh()
+            return Stmt(f"{t} = {e}", target=t, reads=reads, writes=x, inplace_result=True)
+        return Stmt(e, reads=reads, writes=x)
+
+    def outofplace(self) -> Stmt:
+        rng, x = self.rng, self.pick()
+        kind = rng.choices(("cast", "binary", "divide", "unary", "reduce"), (3, 4, 4, 2, 1))[0]
+        reads: tuple[str, ...] = (x,)
+        if kind == "cast":
+            # .to() of the tensor's own dtype returns the tensor itself: an alias, not a copy
+            to = rng.choice((self.dtype(x),) + DTYPES)
+            e = rng.choice((f"{x}.to(torch.{to})", f"{x}.float()", f"{x}.int()", f"{x}.double()", f"{x}.bool()",
+                            f"{x}.to(torch.{to})"))
+        elif kind == "binary":
+            y = self.operand(x, inplace=False) if rng.random() < 0.7 else self._constant(x)
+            e = rng.choice((f"{x} + {y}", f"{x} * {y}", f"{x} - {y}", f"{x} > {y}", f"{x} & {y}", f"{x} | {y}",
+                            f"torch.where({x} > 0, {x}, {y})", f"torch.maximum({x}, {y})"))
+            if self._is_var(y):
+                reads = (x, y)
+        elif kind == "divide":
+            d, dr = self._divisor(x)
+            e = rng.choice((f"torch.div({x}, {d}, rounding_mode='trunc')", f"torch.div({x}, {d}, rounding_mode='floor')",
+                            f"{x} // {d}", f"{x} / {d}", f"torch.div({x}, {d})"))
+            reads = (x, *dr)
+        elif kind == "unary":
+            e = rng.choice((f"{x}.abs()", f"-{x}", f"torch.tanh({x})", f"~{x}", f"{x}.sign()", f"{x}.clone()"))
+        else:
+            e = rng.choice((f"{x}.sum()", f"{x}.sum(0)", f"{x}.amax(0)", f"{x}.float().mean()", f"{x}.prod()"))
+        t = self.fresh()
+        return Stmt(f"{t} = {e}", target=t, reads=reads)
+
+    def bad_inplace(self) -> list[Stmt]:
+        """An in-place op whose result type eager cannot cast into the destination (Note [in-place type promotion])."""
+        rng, x = self.rng, self.pick(writable=True)
+        dt = self.dtype(x)
+        others = [v for v in self.names if v != x and self._broadcasts_into(v, x)]
+        wider = [v for v in others if _rank(self.dtype(v)) > _rank(dt)]
+        if dt == "bool":
+            ops = ["add_(1)", "mul_(2)", "neg_()", "div_(2)"]
+        elif dt in _INT:
+            ops = ["div_(2)", "mul_(1.5)", "add_(0.5)", "tanh_()", "sqrt_()"]
+        elif dt in _FLOAT:
+            ops = ["mul_(1j)", "add_((1+2j))"]
+        else:  # complex
+            ops = ["abs_()", "clamp_(0, 1)"]
+        if wider and rng.random() < 0.6:
+            y = rng.choice(wider)
+            return [Stmt(f"{x}.{rng.choice(('add_', 'mul_', 'sub_'))}({y})", reads=(x, y), writes=x)]
+        return [Stmt(f"{x}.{rng.choice(ops)}", reads=(x,), writes=x)]
+
+    def _broadcasts_into(self, v: str, x: str) -> bool:
+        try:
+            return tuple(torch.broadcast_shapes(self.shape(v), self.shape(x))) == self.shape(x)
+        except RuntimeError:
+            return False
+
+
+def _rank(dtype: str) -> int:
+    """Order of the type categories: bool < integer < floating < complex."""
+    if dtype == "bool":
+        return 0
+    if dtype in _INT:
+        return 1
+    if dtype in _FLOAT:
+        return 2
+    return 3

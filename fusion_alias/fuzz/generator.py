@@ -1,0 +1,161 @@
+"""``generate_program(seed, index)``: pick a generator, make the inputs, grow a
+body statement by statement against live eager runs of every call's aliasing.
+
+Note [a body valid for every call]
+    A program may be called with several aliasings (``Program.variants``). Its
+    body is grown on variant 0: a statement eager rejects there is dropped. The
+    same statement is then run on every other variant's inputs: if eager rejects
+    it there, that call is expected to raise (the oracle checks the jitted call
+    raises too) and the variant is not followed further; if its result is
+    ill-defined there (an operand overlapping its destination at other indices,
+    Note [partial overlap within one op]) and eager does not raise, the statement
+    is dropped, because eager's answer would be arbitrary. So every call of the
+    program either has one eager answer or an eager error.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import warnings
+from typing import Sequence
+
+import torch
+
+from fusion_alias.fuzz import gen_aliasing, gen_dtype, gen_layout
+from fusion_alias.fuzz.gen_basic import _gen_inputs, _Gen
+from fusion_alias.fuzz.hazard import _exec_stmt, _ill_defined, eager_env
+from fusion_alias.fuzz.program import GENERATORS, Program, Stmt
+
+# relative frequency of each generator when several are enabled
+_WEIGHTS = {"basic": 3, "dtype": 2, "layout": 2, "hidden": 2, "calls": 2}
+
+
+def _basic_inputs(rng: random.Random) -> dict:
+    bases, args = _gen_inputs(rng)
+    return {"bases": bases, "args": args}
+
+
+_MAKERS = {
+    # kind: (inputs(rng) -> Program fields, statement maker class, rate of a final statement eager rejects
+    #        relative to error_rate)
+    "basic": (_basic_inputs, _Gen, 1.0),
+    "dtype": (gen_dtype.dtype_inputs, gen_dtype.DtypeGen, 6.0),
+    "layout": (gen_layout.layout_inputs, gen_layout.LayoutGen, 4.0),
+    "hidden": (gen_aliasing.hidden_inputs, _Gen, 1.0),
+    "calls": (gen_aliasing.calls_inputs, _Gen, 1.0),
+}
+
+
+def generate_program(
+    seed: int,
+    index: int,
+    max_stmts: int = 8,
+    error_rate: float = 0.05,
+    generators: Sequence[str] = GENERATORS,
+) -> Program:
+    """Program ``index`` of the stream for ``seed`` (deterministic for given ``generators``).
+
+    One generator of ``generators`` is drawn per program (with one, none is drawn,
+    so ``generators=("basic",)`` gives the stream of the fuzzer before the other
+    generators existed). Statements are validated one by one against eager runs
+    (Note [a body valid for every call]). With probability ``error_rate`` (higher
+    for the dtype and layout generators) the program ends in a statement eager
+    rejects: the jitted program must then raise too.
+    """
+    unknown = set(generators) - set(GENERATORS)
+    if unknown or not generators:
+        raise ValueError(f"fuzz: unknown generators {sorted(unknown)}; expected some of {GENERATORS}")
+    rng = random.Random(f"fusion_alias.fuzz:{seed}:{index}")
+    if len(generators) == 1:
+        kind = generators[0]
+    else:
+        kind = rng.choices(list(generators), [_WEIGHTS[g] for g in generators])[0]
+    make_inputs, gen_class, bad_factor = _MAKERS[kind]
+    fields = make_inputs(rng)
+    p = Program(name=f"seed {seed} #{index}", input_seed=rng.randrange(2**31), stmts=(), returns=(), **fields)
+    if kind != "basic":
+        p = p.replace(kind=kind)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _grow(p, rng, gen_class, max_stmts, min(1.0, error_rate * bad_factor))
+
+
+def _grow(p: Program, rng: random.Random, gen_class: type, max_stmts: int, error_rate: float) -> Program:
+    envs = [eager_env(p, v) for v in range(len(p.all_variants))]
+    env = envs[0]
+    inputs = [v for v in env if isinstance(env[v], torch.Tensor)]
+    live = [True] * len(envs)  # variants whose eager run has not raised yet
+    gen = gen_class(rng, env, list(inputs))
+    stmts: list[Stmt] = []
+    n = rng.randint(2, max_stmts)
+    attempts = 0
+    while len(stmts) < n and attempts < 20 * n:
+        attempts += 1
+        s = gen.statement()
+        if _ill_defined(s, env):
+            continue
+        if len(envs) > 1 and not _defined_in_variants(p, stmts, s, envs, live):
+            continue
+        try:
+            _exec_stmt(s, env)
+        except Exception:  # noqa: BLE001
+            if s.target is not None:
+                env.pop(s.target, None)
+            continue
+        stmts.append(s)
+        if s.target is not None:
+            gen.names.append(s.target)
+        for v in range(1, len(envs)):
+            if live[v]:
+                try:
+                    _exec_stmt(s, envs[v])
+                except Exception:  # noqa: BLE001 - eager rejects this call: the jitted one must too
+                    live[v] = False
+    if rng.random() < error_rate:
+        bad = gen.bad_inplace()
+        try:
+            for s in bad[:-1]:
+                _exec_stmt(s, env)
+            _exec_stmt(bad[-1], env)
+        except Exception:  # noqa: BLE001 - the expected outcome
+            stmts += bad
+            gen.names += [s.target for s in bad if s.target is not None]
+    # returns: some intermediates and some inputs
+    intermediates = [v for v in gen.names if v not in inputs]
+    k = rng.choice((1, 1, 2, 2, 3))
+    rets: list[str] = []
+    for _ in range(k):
+        pool = intermediates if intermediates and rng.random() < 0.7 else inputs
+        v = rng.choice(pool)
+        if v not in rets:
+            rets.append(v)
+    if p.kind != "basic":  # (not for basic: its stream stays the one of the fuzzer before the other generators)
+        extra = [v for v in getattr(gen, "extra_returns", list)() if v in intermediates]
+        rets += [v for v in dict.fromkeys(extra + _sinks(stmts, intermediates)) if v not in rets][: max(0, 5 - len(rets))]
+    return p.replace(stmts=tuple(stmts), returns=tuple(rets))
+
+
+def _sinks(stmts: list[Stmt], intermediates: list[str]) -> list[str]:
+    """The intermediates no later statement reads or views, last first: values that
+    would otherwise be computed and never compared with eager."""
+    used = set()
+    for s in stmts:
+        used |= set(re.findall(r"\b\w+\b", s.code.split(" = ", 1)[-1] if s.target else s.code))
+    return [v for v in reversed(intermediates) if v not in used]
+
+
+def _defined_in_variants(p: Program, stmts: list[Stmt], s: Stmt, envs: list[dict], live: list[bool]) -> bool:
+    """Whether ``s`` has one eager answer (or an eager error) on every live later variant."""
+    for v in range(1, len(envs)):
+        if not live[v] or not _ill_defined(s, envs[v]):
+            continue
+        trial = eager_env(p, v)  # a fresh run: the live env must not see s if s is dropped
+        try:
+            for earlier in stmts:
+                _exec_stmt(earlier, trial)
+            _exec_stmt(s, trial)
+        except Exception:  # noqa: BLE001 - eager rejects it: a defined outcome
+            continue
+        return False
+    return True

@@ -1,0 +1,202 @@
+"""The oracle: eager PyTorch on fresh inputs against the system under test, for
+every schedule of the reference backend (``fusion_alias.backends.reference.SCHEDULES``),
+on every call of a program (first, cached, and each change of aliasing); outputs,
+arguments, bases and hidden tensors compared (and leaf gradients with ``--grad``)."""
+
+from __future__ import annotations
+
+import re
+import warnings
+from typing import Callable, Sequence
+
+from fusion_alias.backends.reference import SCHEDULES
+from fusion_alias.fuzz.program import Program
+from fusion_alias.fuzz.source import _holders_source, _make_inputs_source, _make_jit_source, _prog_source
+
+MakeJit = Callable[[Callable, str], Callable]
+
+
+# Note [gradients in the fuzzer]
+#     With ``--grad`` (``Program.grad``), every base is ``leaf * 1`` with a leaf
+#     that requires grad, so eager accepts writes into the arguments. After each
+#     call, a fixed random weighting of the outputs that require grad is summed
+#     and back-propagated, and the leaves' gradients are compared with eager's
+#     (a missing gradient counts as zeros: eager keeps a zero-gradient edge through
+#     ``t0 = -b; t0.copy_(a)`` where Thunder has none). An error eager raises only in the
+#     backward (a tensor saved for it was overwritten) makes the program not
+#     comparable: it counts as both-raised. fusion_alias refuses writes into
+#     inputs that require grad (Note [writes into inputs that require grad]);
+#     such refusals count as unsupported, and every program it accepts must
+#     match eager's values and gradients.
+# Note [calls with changing aliasing]
+#     A program is called several times on one jitted function: variant 0
+#     twice (the compile, then the cache), then each later variant (the same
+#     shapes, other memory sharing: independent -> the same tensor -> transposed
+#     -> ...), then variant 0 again. Each call is compared with eager on fresh
+#     inputs of its own variant, so a guard that reuses a program compiled for
+#     other aliasing, or a check decided at compile time and not re-made, shows
+#     as a mismatch or a missed rejection on the call where it happens. Eager may
+#     raise on one variant and not on another: the jitted call must follow, call
+#     by call.
+#
+# Note [low-precision tolerance]
+#     float16/bfloat16 results are compared with a wider tolerance (a fused
+#     region may keep an intermediate in float32 where eager rounds it), every
+#     other dtype with assert_close's defaults; dtypes must match exactly.
+_DRIVER = '''
+CALLS = {calls!r}  # the aliasing variant of each call: Note [calls with changing aliasing]
+_LOW_PRECISION = {{torch.float16: 1e-2, torch.bfloat16: 4e-2}}
+
+
+def _as_list(out):
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+def _assert_close(got, want):
+    if len(got) != len(want):
+        raise AssertionError(f"{{len(got)}} values, eager has {{len(want)}}")
+    for i, (g, w) in enumerate(zip(got, want)):
+        tol = _LOW_PRECISION.get(w.dtype) if isinstance(w, torch.Tensor) else None
+        kw = dict(rtol=tol, atol=tol) if tol else {{}}
+        try:
+            torch.testing.assert_close(g, w, equal_nan=True, **kw)
+        except AssertionError as e:
+            raise AssertionError(f"value {{i}}: {{e}}") from None
+
+
+def _qualname(e):
+    return f"{{type(e).__module__}}.{{type(e).__qualname__}}"
+
+
+def _run(fn, variant):
+    \"\"\"(outputs, bases, args, hidden, leaf gradients, error, phase of the error) of one call on fresh inputs.\"\"\"
+    bases, args, leaves, hidden = make_inputs(variant)  # leaves: --grad, the leaves the bases come from
+    install_hidden(hidden)
+    hidden = list(hidden.values())
+    try:
+        out = _as_list(fn(*args))
+        args = [a for a in args if isinstance(a, torch.Tensor)]  # an attribute holder's tensors are hidden ones
+    except Exception as e:  # noqa: BLE001 - any exception counts as a rejection
+        return None, bases, args, hidden, None, e, "forward"
+    if leaves:
+        try:
+            weights = torch.Generator().manual_seed(1)
+            diff = [o for o in out if isinstance(o, torch.Tensor) and o.requires_grad]
+            if diff:
+                sum((o * torch.rand(o.shape, generator=weights, dtype=o.dtype)).sum() for o in diff).backward()
+        except Exception as e:  # noqa: BLE001
+            return None, bases, args, hidden, None, e, "backward"
+        out = [o.detach() if isinstance(o, torch.Tensor) else o for o in out]
+    return out, bases, args, hidden, [leaf.grad for leaf in leaves], None, None
+
+
+def check(schedule, make_jit=make_jit):
+    \"\"\"Eager vs jitted on fresh inputs, one jitted function called once per entry of CALLS.
+    Returns (status, detail); status is ok, both-raised, jit-raised, missed-rejection or mismatch.\"\"\"
+    jitted = None
+    compared, raised = 0, []
+    for call, variant in enumerate(CALLS, 1):
+        where = f"call {{call}}" + (f" (aliasing variant {{variant}})" if len(set(CALLS)) > 1 else "")
+        want, want_bases, want_args, want_hidden, want_grads, want_err, want_phase = _run(prog, variant)
+        if want_phase == "backward":
+            return "both-raised", f"not comparable: eager's backward raised {{want_err!r}}"
+        if jitted is None:
+            try:
+                jitted = make_jit(prog, schedule)
+            except Exception as e:  # noqa: BLE001
+                if want_err is not None:
+                    return "both-raised", repr(e)
+                return "jit-raised", f"make_jit raised {{_qualname(e)}}:\\n" + "".join(traceback.format_exception(e))
+        got, got_bases, got_args, got_hidden, got_grads, got_err, got_phase = _run(jitted, variant)
+        if want_err is not None:
+            if got_err is None:
+                return "missed-rejection", f"{{where}}: eager raised {{want_err!r}}; the jitted call returned"
+            raised.append(f"{{where}}: eager: {{want_err!r}}; jitted: {{got_err!r}}")
+            continue
+        if got_err is not None:
+            return "jit-raised", (f"{{where}} ({{got_phase}}) raised {{_qualname(got_err)}}:\\n"
+                                  + "".join(traceback.format_exception(got_err)))
+        checks = [("outputs", got, want), ("arguments after the call", got_args, want_args),
+                  ("base tensors after the call", got_bases, want_bases),
+                  ("hidden tensors after the call", got_hidden, want_hidden)]
+        if want_grads:  # None (no gradient flowed) stands for zeros: see Note [gradients in the fuzzer]
+            zeros = [torch.zeros_like(leaf) for leaf in want_bases]
+            checks.append(("leaf gradients (None as zeros)", [z if g is None else g for g, z in zip(got_grads, zeros)],
+                           [z if w is None else w for w, z in zip(want_grads, zeros)]))
+        for what, g, w in checks:
+            try:
+                _assert_close(g, w)
+            except AssertionError as e:
+                return "mismatch", f"{{where}}: {{what}} differ from eager:\\n{{e}}"
+        compared += 1
+    if not compared:
+        return "both-raised", "; ".join(raised)
+    return "ok", ""
+'''
+
+FAILING_STATUSES = ("mismatch", "missed-rejection", "jit-raised")
+
+
+def program_source(p: Program, system: str = "fusion_alias", unsafe: bool = False) -> str:
+    """The exact source the runner executes: hidden holders, inputs, program, jit, driver."""
+    return (
+        "import traceback\n\nimport torch\n\n\n"
+        + _holders_source(p)
+        + "\n\n"
+        + _make_inputs_source(p)
+        + "\n\n"
+        + _prog_source(p)
+        + "\n\n"
+        + _make_jit_source(system, unsafe)
+        + "\n"
+        + _DRIVER.format(calls=p.calls)
+    )
+
+
+def repro_source(p: Program, schedules: Sequence[str], system: str = "fusion_alias", unsafe: bool = False) -> str:
+    """A self-contained script: ``program_source`` plus a ``__main__`` block (exit 1 on a failure:
+    a wrong value, a missed raise, or a raise eager does not make)."""
+    return (
+        f"# fusion_alias fuzz repro: program {p.name} ({p.kind})\n"
+        + program_source(p, system, unsafe)
+        + "\n\nif __name__ == \"__main__\":\n"
+        + "    failed = False\n"
+        + f"    for schedule in {tuple(schedules)!r}:\n"
+        + "        status, detail = check(schedule)\n"
+        + "        print(schedule, status, detail)\n"
+        + f"        failed |= status in {FAILING_STATUSES!r}\n"
+        + "    raise SystemExit(1 if failed else 0)\n"
+    )
+
+
+def _load(p: Program, system: str, unsafe: bool) -> dict:
+    src = program_source(p, system, unsafe)
+    ns: dict = {"__name__": f"fusion_alias_fuzz_program"}
+    exec(compile(src, f"<fuzz program {p.name}>", "exec"), ns)
+    return ns
+
+
+def run_program(
+    p: Program, schedule: str, system: str = "fusion_alias", unsafe: bool = False, make_jit: MakeJit | None = None
+) -> tuple[str, str]:
+    """Run ``p``'s own ``check(schedule)``: returns (status, detail)."""
+    ns = _load(p, system, unsafe)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if make_jit is not None:
+            return ns["check"](schedule, make_jit)
+        return ns["check"](schedule)
+
+
+def exception_type(detail: str) -> str | None:
+    """The qualified exception type a ``jit-raised`` detail names (``"... raised builtins.AttributeError:"``)."""
+    m = re.search(r" raised ([\w.<>]+):", detail)
+    return m.group(1) if m else None
+
+
+def _is_unsupported(detail: str) -> bool:
+    low = detail.lower()
+    return any(
+        k in low
+        for k in ("notimplemented", "not supported", "unsupported", "not implemented", "unknown attribute")
+    )

@@ -1,0 +1,107 @@
+"""The fuzzer's data model: a program is base tensors, arguments over them,
+tensors it reaches without arguments, the aliasing of each call, and a list of
+statements over variable names (see Note [the repro is what ran] in the
+package docstring)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+SYSTEMS = ("fusion_alias", "thunder", "thunder-skip", "eager")
+PARAM_NAMES = ("a", "b", "c", "d")
+CONSTANTS = (0.5, -0.25, 2.0, 0.75, -1.5, 0.125)
+
+# The generators (generate_program picks one per program; see generator.py):
+#   basic   float32 inputs that share memory, view / in-place / out-of-place statements
+#   dtype   f16, bf16, f64, int32/int64, bool, complex64 bases; integer division, in-place type promotion
+#   layout  reshape / flatten / repeat / expand().reshape() of layouts that are not viewable (copies)
+#   hidden  tensors reached without arguments: globals, closure cells, module buffers, argument attributes
+#   calls   one program called with changing aliasing of same-shaped inputs
+GENERATORS = ("basic", "dtype", "layout", "hidden", "calls")
+
+# Kinds of hidden tensors (Program.hidden); see source.py for how each is rendered.
+HIDDEN_KINDS = ("global", "global_dict", "closure", "buffer", "attr")
+ATTR_HOLDER = "o"  # the parameter whose attributes hold the "attr" tensors
+
+
+@dataclasses.dataclass(frozen=True)
+class Stmt:
+    """One line of a program body.
+
+    ``code`` is the full Python line (``t0 = a.t()``, ``a.tanh_()``,
+    ``a[:, 1] = b``). ``target`` is the name it binds (or None), ``reads``
+    the variables whose *values* it reads, ``writes`` the variable it mutates
+    in place (or None), ``view_of`` the variable whose memory a view shares,
+    ``inplace_result`` whether ``target`` is the result of the in-place op
+    (and so has the identity of ``writes``).
+    """
+
+    code: str
+    target: str | None = None
+    reads: tuple[str, ...] = ()
+    writes: str | None = None
+    view_of: str | None = None
+    inplace_result: bool = False
+
+
+Exprs = tuple[tuple[str, str], ...]  # (name, expression over the bases)
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """The aliasing of one call: every argument and hidden tensor as an expression over the bases.
+
+    The bases are the same on every call (same seed, same values); only which memory each
+    argument and hidden tensor is changes. Shapes are the same in every variant.
+    """
+
+    args: Exprs
+    hidden: Exprs = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Program:
+    """A generated program: base tensors, arguments derived from them, body.
+
+    Call sequence (Note [calls with changing aliasing]): variant 0 (``args``,
+    ``hidden``), variant 0 again (the cached call), then each of ``variants``,
+    then variant 0 once more when there are any; every call is compared with
+    eager on fresh inputs of its own variant.
+    """
+
+    name: str  # e.g. "seed 1 #17"
+    input_seed: int
+    bases: tuple[tuple[str, tuple[int, ...]], ...]  # (name, shape)
+    args: Exprs  # (param name, expression over bases)
+    stmts: tuple[Stmt, ...]
+    returns: tuple[str, ...]
+    grad: bool = False  # bases derived from leaves that require grad; gradients compared too
+    kind: str = "basic"  # the generator that made it (GENERATORS)
+    dtypes: tuple[tuple[str, str], ...] = ()  # (base name, torch dtype name) where not float32
+    hidden: tuple[tuple[str, str, str], ...] = ()  # (variable, kind in HIDDEN_KINDS, expression over bases)
+    variants: tuple[Variant, ...] = ()  # aliasings of the later calls
+
+    @property
+    def params(self) -> tuple[str, ...]:
+        return tuple(p for p, _ in self.args)
+
+    @property
+    def hidden_names(self) -> tuple[str, ...]:
+        return tuple(h for h, _, _ in self.hidden)
+
+    def dtype_of(self, base: str) -> str:
+        return dict(self.dtypes).get(base, "float32")
+
+    @property
+    def all_variants(self) -> tuple[Variant, ...]:
+        """Variant 0 (``args``/``hidden``) followed by ``variants``."""
+        return (Variant(self.args, tuple((h, e) for h, _, e in self.hidden)),) + self.variants
+
+    @property
+    def calls(self) -> tuple[int, ...]:
+        """The variant index of each call, in order."""
+        later = tuple(range(1, len(self.variants) + 1))
+        return (0, 0) + later + ((0,) if later else ())
+
+    def replace(self, **kw) -> "Program":
+        return dataclasses.replace(self, **kw)

@@ -1,0 +1,165 @@
+"""Rendering a program as Python source: the hidden-tensor holders, ``make_inputs(variant)``,
+``install_hidden(hidden)``, ``def prog(...)`` and ``make_jit(fn, schedule)``
+(Note [the repro is what ran]).
+
+Note [hidden tensors, rendered]
+    A hidden tensor ``h`` is one the program reaches without an argument. Its
+    holder lives at module level and ``install_hidden`` points it at this call's
+    tensor before every call (eager and jitted alike), so that a hidden tensor can
+    be unrelated to the arguments on one call and a view of one on the next:
+
+        kind          holder                        the program's first lines
+        global        GLOBAL_h = None               h = GLOBAL_h
+        global_dict   G = {}                        h = G["h"]
+        closure       a cell of _make_prog()        h = closure_h
+        buffer        MOD_h = Buffers()             h = MOD_h()      (forward returns the buffer)
+        attr          the argument o = Box(h=...)   h = o.h
+"""
+
+from __future__ import annotations
+
+from fusion_alias.fuzz.program import ATTR_HOLDER, Program
+
+_INT_DTYPES = ("int32", "int64", "int16", "int8", "uint8")
+FLOAT_DTYPES = ("float32", "float64", "float16", "bfloat16")
+
+
+def _base_source(name: str, shape: tuple[int, ...], dtype: str, grad: bool) -> list[str]:
+    """Lines that create base ``name``: seeded values of ``dtype`` (``*_leaf`` requires grad with ``grad``)."""
+    rand = f"torch.rand({shape!r}, generator=g)"
+    if dtype == "float32":
+        value = f"{rand} * 2 - 1"
+    elif dtype in FLOAT_DTYPES:
+        value = f"({rand} * 2 - 1).to(torch.{dtype})"
+    elif dtype in _INT_DTYPES:
+        value = f"torch.randint(-8, 9, {shape!r}, generator=g, dtype=torch.{dtype})"
+    elif dtype == "bool":
+        value = f"{rand} > 0.5"
+    elif dtype.startswith("complex"):
+        value = f"torch.complex({rand} * 2 - 1, {rand} * 2 - 1).to(torch.{dtype})"
+    else:
+        raise ValueError(f"fuzz: no generator of base values for dtype {dtype}")
+    if grad and dtype in FLOAT_DTYPES:  # a leaf that requires grad, and the base: a non-leaf eager may write into
+        if dtype == "float32":
+            value = f"({value})"
+        return [f"    {name}_leaf = {value}.requires_grad_()", f"    {name} = {name}_leaf * 1"]
+    return [f"    {name} = {value}"]
+
+
+def _make_inputs_source(p: Program) -> str:
+    lines = [
+        "def make_inputs(variant=0):",
+        '    """(bases, arguments, leaves that require grad, hidden tensors) of one call of the given aliasing."""',
+        f"    g = torch.Generator().manual_seed({p.input_seed})",
+    ]
+    leaves = []
+    for name, shape in p.bases:
+        made = _base_source(name, shape, p.dtype_of(name), p.grad)
+        lines += made
+        if len(made) == 2:
+            leaves.append(f"{name}_leaf")
+    variants = p.all_variants
+    for i, v in enumerate(variants):
+        indent = "    "
+        if len(variants) > 1:
+            lines.append(f"    {'if' if i == 0 else 'elif'} variant == {i}:")
+            indent = "        "
+        lines += [f"{indent}{h} = {e}" for h, e in v.hidden]
+        lines.append(f"{indent}args = [{', '.join(e for _, e in v.args)}]")
+    if len(variants) > 1:
+        lines.append("    else:")
+        lines.append("        raise ValueError(f'no variant {variant}')")
+    bases = ", ".join(n for n, _ in p.bases)
+    hidden = ", ".join(f"{h!r}: {h}" for h in p.hidden_names)
+    lines.append(f"    return [{bases}], args, [{', '.join(leaves)}], {{{hidden}}}")
+    return "\n".join(lines) + "\n"
+
+
+def _holders_source(p: Program) -> str:
+    """Module-level holders of the hidden tensors, and ``install_hidden``."""
+    kinds = {k for _, k, _ in p.hidden}
+    lines = []
+    if "global_dict" in kinds:
+        lines.append("G = {}")
+    for h, k, _ in p.hidden:
+        if k == "global":
+            lines.append(f"GLOBAL_{h} = None")
+    if "attr" in kinds:
+        lines += ["", "", "class Box:", "    def __init__(self, **attrs):", "        self.__dict__.update(attrs)"]
+    if "buffer" in kinds:
+        lines += [
+            "",
+            "",
+            "class Buffers(torch.nn.Module):",
+            "    def __init__(self):",
+            "        super().__init__()",
+            '        self.register_buffer("buf", torch.zeros(0))',
+            "",
+            "    def forward(self):",
+            "        return self.buf",
+            "",
+            "",
+        ]
+        lines += [f"MOD_{h} = Buffers()" for h, k, _ in p.hidden if k == "buffer"]
+    lines += ["", "", "def install_hidden(hidden):", '    """Point every holder at this call\'s hidden tensors."""']
+    globals_ = [f"GLOBAL_{h}" for h, k, _ in p.hidden if k == "global"]
+    if globals_:
+        lines.append(f"    global {', '.join(globals_)}")
+    body = []
+    for h, k, _ in p.hidden:
+        if k == "global":
+            body.append(f"    GLOBAL_{h} = hidden[{h!r}]")
+        elif k == "global_dict":
+            body.append(f"    G[{h!r}] = hidden[{h!r}]")
+        elif k == "buffer":
+            body.append(f"    MOD_{h}.buf = hidden[{h!r}]")
+        elif k == "closure":
+            body.append(f"    SET_CLOSURE[{h!r}](hidden[{h!r}])")
+    lines += body or ["    pass"]
+    return "\n".join(lines).lstrip("\n") + "\n"
+
+
+def _hidden_access(h: str, kind: str) -> str:
+    return {
+        "global": f"GLOBAL_{h}",
+        "global_dict": f"G[{h!r}]",
+        "closure": f"closure_{h}",
+        "buffer": f"MOD_{h}()",
+        "attr": f"{ATTR_HOLDER}.{h}",
+    }[kind]
+
+
+def _prog_source(p: Program) -> str:
+    closures = [h for h, k, _ in p.hidden if k == "closure"]
+    pad = "    " if closures else ""
+    lines = [f"{pad}def prog({', '.join(p.params)}):"]
+    lines += [f"{pad}    {h} = {_hidden_access(h, k)}" for h, k, _ in p.hidden]
+    lines += [f"{pad}    {s.code}" for s in p.stmts]
+    lines.append(f"{pad}    return ({''.join(r + ', ' for r in p.returns).rstrip()})")
+    if not closures:
+        return "\n".join(lines) + "\n"
+    head = ["def _make_prog():", '    """prog, and a setter per closure cell it reads."""']
+    head += [f"    closure_{h} = None" for h in closures]
+    for h in closures:
+        head += ["", f"    def set_{h}(value):", f"        nonlocal closure_{h}", f"        closure_{h} = value"]
+    setters = ", ".join(f"{h!r}: set_{h}" for h in closures)
+    tail = [f"    return prog, {{{setters}}}", "", "", "prog, SET_CLOSURE = _make_prog()"]
+    return "\n".join(head + [""] + lines + tail) + "\n"
+
+
+def _make_jit_source(system: str, unsafe: bool) -> str:
+    if system == "fusion_alias":
+        extra = ", unsafe_ignore_hazards=True" if unsafe else ""
+        body = (
+            "    import fusion_alias\n"
+            f'    return fusion_alias.jit(fn, backend="reference", schedule=schedule{extra})\n'
+        )
+    elif system == "thunder":
+        body = "    import thunder\n    return thunder.jit(fn)\n"
+    elif system == "thunder-skip":
+        body = "    import thunder\n    return thunder.jit(fn, skip_inplace_alias_updates=True)\n"
+    elif system == "eager":
+        body = "    return fn\n"
+    else:  # a Python callable given to the API; not renderable
+        body = "    raise NotImplementedError('custom system under test: supply make_jit')\n"
+    return "def make_jit(fn, schedule):\n" + body
