@@ -26,7 +26,7 @@ from thunder.core.pytree import tree_flatten
 from thunder.extend import FusionExecutor, register_executor
 import thunder.core.prims as prims
 
-from fusion_alias import context, ops
+from fusion_alias import context, dtype_rules, ops
 from fusion_alias.aliasing import AliasInfo, analyze, flattened, forget_flattened, proxy_args, proxy_outs
 from fusion_alias.functionalize import substitute_reads
 from fusion_alias.graph import build_graph
@@ -188,6 +188,7 @@ class FusionAliasExecutor(FusionExecutor):
         if _has_lost_its_inplace_ops(trace):
             self._check_original_operands(ctx, actual)
         grad_inputs = {p.name for p in tensor_inputs if p.requires_grad} if torch.is_grad_enabled() else set()
+        dtype_rules.check_inplace_dtypes((_traced_program() or trace).bound_symbols)
         _check_writes(flat, info, actual, proxies, inplace_ops, grad_inputs)
         if grad_inputs:
             _check_aliased_inputs_with_gradients(flat, shared_storage_groups(actual.items()) or input_groups)
