@@ -30,6 +30,7 @@ from fusion_alias import context, dtype_rules, ops
 from fusion_alias.aliasing import AliasInfo, analyze, flattened, forget_flattened, proxy_args, proxy_outs
 from fusion_alias.functionalize import substitute_reads
 from fusion_alias.graph import build_graph
+from fusion_alias.layouts import copying_reshapes
 from fusion_alias.lowering import plan_region
 from fusion_alias.overlap import shared_storage_groups
 from fusion_alias.partition import partition
@@ -181,6 +182,7 @@ class FusionAliasExecutor(FusionExecutor):
         actual: dict = {}
         if input_groups is None:
             input_groups, actual = _input_groups(trace, ctx, tensor_inputs)
+        flat = copying_reshapes(trace, flat, actual, _traced_program())
         t0 = time.perf_counter()
         info = analyze(flat, tensor_inputs, list(input_groups) + alias_facts)
         proxies = {o.name: o for b in flat for o in proxy_outs(b) if isinstance(o, TensorProxy)}

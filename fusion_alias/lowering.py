@@ -58,6 +58,34 @@ class RegionSpec:
     final_dst: dict[str, str] = field(default_factory=dict)  # "final" outputs -> the tensor written
 
 
+class TraceShapeError(RuntimeError):
+    """A trace Thunder made is inconsistent with itself (a wrong gradient), so a region cannot run it."""
+
+
+# Note [Thunder's wrong 0-d gradients]
+# ------------------------------------
+# For ``a * b.sum()`` with ``a`` and ``b`` requiring grad, Thunder 0.2.6's backward
+# computes the gradient of the 0-d ``b.sum()`` as ``mul(a, g)`` of ``a``'s shape and
+# never reduces it: its trace then says ``broadcast_in_dim(t13, (3,), ())``, a
+# 1-d tensor broadcast as if it were 0-d. Thunder's torch executor expands it
+# anyway and plain ``thunder.jit`` returns a wrong ``b.grad`` without an error
+# (checked). A region refuses such a trace when it is built, naming the bug.
+
+
+def _check_trace_consistency(name: str, bsyms) -> None:
+    for b in bsyms:
+        if b.sym.id is ops.PrimIDs.BROADCAST_IN_DIM and isinstance(b.args[0], TensorProxy):
+            have, dims = tuple(b.args[0].shape), tuple(b.args[2])
+            if len(have) != len(dims):
+                raise TraceShapeError(
+                    f"fusion_alias: Thunder's trace broadcasts {b.args[0].name} of shape {have} with broadcast "
+                    f"dimensions {dims} (region {name}): Thunder 0.2.6 computed a wrong gradient for a 0-d "
+                    "intermediate used with a tensor (e.g. a * b.sum() with both requiring grad); plain "
+                    "thunder.jit returns that wrong gradient without an error. Workaround: keep the reduced "
+                    "dimension (b.sum(0, keepdim=True) or b.sum().reshape(1))"
+                )
+
+
 def plan_region(
     name: str,
     bsyms: Sequence[BoundSymbol],
@@ -72,6 +100,7 @@ def plan_region(
     the global alias analysis: equal keys, same elements); without it each
     name is its own view, and only writes to the same name are coalesced.
     """
+    _check_trace_consistency(name, bsyms)
     view_key = view_key or (lambda name: name)
     copies = [i for i, b in enumerate(bsyms) if ops.is_copy(b)]
     # Coalesce (Note [one write-back per memory]): a write is dropped when a later

@@ -157,6 +157,8 @@ def torch_lerp(start, end, weight):
 
 _OTHER = {
     "LERP": OpInfo("elementwise", "lerp", torch_lerp),
+    # a copy into new memory; layouts.py puts one before each reshape that copies in eager
+    "CLONE": OpInfo("elementwise", "set", lambda a, **_: a.clone(memory_format=torch.contiguous_format)),
     "WHERE": OpInfo("elementwise", "where", torch_where),
     "CONVERT_ELEMENT_TYPE": OpInfo("elementwise", "cast", _convert),
     "BROADCAST_IN_DIM": OpInfo("view", "broadcast_in_dim", torch_broadcast_in_dim),

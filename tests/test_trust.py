@@ -294,3 +294,168 @@ def test_lerp_with_a_tensor_weight_and_new_unary_ops(schedule):
         return torch.randn(3, 4, generator=gen), torch.randn(3, 4, generator=gen), torch.rand(3, 4, generator=gen)
 
     assert_like_eager(fn, make, schedule)
+
+
+# ---------------------------------------------------------------------------
+# class 1: a reshape that copies is not a view
+# ---------------------------------------------------------------------------
+
+
+def _mat():
+    return (_ramp(3, 4),)
+
+
+def _transposed():
+    return (_ramp(4, 3).t(),)
+
+
+def _reshape_t_then_write(a):
+    v = a.t().reshape(-1)
+    a.mul_(2)
+    return v + 0
+
+
+def _flatten_t_then_write(a):
+    v = a.t().flatten()
+    a.mul_(2)
+    return v + 0
+
+
+def _repeat_then_write(a):
+    v = a.repeat(2, 1)
+    a.mul_(2)
+    return v + 0
+
+
+def _repeat_ones_then_write(a):
+    v = a.repeat(1, 1)  # eager's repeat always copies, even where a view would do
+    a.mul_(2)
+    return v + 0
+
+
+def _expand_reshape_then_write(a):
+    v = a[0].expand(3, 4).reshape(-1)
+    a.mul_(2)
+    return v + 0
+
+
+def _write_into_reshape_copy(a):
+    v = a.t().reshape(-1)
+    v.add_(1)
+    return a * 1, v
+
+
+def _write_into_repeat(a):
+    v = a.repeat(2, 1)
+    v.add_(1)
+    return a * 1, v
+
+
+def _strided_slice_reshape(a):
+    v = a[:, ::2].reshape(-1)
+    a.mul_(2)
+    v.add_(1)
+    return v + 0, a
+
+
+def _elementwise_keeps_layout(a):
+    b = a.t() * 2  # eager: b keeps a.t()'s layout, so b.reshape copies
+    v = b.reshape(-1)
+    b.add_(1)
+    return v + 0, b
+
+
+def _reshape_that_views(a):
+    v = a.reshape(-1)
+    a.mul_(2)
+    v[0] = 5.0
+    return v + 0, a
+
+
+def _row_slice_reshape_views(a):
+    v = a[:2].reshape(-1)
+    a.mul_(2)
+    v.add_(1)
+    return v + 0, a
+
+
+_RESHAPES = {
+    "t.reshape": (_reshape_t_then_write, _mat),
+    "t.flatten": (_flatten_t_then_write, _mat),
+    "repeat": (_repeat_then_write, _mat),
+    "repeat(1,1)": (_repeat_ones_then_write, _mat),
+    "expand.reshape": (_expand_reshape_then_write, _mat),
+    "write into reshape copy": (_write_into_reshape_copy, _mat),
+    "write into repeat": (_write_into_repeat, _mat),
+    "strided slice reshape": (_strided_slice_reshape, _mat),
+    "elementwise keeps layout": (_elementwise_keeps_layout, _mat),
+    "reshape that views": (_reshape_that_views, _mat),
+    "reshape that views, transposed input": (_reshape_that_views, _transposed),
+    "row slice reshape views": (_row_slice_reshape_views, _mat),
+}
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("case", list(_RESHAPES), ids=list(_RESHAPES))
+def test_reshape_view_or_copy_as_eager(case, schedule):
+    fn, make = _RESHAPES[case]
+    assert_like_eager(fn, make, schedule)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_view_of_a_layout_that_is_not_viewable_raises(schedule):
+    def fn(a):
+        a.view(-1).add_(1)
+        return a * 1
+
+    assert_raises_like_eager(fn, _transposed, schedule, "view size is not compatible")
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_view_of_a_viewable_layout_writes_through(schedule):
+    def fn(a):
+        a.view(-1).add_(1)
+        return a * 1
+
+    assert_like_eager(fn, _mat, schedule)
+
+
+def test_view_only_by_a_layout_regions_do_not_keep_is_refused():
+    def fn(a):
+        b = a.t() * 2
+        w = b.t().reshape(-1)  # a view in eager only because b kept a.t()'s layout
+        w.add_(1)
+        return b
+
+    fn(*_mat())  # eager runs it
+    with pytest.raises(RuntimeError, match="fusion regions do not keep"):
+        fusion_alias.jit(fn, backend="reference")(*_mat())
+
+
+# ---------------------------------------------------------------------------
+# class 7 (second item): Thunder's wrong 0-d gradient is named, not a raw crash
+# ---------------------------------------------------------------------------
+
+
+def test_wrong_zero_dim_gradient_is_named():
+    def fn(a, b):
+        return a * b.sum()
+
+    a = torch.randn(3, requires_grad=True)
+    b = torch.randn(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="wrong gradient for a 0-d intermediate"):
+        fusion_alias.jit(fn, backend="reference")(a, b).sum().backward()
+
+
+def test_zero_dim_gradient_workaround_runs():
+    def fn(a, b):
+        return a * b.sum(0, keepdim=True)
+
+    a = torch.randn(3, requires_grad=True)
+    b = torch.randn(3, requires_grad=True)
+    fn(a, b).sum().backward()
+    want = a.grad.clone(), b.grad.clone()
+    a.grad = b.grad = None
+    fusion_alias.jit(fn, backend="reference")(a, b).sum().backward()
+    torch.testing.assert_close(a.grad, want[0])
+    torch.testing.assert_close(b.grad, want[1])

@@ -173,6 +173,7 @@ class ReferenceFusion:
         from fusion_alias.lowering import assemble_outputs
 
         spec = self.spec
+        check_input_shapes(spec, args)
         env = run_recorded(self.fd, list(args), self.schedule)
         inputs = {p.name: a for p, a in zip(spec.inputs, args)}
         # plain fusion outputs, in the order define_region added them (emitted_outputs)
@@ -183,6 +184,22 @@ class ReferenceFusion:
 
     def __repr__(self):
         return describe(self.spec, self.fd.to_source(self.spec.name))
+
+
+def check_input_shapes(spec, args) -> None:
+    """Raise ``TraceShapeError`` when a tensor input's shape differs from its proxy's
+    (Thunder handed the region a value its trace does not describe; lowering.py,
+    Note [Thunder's wrong 0-d gradients])."""
+    from fusion_alias.lowering import TraceShapeError
+
+    for p, x in zip(spec.inputs, args):
+        shape = getattr(p, "shape", None)
+        if shape is None or not isinstance(x, torch.Tensor) or tuple(x.shape) == tuple(shape):
+            continue
+        raise TraceShapeError(
+            f"fusion_alias: region {spec.name} got {p.name} of shape {tuple(x.shape)} where Thunder's trace "
+            f"declares {tuple(shape)}: Thunder handed the region a value its own trace does not describe"
+        )
 
 
 def _value(env, x):
