@@ -144,6 +144,9 @@ class _Layouts:
                 return None
         if self.fresh_contiguous or info.torch_fn is None:
             return _meta_contiguous(p)
+        if b.sym.id is prims.PrimIDs.CLONE:  # eager's clone keeps a dense layout (preserve_format)
+            base = self.memo.get(b.args[0].name)
+            return base.clone() if base is not None else _meta_contiguous(p)
         # a compute prim: eager's result layout, from torch on meta operands
         args = [self._meta_arg(a) for a in b.args]
         if any(a is _UNKNOWN for a in args):

@@ -459,3 +459,34 @@ def test_zero_dim_gradient_workaround_runs():
     fusion_alias.jit(fn, backend="reference")(a, b).sum().backward()
     torch.testing.assert_close(a.grad, want[0])
     torch.testing.assert_close(b.grad, want[1])
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_view_of_an_intermediate_that_keeps_a_transposed_layout_raises(schedule):
+    # fuzz findings F3 (seed 9002 #3): eager's -a keeps a's transposed strides, so view(-1) raises
+    def fn(a):
+        t0 = -a
+        t0.view(-1).zero_()
+        return a * 1
+
+    assert_raises_like_eager(fn, _transposed, schedule, "view size is not compatible")
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_view_of_a_clone_of_a_transposed_tensor_raises(schedule):
+    def fn(a):
+        a.t().clone().view(-1).zero_()
+        return a * 1
+
+    assert_raises_like_eager(fn, _mat, schedule, "view size is not compatible")
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_reshape_of_a_clone_of_a_transposed_tensor_copies(schedule):
+    def fn(a):
+        c = a.t().clone()
+        v = c.reshape(-1)
+        c.mul_(2)
+        return v + 0, c
+
+    assert_like_eager(fn, _mat, schedule)
