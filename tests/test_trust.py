@@ -490,3 +490,26 @@ def test_reshape_of_a_clone_of_a_transposed_tensor_copies(schedule):
         return v + 0, c
 
     assert_like_eager(fn, _mat, schedule)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_repeat_of_a_strided_slice_returned_directly(schedule):
+    # fuzz findings, seed 9013 #0 (layout)
+    def fn(a):
+        t0 = a[:, ::2].repeat(1, 1)
+        a.zero_()
+        return t0, a
+
+    assert_like_eager(fn, lambda: (_ramp(4, 6),), schedule)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_more_uncastable_inplace_results_from_the_fuzzer(schedule):
+    # fuzz findings: int32.tanh_() (9003 #34), bool.mul_(int32) (9003 #33), int32.add_(a / 3) (9014 #26)
+    cases = [
+        (lambda a: a.tanh_(), lambda: (_ramp(4, dtype=torch.int32),)),
+        (lambda a, b: a.mul_(b), lambda: (torch.ones(4, dtype=torch.bool), _ramp(4, dtype=torch.int32))),
+        (lambda a: a.add_(a / 3), lambda: (_ramp(4, dtype=torch.int32),)),
+    ]
+    for fn, make in cases:
+        assert_raises_like_eager(fn, make, schedule, "can't be cast to the desired output type")
