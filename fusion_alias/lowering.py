@@ -58,6 +58,34 @@ class RegionSpec:
     final_dst: dict[str, str] = field(default_factory=dict)  # "final" outputs -> the tensor written
 
 
+class TraceShapeError(RuntimeError):
+    """A trace Thunder made is inconsistent with itself (a wrong gradient), so a region cannot run it."""
+
+
+# Note [Thunder's wrong 0-d gradients]
+# ------------------------------------
+# For ``a * b.sum()`` with ``a`` and ``b`` requiring grad, Thunder 0.2.6's backward
+# computes the gradient of the 0-d ``b.sum()`` as ``mul(a, g)`` of ``a``'s shape and
+# never reduces it: its trace then says ``broadcast_in_dim(t13, (3,), ())``, a
+# 1-d tensor broadcast as if it were 0-d. Thunder's torch executor expands it
+# anyway and plain ``thunder.jit`` returns a wrong ``b.grad`` without an error
+# (checked). A region refuses such a trace when it is built, naming the bug.
+
+
+def _check_trace_consistency(name: str, bsyms) -> None:
+    for b in bsyms:
+        if b.sym.id is ops.PrimIDs.BROADCAST_IN_DIM and isinstance(b.args[0], TensorProxy):
+            have, dims = tuple(b.args[0].shape), tuple(b.args[2])
+            if len(have) != len(dims):
+                raise TraceShapeError(
+                    f"fusion_alias: Thunder's trace broadcasts {b.args[0].name} of shape {have} with broadcast "
+                    f"dimensions {dims} (region {name}): Thunder 0.2.6 computed a wrong gradient for a 0-d "
+                    "intermediate used with a tensor (e.g. a * b.sum() with both requiring grad); plain "
+                    "thunder.jit returns that wrong gradient without an error. Workaround: keep the reduced "
+                    "dimension (b.sum(0, keepdim=True) or b.sum().reshape(1))"
+                )
+
+
 def plan_region(
     name: str,
     bsyms: Sequence[BoundSymbol],
@@ -72,16 +100,21 @@ def plan_region(
     the global alias analysis: equal keys, same elements); without it each
     name is its own view, and only writes to the same name are coalesced.
     """
+    _check_trace_consistency(name, bsyms)
     view_key = view_key or (lambda name: name)
     copies = [i for i, b in enumerate(bsyms) if ops.is_copy(b)]
-    # Coalesce: a write is dropped when a later write of the region targets the same view.
+    # Coalesce (Note [one write-back per memory]): a write is dropped when a later
+    # write of the region covers it.
     writebacks = []
     later_views: set = set()
+    later_wholes: set = set()  # roots that a later write overwrites whole
     for i in reversed(copies):
         key = view_key(bsyms[i].args[1].name)
-        if key not in later_views:
+        if key not in later_views and not _covered_by_whole(key, later_wholes):
             writebacks.append(i)
-            later_views.add(key)
+        later_views.add(key)
+        if _is_whole_key(key):
+            later_wholes.add(key[0])
     writebacks.reverse()
 
     produced_by = {}
@@ -163,6 +196,31 @@ def plan_region(
     )
 
 
+# Note [one write-back per memory]
+# --------------------------------
+# nvFuser does not order the write-backs of one fusion against each other. Two
+# ``add_output(v, alias_input=d)`` into overlapping memory therefore land in
+# either order. The dependency graph lets two writes of one memory share a region
+# only when the later one covers the earlier (graph.py, ``_covers``: the same
+# view, or the whole of the same root), so the earlier write-back can always be
+# dropped here. Worked example::
+#
+#     a[0].zero_(); a.copy_(b); return a * 1
+#     t3 = copy_(zeros, t7)     # t7 = a[0]: view key (a, (slice, squeeze))
+#     t4 = copy_(b, a)          # view key (a, ()): the whole of a covers a[0]
+#
+# Only ``b -> a`` is written back. Keeping both, the reference schedule
+# ``reverse-writes`` lands the zeros last and row 0 comes out 0, not 1.
+
+
+def _is_whole_key(key) -> bool:
+    return isinstance(key, tuple) and len(key) == 2 and key[1] == () and key[0] != "unknown"
+
+
+def _covered_by_whole(key, wholes: set) -> bool:
+    return isinstance(key, tuple) and len(key) == 2 and key[0] != "unknown" and key[0] in wholes
+
+
 def _proxy_named(bsyms, name):
     for b in bsyms:
         for o in proxy_outs(b):
@@ -173,13 +231,11 @@ def _proxy_named(bsyms, name):
 
 def emitted_outputs(spec: RegionSpec) -> list[str]:
     """Names whose values ``define_region`` adds as plain fusion outputs, in order."""
-    names, seen_src = [], set()
+    names = []
     for o in list(spec.outputs) + list(spec.extra_outputs):
-        kind = spec.output_kind.get(o.name)
-        if kind == "fresh":
-            names.append(o.name)
-        elif kind == "final" and spec.final_src[o.name].name not in seen_src:
-            seen_src.add(spec.final_src[o.name].name)
+        # each "final" name is its own memory (a tensor the region made and wrote):
+        # two of them written with one value are still two buffers
+        if spec.output_kind.get(o.name) in ("fresh", "final") and o.name not in names:
             names.append(o.name)
     return names
 
@@ -196,19 +252,17 @@ def assemble_outputs(spec: RegionSpec, inputs: dict, emitted: Sequence) -> tuple
     from fusion_alias.views import replay_view
 
     input_storages = {t.untyped_storage().data_ptr() for t in inputs.values() if isinstance(t, torch.Tensor)}
+    taken: set[int] = set()  # storages already given to an emitted output: one buffer per program tensor
     values: dict[str, object] = {}
-    by_src: dict[str, object] = {}
     for name, v in zip(emitted_outputs(spec), emitted):
-        if isinstance(v, torch.Tensor) and (
-            v.untyped_storage().data_ptr() in input_storages or torch._debug_has_internal_overlap(v) == 1
-        ):
-            v = v.clone(memory_format=torch.contiguous_format)  # fresh: own memory, writable
+        if isinstance(v, torch.Tensor):
+            storage = v.untyped_storage().data_ptr() if v.numel() else None
+            if storage in input_storages or storage in taken or torch._debug_has_internal_overlap(v) == 1:
+                v = v.clone(memory_format=torch.contiguous_format)  # fresh: own memory, writable
+                storage = v.untyped_storage().data_ptr() if v.numel() else None
+            if storage is not None:
+                taken.add(storage)
         values[name] = v
-        if spec.output_kind[name] == "final":
-            by_src[spec.final_src[name].name] = v
-    for o in list(spec.outputs) + list(spec.extra_outputs):
-        if spec.output_kind[o.name] == "final" and o.name not in values:
-            values[o.name] = by_src[spec.final_src[o.name].name]
     results = []
     for o in spec.outputs:
         if spec.output_kind[o.name] == "view":
@@ -320,13 +374,28 @@ def define_region(fd, spec: RegionSpec, DataType) -> dict[str, object]:
         offset = len(want) - len(have)
         return fd.ops.broadcast_in_dim(v, shape=list(want), broadcast_dims=list(range(offset, len(want))))
 
+    # Note [one buffer per program tensor]: ``t0 = relu(a); t1 = tanh(t0); t0.copy_(t1)``
+    # makes t1 (fresh) and t0 (final) the same fd value. Eager keeps them in two
+    # buffers, and later writes into one must not show in the other, so a value
+    # already added as an output or a write-back source is added again through
+    # ``fd.ops.set`` (a copy): its own buffer.
+    used: set[int] = set()  # ids of the fd values added so far (env holds each value once)
+
+    def distinct(v):
+        if id(v) in used:
+            return fd.ops.set(v)
+        used.add(id(v))
+        return v
+
     for i in spec.writebacks:
-        fd.add_output(shaped(spec.bsyms[i].args[0], spec.writeback_dst[i]), alias_input=env[spec.writeback_dst[i]])
+        v = shaped(spec.bsyms[i].args[0], spec.writeback_dst[i])
+        distinct(v)
+        fd.add_output(v, alias_input=env[spec.writeback_dst[i]])
     for name in emitted_outputs(spec):
         if spec.output_kind[name] == "final":
-            fd.add_output(shaped(spec.final_src[name], spec.final_dst[name]))
+            fd.add_output(distinct(shaped(spec.final_src[name], spec.final_dst[name])))
         else:
-            fd.add_output(env[name])
+            fd.add_output(distinct(env[name]))
     return env
 
 

@@ -43,9 +43,25 @@ def _binary(fn):
     return impl
 
 
+def torch_div(a, b):
+    """Thunder's ``prims.div``: true division, except that it truncates when both operands
+    are integers (or bool) -- ``torch.div(a, b, rounding_mode="trunc")`` reaches us as a
+    bare ``prims.div`` on integers, and nvFuser's ``div`` truncates them too."""
+    result = torch.result_type(a, b)
+    if not (result.is_floating_point or result.is_complex):
+        return torch.div(a, b, rounding_mode="trunc")
+    return torch.true_divide(a, b)
+
+
 _UNARY = {
     "ABS": ("abs", torch.abs),
     "ACOS": ("acos", torch.acos),
+    "ACOSH": ("acosh", torch.acosh),
+    "ASINH": ("asinh", torch.asinh),
+    "ATANH": ("atanh", torch.atanh),
+    "ERFC": ("erfc", torch.erfc),
+    "ERFINV": ("erfinv", torch.erfinv),
+    "LGAMMA": ("lgamma", torch.lgamma),
     "ASIN": ("asin", torch.asin),
     "ATAN": ("atan", torch.atan),
     "CEIL": ("ceil", torch.ceil),
@@ -78,7 +94,7 @@ _BINARY = {
     "ADD": ("add", torch.add),
     "SUB": ("sub", torch.sub),
     "MUL": ("mul", torch.mul),
-    "DIV": ("div", torch.true_divide),
+    "DIV": ("div", torch_div),
     "POW": ("pow", torch.pow),
     "ATAN2": ("atan2", torch.atan2),
     "FMOD": ("fmod", torch.fmod),
@@ -133,7 +149,16 @@ def torch_prod(a, dims):
     return out if dims else a.clone()
 
 
+def torch_lerp(start, end, weight):
+    """``prims.lerp``: ``start + weight * (end - start)`` (``torch.optim.Adam`` writes ``exp_avg.lerp_(grad, 1 - beta1)``)."""
+    as_t = lambda x: x if isinstance(x, torch.Tensor) else torch.tensor(x)  # noqa: E731
+    return torch.lerp(as_t(start), as_t(end), weight)
+
+
 _OTHER = {
+    "LERP": OpInfo("elementwise", "lerp", torch_lerp),
+    # a copy into new memory; layouts.py puts one before each reshape that copies in eager
+    "CLONE": OpInfo("elementwise", "set", lambda a, **_: a.clone(memory_format=torch.contiguous_format)),
     "WHERE": OpInfo("elementwise", "where", torch_where),
     "CONVERT_ELEMENT_TYPE": OpInfo("elementwise", "cast", _convert),
     "BROADCAST_IN_DIM": OpInfo("view", "broadcast_in_dim", torch_broadcast_in_dim),

@@ -30,8 +30,10 @@ from fusion_alias.flatten import _drop_update_aliases, flatten_trace, fusible_pr
 from fusion_alias.functionalize import substitute_reads
 from fusion_alias.graph import build_graph
 from fusion_alias.input_groups import _input_groups
+from fusion_alias.layouts import copying_reshapes
 from fusion_alias.partition import partition
 from fusion_alias.refusals import check_refusals
+from fusion_alias.refusals.inplace_ops import _traced_program
 from fusion_alias.regions import fuse_regions
 
 
@@ -58,6 +60,7 @@ def prepare(executor, trace: TraceCtx, input_groups=None) -> Prepared:
     actual: dict = {}
     if input_groups is None:
         input_groups, actual = _input_groups(trace, ctx, tensor_inputs)
+    flat = copying_reshapes(trace, flat, actual, _traced_program())
     t0 = time.perf_counter()
     info = analyze(flat, tensor_inputs, list(input_groups) + alias_facts)
     check_refusals(trace, flat, renamed, info, tensor_inputs, input_groups, actual, ctx)

@@ -4,6 +4,7 @@ import pytest
 import torch
 
 import fusion_alias
+from fusion_alias.backends.reference import SCHEDULES
 
 
 def _check(fn, make_inputs, schedule):
@@ -36,7 +37,7 @@ def view_of_fresh_then_write(a):
     return v, c
 
 
-@pytest.mark.parametrize("schedule", ["reads-first", "writes-first"])
+@pytest.mark.parametrize("schedule", SCHEDULES)
 def test_views_of_copy_result(schedule):
     def make():
         x = torch.linspace(-1, 1, 6).reshape(1, 6)
@@ -45,7 +46,7 @@ def test_views_of_copy_result(schedule):
     _check(views_of_copy_result_then_write, make, schedule)
 
 
-@pytest.mark.parametrize("schedule", ["reads-first", "writes-first"])
+@pytest.mark.parametrize("schedule", SCHEDULES)
 def test_permuted_copy_result_after_setitem(schedule):
     def make():
         x = torch.linspace(-1, 1, 24).reshape(2, 3, 4)
@@ -54,7 +55,7 @@ def test_permuted_copy_result_after_setitem(schedule):
     _check(permuted_copy_result_after_setitem, make, schedule)
 
 
-@pytest.mark.parametrize("schedule", ["reads-first", "writes-first"])
+@pytest.mark.parametrize("schedule", SCHEDULES)
 def test_view_of_fresh_tensor_sees_later_write(schedule):
     def make():
         x = torch.linspace(-1, 1, 12).reshape(3, 4)
@@ -65,7 +66,7 @@ def test_view_of_fresh_tensor_sees_later_write(schedule):
     assert v.data_ptr() == c.data_ptr()  # the view is a view of the returned tensor, as in eager
 
 
-@pytest.mark.parametrize("schedule", ["reads-first", "writes-first"])
+@pytest.mark.parametrize("schedule", SCHEDULES)
 def test_chained_inplace_writes_back_to_the_input(schedule):
     # peer suite test_chained_inplace; fuzz seed 1 #41, #64, #88, #100
     def fn(x):
@@ -78,7 +79,7 @@ def test_chained_inplace_writes_back_to_the_input(schedule):
     assert out.data_ptr() == x.data_ptr()
 
 
-@pytest.mark.parametrize("schedule", ["reads-first", "writes-first"])
+@pytest.mark.parametrize("schedule", SCHEDULES)
 def test_broadcasting_copy_into_region_made_tensor(schedule):
     # fuzz seed 1 #4: t0 = -b; t0.copy_(a) with a 0-d
     def fn(a, b):
@@ -109,7 +110,7 @@ def test_cache_counters_sum_over_alias_structures():
     assert (thunder.cache_hits(j), thunder.cache_misses(j)) == (0, 2)
 
 
-@pytest.mark.parametrize("schedule", ["reads-first", "writes-first"])
+@pytest.mark.parametrize("schedule", SCHEDULES)
 def test_reshape_that_copies_reads_after_aliased_write(schedule):
     # fuzz seed 1 #331/#368: reshape of a non-viewable layout copies, i.e. reads memory
     def prog(a, d):
@@ -124,7 +125,7 @@ def test_reshape_that_copies_reads_after_aliased_write(schedule):
     torch.testing.assert_close(x0, x1)
 
 
-@pytest.mark.parametrize("schedule", ["reads-first", "writes-first"])
+@pytest.mark.parametrize("schedule", SCHEDULES)
 def test_setitem_through_opaque_view_then_write_base(schedule):
     # fuzz seed 1 #110: narrow runs on torch (an opaque view); its write must order the base's read
     def prog(a, b):
@@ -169,7 +170,7 @@ def test_gradients_of_inplace_program():
     torch.testing.assert_close(w1.grad, w2.grad)
 
 
-@pytest.mark.parametrize("schedule", ["reads-first", "writes-first"])
+@pytest.mark.parametrize("schedule", SCHEDULES)
 def test_read_feeding_a_coalesced_write_is_checked_against_the_next(schedule):
     # fuzz seed 2 #50: neg's read of a fed the first write, whose write-back zero_ replaced
     def prog(a):
@@ -207,7 +208,7 @@ def test_fill_into_expanded_view_is_a_clear_error():
         fusion_alias.jit(prog)(torch.rand(4, 6))
 
 
-@pytest.mark.parametrize("schedule", ["reads-first", "writes-first"])
+@pytest.mark.parametrize("schedule", SCHEDULES)
 def test_weak_dtype_scalar_setitem(schedule):
     # fuzz seed 1 #172: b[...] = b traces a weak float32_ value, which has a DataType all the same
     def prog(a, b):
@@ -246,7 +247,7 @@ def test_write_of_a_larger_value_into_a_scalar_is_rejected_by_name():
         fusion_alias.jit(f)(x, x[0, 0])
 
 
-@pytest.mark.parametrize("schedule", ["reads-first", "writes-first"])
+@pytest.mark.parametrize("schedule", SCHEDULES)
 def test_inplace_on_unsqueezed_view_is_not_a_partial_overlap(schedule):
     # fuzz seed 1 #1297: t0 = d.unsqueeze(0); t0.sin_() - the operand is the output itself
     def prog(d):
@@ -259,7 +260,7 @@ def test_inplace_on_unsqueezed_view_is_not_a_partial_overlap(schedule):
     torch.testing.assert_close(fusion_alias.jit(prog, schedule=schedule)(x), prog(y))
 
 
-@pytest.mark.parametrize("schedule", ["reads-first", "writes-first"])
+@pytest.mark.parametrize("schedule", SCHEDULES)
 def test_copy_of_a_value_computed_from_an_overlapping_tensor_is_fine(schedule):
     # fuzz seed 1 #1251: c.copy_(a.sin()) with a = c's element: copy_'s operand is the fresh sin
     def prog(a, c):

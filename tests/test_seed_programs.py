@@ -6,7 +6,7 @@ import thunder
 from helpers import assert_same, region_count, run_both
 from programs import SEED_PROGRAMS
 
-SCHEDULES = ["reads-first", "writes-first"]
+from fusion_alias.backends.reference import SCHEDULES
 
 
 @pytest.mark.parametrize("schedule", SCHEDULES)

@@ -3,7 +3,7 @@
 Inside a fusion every tensor is an SSA value and write-backs
 (``add_output(v, alias_input=d)``) are separate stores whose order against the
 region's other reads nvFuser does not promise. The reference backend makes
-that freedom observable on a CPU with two adversarial schedules:
+that freedom observable on a CPU with three adversarial schedules:
 
 * ``reads-first``: every input read sees memory as it was at region entry
   (inputs are snapshotted), and all write-backs land at region exit, in
@@ -13,9 +13,14 @@ that freedom observable on a CPU with two adversarial schedules:
   computed, and every read sees memory when its op runs (inputs are the live
   buffers, views stay views). A region that reads a tensor *before* writing an
   alias of it, without a data edge to the write, sees the new value.
+* ``reverse-writes``: as ``reads-first``, but the write-backs land in the
+  reverse of definition order. nvFuser does not order two write-backs of one
+  region against each other, so a region with two write-backs into
+  overlapping memory (``a[0].zero_(); a.copy_(b)`` left as two
+  ``add_output(..., alias_input=...)``) gives a wrong number here.
 
 A partition that is legal under DESIGN.md §4 gives eager PyTorch's results
-under both; one that is not gives a wrong number under at least one of them
+under all three; one that is not gives a wrong number under at least one of them
 for the seed programs (see tests/test_oracle.py).
 """
 
@@ -27,7 +32,7 @@ from fusion_alias import ops
 from fusion_alias.lowering import RecordedCall, RecordedValue, RecordingFusionDefinition
 from fusion_alias.views import replay_view  # noqa: F401  (moved to fusion_alias.views; kept importable here)
 
-SCHEDULES = ("reads-first", "writes-first")
+SCHEDULES = ("reads-first", "writes-first", "reverse-writes")
 
 _TORCH_DTYPES = {
     "Float": torch.float32,
@@ -74,8 +79,8 @@ def _run_op(name: str, args: tuple, kwargs: dict):
         return args[0].squeeze(dims) if dims else args[0].view_as(args[0])
     if name == "permute":
         return args[0].permute(tuple(kwargs["dims"]))
-    if name == "set":
-        return args[0].view_as(args[0])
+    if name == "set":  # nvFuser's set is a copy into a new tensor
+        return args[0].clone()
     if name in _REDUCTIONS:
         if kwargs.get("keepdim", False):
             raise NotImplementedError(f"reference backend: fd.ops.{name} with keepdim=True")
@@ -97,7 +102,7 @@ def run_recorded(fd: RecordingFusionDefinition, inputs: list, schedule: str) -> 
     if len(defs) != len(inputs):
         raise RuntimeError(f"fusion expects {len(defs)} inputs, got {len(inputs)}")
     for c, x in zip(defs, inputs):
-        if schedule == "reads-first" and isinstance(x, torch.Tensor):
+        if schedule != "writes-first" and isinstance(x, torch.Tensor):
             x = x.clone()  # snapshot: reads see memory at region entry
         env[c.out.index] = x
 
@@ -149,7 +154,7 @@ def run_recorded(fd: RecordingFusionDefinition, inputs: list, schedule: str) -> 
     else:
         for c in body:
             run(c)
-        for w in writes:
+        for w in reversed(writes) if schedule == "reverse-writes" else writes:
             land(w, live)
     return env
 
@@ -169,6 +174,7 @@ class ReferenceFusion:
         from fusion_alias.lowering import assemble_outputs
 
         spec = self.spec
+        check_input_shapes(spec, args)
         env = run_recorded(self.fd, list(args), self.schedule)
         inputs = {p.name: a for p, a in zip(spec.inputs, args)}
         # plain fusion outputs, in the order define_region added them (emitted_outputs)
@@ -179,6 +185,22 @@ class ReferenceFusion:
 
     def __repr__(self):
         return describe(self.spec, self.fd.to_source(self.spec.name))
+
+
+def check_input_shapes(spec, args) -> None:
+    """Raise ``TraceShapeError`` when a tensor input's shape differs from its proxy's
+    (Thunder handed the region a value its trace does not describe; lowering.py,
+    Note [Thunder's wrong 0-d gradients])."""
+    from fusion_alias.lowering import TraceShapeError
+
+    for p, x in zip(spec.inputs, args):
+        shape = getattr(p, "shape", None)
+        if shape is None or not isinstance(x, torch.Tensor) or tuple(x.shape) == tuple(shape):
+            continue
+        raise TraceShapeError(
+            f"fusion_alias: region {spec.name} got {p.name} of shape {tuple(x.shape)} where Thunder's trace "
+            f"declares {tuple(shape)}: Thunder handed the region a value its own trace does not describe"
+        )
 
 
 def _value(env, x):

@@ -19,11 +19,12 @@ from __future__ import annotations
 import torch
 from thunder.core.proxies import TensorProxy
 
+from fusion_alias import dtype_rules
 from fusion_alias.aliasing import AliasInfo, proxy_outs
 from fusion_alias.errors import AliasInputError
 from fusion_alias.overlap import shared_storage_groups
 from fusion_alias.refusals.autograd import _check_aliased_inputs_with_gradients, _check_no_read_of_overwritten_values
-from fusion_alias.refusals.inplace_ops import _has_lost_its_inplace_ops, _inplace_ops_by_write
+from fusion_alias.refusals.inplace_ops import _has_lost_its_inplace_ops, _inplace_ops_by_write, _traced_program
 from fusion_alias.refusals.operands import _check_original_operands
 from fusion_alias.refusals.writes import _check_writes
 
@@ -39,6 +40,7 @@ def check_refusals(trace, flat, renamed: dict, info: AliasInfo, tensor_inputs, i
     if _has_lost_its_inplace_ops(trace):
         _check_original_operands(ctx, actual)
     grad_inputs = {p.name for p in tensor_inputs if p.requires_grad} if torch.is_grad_enabled() else set()
+    dtype_rules.check_inplace_dtypes((_traced_program() or trace).bound_symbols)
     _check_writes(flat, info, actual, proxies, inplace_ops, grad_inputs)
     if grad_inputs:
         _check_aliased_inputs_with_gradients(flat, shared_storage_groups(actual.items()) or input_groups)

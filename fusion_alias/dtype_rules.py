@@ -1,0 +1,127 @@
+"""Eager PyTorch's dtype rules for in-place ops, checked on the trace.
+
+Note [in-place result types]
+----------------------------
+An in-place op computes its result at the promoted type of its operands and
+then stores it into ``self``. Eager refuses the store when the result type
+cannot be cast to ``self``'s dtype under ``torch.can_cast``::
+
+    a = torch.arange(4)          # int64
+    a.div_(2)                    # true division: float32 result -> RuntimeError
+    a.mul_(1.5); a.add_(f32)     # float result -> RuntimeError
+    torch.ones(3, dtype=bool).add_(1)      # int64 result -> RuntimeError
+    f32.add_(c64)                # complex result -> RuntimeError
+
+Thunder decomposes ``a.div_(2)`` into ``t = div(a, 2.0); copy_(t, a)`` and its
+``copy_`` casts whatever it gets, so without this check the program returns a
+truncated value where eager raises (plain ``thunder.jit`` too). The check looks
+at each in-place op as traced (a top-level symbol tagged ``IN_PLACE``) and
+compares the dtype of the value its ``copy_`` stores (before the cast Thunder
+inserts right before the ``copy_``) with the destination's.
+
+Not checked here: ops that eager lets cast freely (``copy_``, ``fill_``,
+``zero_``, ``masked_fill_``, ``a[key] = v``) and index ops, whose stricter
+"same dtype" rule Thunder enforces itself. One extra eager rule: ``abs_`` on a
+complex tensor is refused ("In-place abs is not supported for complex
+tensors"), although float -> complex is a legal cast.
+"""
+
+from __future__ import annotations
+
+import torch
+import thunder.core.prims as prims
+from thunder.core.dtypes import to_torch_dtype
+from thunder.core.proxies import TensorProxy
+
+from fusion_alias import ops
+
+#: in-place ops whose store eager casts without the can_cast rule, or checks otherwise
+_CASTING_OPS = frozenset(
+    {
+        "copy_",
+        "fill_",
+        "zero_",
+        "masked_fill_",
+        "setitem_",
+        "__setitem__",
+        "index_add_",
+        "index_copy_",
+        "index_fill_",
+        "index_put_",
+        "scatter_",
+        "scatter_add_",
+        "scatter_reduce_",
+        "put_",
+        "masked_scatter_",
+    }
+)
+_COMPLEX_REFUSED = frozenset({"abs_", "absolute_"})
+
+
+class InplaceDtypeError(RuntimeError):
+    """An in-place op whose result eager cannot store into its destination."""
+
+
+def _torch_dtype(p):
+    try:
+        return to_torch_dtype(p.dtype)
+    except Exception:  # a dtype torch does not know: nothing to say
+        return None
+
+
+def _copies_in(bsym) -> list:
+    out = []
+    for sub in bsym.subsymbols:
+        out.extend([sub] if ops.is_copy(sub) else _copies_in(sub))
+    return out
+
+
+def _producers(bsym, out=None) -> dict:
+    """Output name -> the symbol producing it, over ``bsym``'s direct subsymbols."""
+    out = {} if out is None else out
+    for sub in bsym.subsymbols:
+        for o in sub.flat_outs:
+            if isinstance(o, TensorProxy):
+                out.setdefault(o.name, sub)
+    return out
+
+
+def _before_cast(src, produced: dict):
+    """The op's result: Thunder casts it to the destination's dtype right before its
+    ``copy_`` (``t2 = convert_element_type(t1, int64); copy_(t2, a)``), eager does not."""
+    b = produced.get(getattr(src, "name", None))
+    if b is not None and b.sym.id is prims.PrimIDs.CONVERT_ELEMENT_TYPE and isinstance(b.args[0], TensorProxy):
+        return b.args[0]
+    return src
+
+
+def _is_inplace(bsym) -> bool:
+    return prims.OpTags.IN_PLACE in (bsym.sym.tags or ())
+
+
+def check_inplace_dtypes(top_bsyms) -> None:
+    """Raise :class:`InplaceDtypeError` where eager refuses an in-place op's store (module Note)."""
+    for b in top_bsyms:
+        if not b.subsymbols or not _is_inplace(b):
+            continue
+        name = b.sym.name
+        if name in _CASTING_OPS:
+            continue
+        produced = _producers(b)
+        for c in _copies_in(b):
+            src, dst = _before_cast(c.args[0], produced), c.args[1]
+            if not (isinstance(src, TensorProxy) and isinstance(dst, TensorProxy)):
+                continue
+            have, want = _torch_dtype(src), _torch_dtype(dst)
+            if have is None or want is None:
+                continue
+            if name in _COMPLEX_REFUSED and want.is_complex:
+                raise InplaceDtypeError(
+                    f"fusion_alias: {name}: In-place abs is not supported for complex tensors "
+                    "(eager PyTorch rejects this too)"
+                )
+            if not torch.can_cast(have, want):
+                raise InplaceDtypeError(
+                    f"fusion_alias: {name}: result type {have} can't be cast to the desired output type "
+                    f"{want} of {dst.name} (eager PyTorch rejects this too; Thunder 0.2.6 would cast silently)"
+                )

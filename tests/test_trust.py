@@ -1,0 +1,515 @@
+"""Hostile programs of issue 10: each class behaves as eager (value, or a clear error where eager raises).
+
+Every check runs eager and fusion_alias on fresh copies of the inputs, under every
+reference schedule, on the first and on a cached call, and compares outputs and
+the (possibly mutated) inputs.
+"""
+
+import pytest
+import thunder
+import torch
+
+import fusion_alias
+from fusion_alias.backends.reference import SCHEDULES
+
+
+def _as_tuple(x):
+    return x if isinstance(x, tuple) else (x,)
+
+
+def assert_like_eager(fn, make_inputs, schedule, calls=2):
+    """``fn`` through fusion_alias equals eager on fresh inputs, for ``calls`` calls of one jitted function."""
+    jitted = fusion_alias.jit(fn, backend="reference", schedule=schedule)
+    for call in range(calls):
+        args_e, args_j = make_inputs(), make_inputs()
+        want = _as_tuple(fn(*args_e))
+        got = _as_tuple(jitted(*args_j))
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            torch.testing.assert_close(g, w, equal_nan=True)
+        for a, b in zip(args_j, args_e):
+            if isinstance(a, torch.Tensor):
+                torch.testing.assert_close(a, b, equal_nan=True)
+    if calls > 1:
+        assert thunder.cache_hits(jitted) >= 1
+    return jitted
+
+
+def assert_raises_like_eager(fn, make_inputs, schedule, match):
+    with pytest.raises(RuntimeError):
+        fn(*make_inputs())
+    jitted = fusion_alias.jit(fn, backend="reference", schedule=schedule)
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match=match):
+            jitted(*make_inputs())
+
+
+def _ramp(*shape, dtype=torch.float32):
+    n = 1
+    for s in shape:
+        n *= s
+    return torch.arange(n, dtype=torch.float32).reshape(shape).to(dtype) - n // 3
+
+
+# ---------------------------------------------------------------------------
+# class 4: dtype semantics
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("mode", ["trunc", "floor"])
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64])
+def test_integer_division_rounding(schedule, mode, dtype):
+    def fn(a, b):
+        return torch.div(a, b, rounding_mode=mode), torch.div(a, 4, rounding_mode=mode)
+
+    def make():
+        return _ramp(3, 4, dtype=dtype), torch.tensor([3, -3, 5, -7], dtype=dtype)
+
+    assert_like_eager(fn, make, schedule)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_integer_inplace_floor_division(schedule):
+    def fn(a):
+        a.div_(3, rounding_mode="floor")
+        return a * 1
+
+    assert_like_eager(fn, lambda: (_ramp(3, 4, dtype=torch.int64),), schedule)
+
+
+_UNCASTABLE = {
+    "int.div_(2)": (lambda a: a.div_(2), lambda: (_ramp(4, dtype=torch.int64),)),
+    "int.add_(float tensor)": (lambda a, b: a.add_(b), lambda: (_ramp(4, dtype=torch.int64), torch.ones(4))),
+    "int.mul_(1.5)": (lambda a: a.mul_(1.5), lambda: (_ramp(4, dtype=torch.int32),)),
+    "bool.add_(1)": (lambda a: a.add_(1), lambda: (torch.ones(4, dtype=torch.bool),)),
+    "f32.add_(c64)": (lambda a, b: a.add_(b), lambda: (torch.ones(4), torch.ones(4, dtype=torch.complex64))),
+    "int.exp_()": (lambda a: a.exp_(), lambda: (_ramp(4, dtype=torch.int64),)),
+    "int.sqrt_()": (lambda a: a.sqrt_(), lambda: (_ramp(4, dtype=torch.int64).abs(),)),
+}
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("case", list(_UNCASTABLE), ids=list(_UNCASTABLE))
+def test_inplace_result_that_cannot_be_cast_raises(case, schedule):
+    fn, make = _UNCASTABLE[case]
+    assert_raises_like_eager(fn, make, schedule, "can't be cast to the desired output type")
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_complex_abs_inplace_raises(schedule):
+    assert_raises_like_eager(
+        lambda a: a.abs_(), lambda: (torch.ones(4, dtype=torch.complex64),), schedule, "abs is not supported for complex"
+    )
+
+
+_CASTABLE = {
+    "f16.add_(f32)": (lambda a, b: a.add_(b), lambda: (_ramp(4, dtype=torch.float16), torch.ones(4))),
+    "bf16.mul_(f64)": (lambda a, b: a.mul_(b), lambda: (_ramp(4, dtype=torch.bfloat16), torch.ones(4, dtype=torch.float64) * 3)),
+    "int32.add_(int64)": (lambda a, b: a.add_(b), lambda: (_ramp(4, dtype=torch.int32), _ramp(4, dtype=torch.int64))),
+    "int.copy_(float)": (lambda a, b: a.copy_(b), lambda: (_ramp(4, dtype=torch.int64), torch.full((4,), 2.7))),
+    "c64.mul_(f32)": (lambda a, b: a.mul_(b), lambda: (torch.ones(4, dtype=torch.complex64), _ramp(4))),
+    "int.eq_(1.5)": (lambda a: a.eq_(1.5), lambda: (_ramp(4, dtype=torch.int64),)),
+}
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("case", list(_CASTABLE), ids=list(_CASTABLE))
+def test_inplace_result_that_can_be_cast_runs(case, schedule):
+    fn, make = _CASTABLE[case]
+    assert_like_eager(fn, make, schedule)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64, torch.int32, torch.int64, torch.complex64])
+def test_dtypes_through_the_reference_backend(dtype):
+    def fn(a, b):
+        a.add_(b)
+        c = a * b - b
+        return c, (a == b), torch.where(a == b, a, c)
+
+    def make():
+        return _ramp(3, 4, dtype=dtype), (_ramp(3, 4) * 2 - 1).to(dtype)
+
+    for schedule in SCHEDULES:
+        assert_like_eager(fn, make, schedule)
+
+
+# ---------------------------------------------------------------------------
+# class 5: two write-backs into overlapping memory in one region
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_partial_write_then_whole_write_is_one_write_back(schedule):
+    def fn(a, b):
+        a[0].zero_()
+        a.copy_(b)
+        return a * 1
+
+    jitted = assert_like_eager(fn, lambda: (_ramp(3, 4), torch.ones(3, 4)), schedule)
+    text = fusion_alias.explain(jitted)
+    assert text.count("alias_input=") == 1, text
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_whole_write_then_partial_write(schedule):
+    def fn(a, b):
+        a.copy_(b)
+        a[0].zero_()
+        return a * 1
+
+    assert_like_eager(fn, lambda: (_ramp(3, 4), torch.ones(3, 4)), schedule)
+
+
+def test_reverse_writes_schedule_exists():
+    assert "reverse-writes" in SCHEDULES
+    fusion_alias.jit(lambda a: a, schedule="reverse-writes")  # accepted
+
+
+# ---------------------------------------------------------------------------
+# class 6: two distinct tensors made one
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_copy_between_fresh_tensors_keeps_two_buffers(schedule):
+    # fuzz --programs 200 --seed 71003, #133
+    def fn(a):
+        t0 = torch.relu(a)
+        t1 = torch.tanh(t0)
+        t0.copy_(t1)
+        t0[0] = -1.5
+        t1[1] = 0.75
+        return t1, t0
+
+    jitted = assert_like_eager(fn, lambda: (_ramp(3, 4) / 3,), schedule)
+    t1, t0 = jitted(_ramp(3, 4) / 3)
+    assert t1.data_ptr() != t0.data_ptr()
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_one_value_copied_into_two_fresh_tensors(schedule):
+    def fn(a):
+        t1 = torch.tanh(a)
+        c = a * 2
+        c.copy_(t1)
+        d = a * 3
+        d.copy_(t1)
+        c[0] = 1.0
+        d[1] = 2.0
+        return t1, c, d
+
+    assert_like_eager(fn, lambda: (_ramp(3, 4) / 3,), schedule)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_output_that_is_also_written_back(schedule):
+    def fn(a):
+        t1 = torch.tanh(a)
+        a.copy_(t1)
+        t1[1] = 0.75
+        return t1, a
+
+    assert_like_eager(fn, lambda: (_ramp(3, 4) / 3,), schedule)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_returned_twice_under_two_names(schedule):
+    def fn(a):
+        t0 = a * 2
+        t1 = t0.clone()
+        t0.copy_(t1)
+        t1.add_(1)
+        return t0, t1
+
+    assert_like_eager(fn, lambda: (_ramp(3, 4),), schedule)
+
+
+# ---------------------------------------------------------------------------
+# issue 11 item 3: lerp and the other prims optimizers decompose into
+# ---------------------------------------------------------------------------
+
+
+def _adam_step(p, g, m, v):
+    # torch.optim.Adam's single-tensor step, bias corrections folded into constants
+    m.lerp_(g, 0.1)
+    v.mul_(0.999).addcmul_(g, g, value=0.001)
+    denom = (v.sqrt() / 0.9).add_(1e-8)
+    p.addcdiv_(m, denom, value=-0.01)
+    return p
+
+
+def _adamw_step(p, g, m, v):
+    p.mul_(1 - 0.01 * 0.1)
+    return _adam_step(p, g, m, v)
+
+
+def _rmsprop_step(p, g, sq):
+    sq.mul_(0.99).addcmul_(g, g, value=0.01)
+    p.addcdiv_(g, sq.sqrt().add_(1e-8), value=-0.01)
+    return p
+
+
+def _adagrad_step(p, g, s):
+    s.addcmul_(g, g, value=1)
+    p.addcdiv_(g, s.sqrt().add_(1e-10), value=-0.01)
+    return p
+
+
+def _sgd_step(p, g, buf):
+    g = g.add(p, alpha=1e-4)
+    buf.mul_(0.9).add_(g, alpha=0.1)
+    p.add_(buf, alpha=-0.01)
+    return p
+
+
+_STEPS = {"adam": (_adam_step, 2), "adamw": (_adamw_step, 2), "rmsprop": (_rmsprop_step, 1),
+          "adagrad": (_adagrad_step, 1), "sgd": (_sgd_step, 1)}
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("name", list(_STEPS))
+def test_optimizer_steps_fuse_into_one_region(name, schedule):
+    step, n_state = _STEPS[name]
+
+    def make():
+        gen = torch.Generator().manual_seed(3)
+        return (torch.randn(8, generator=gen), torch.randn(8, generator=gen),
+                *(torch.rand(8, generator=gen) for _ in range(n_state)))
+
+    jitted = assert_like_eager(step, make, schedule)
+    assert len(fusion_alias.regions(jitted)) == 1
+    trace = thunder.last_traces(jitted)[-1]
+    assert not [b.sym.name for b in trace.bound_symbols if "lerp" in b.sym.name], "lerp ran outside the region"
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_lerp_with_a_tensor_weight_and_new_unary_ops(schedule):
+    def fn(a, b, w):
+        a.lerp_(b, w)
+        return torch.lerp(a, b, 0.25), torch.asinh(a), torch.erfc(b), torch.lgamma(w + 1), torch.atanh(w * 0.5)
+
+    def make():
+        gen = torch.Generator().manual_seed(5)
+        return torch.randn(3, 4, generator=gen), torch.randn(3, 4, generator=gen), torch.rand(3, 4, generator=gen)
+
+    assert_like_eager(fn, make, schedule)
+
+
+# ---------------------------------------------------------------------------
+# class 1: a reshape that copies is not a view
+# ---------------------------------------------------------------------------
+
+
+def _mat():
+    return (_ramp(3, 4),)
+
+
+def _transposed():
+    return (_ramp(4, 3).t(),)
+
+
+def _reshape_t_then_write(a):
+    v = a.t().reshape(-1)
+    a.mul_(2)
+    return v + 0
+
+
+def _flatten_t_then_write(a):
+    v = a.t().flatten()
+    a.mul_(2)
+    return v + 0
+
+
+def _repeat_then_write(a):
+    v = a.repeat(2, 1)
+    a.mul_(2)
+    return v + 0
+
+
+def _repeat_ones_then_write(a):
+    v = a.repeat(1, 1)  # eager's repeat always copies, even where a view would do
+    a.mul_(2)
+    return v + 0
+
+
+def _expand_reshape_then_write(a):
+    v = a[0].expand(3, 4).reshape(-1)
+    a.mul_(2)
+    return v + 0
+
+
+def _write_into_reshape_copy(a):
+    v = a.t().reshape(-1)
+    v.add_(1)
+    return a * 1, v
+
+
+def _write_into_repeat(a):
+    v = a.repeat(2, 1)
+    v.add_(1)
+    return a * 1, v
+
+
+def _strided_slice_reshape(a):
+    v = a[:, ::2].reshape(-1)
+    a.mul_(2)
+    v.add_(1)
+    return v + 0, a
+
+
+def _elementwise_keeps_layout(a):
+    b = a.t() * 2  # eager: b keeps a.t()'s layout, so b.reshape copies
+    v = b.reshape(-1)
+    b.add_(1)
+    return v + 0, b
+
+
+def _reshape_that_views(a):
+    v = a.reshape(-1)
+    a.mul_(2)
+    v[0] = 5.0
+    return v + 0, a
+
+
+def _row_slice_reshape_views(a):
+    v = a[:2].reshape(-1)
+    a.mul_(2)
+    v.add_(1)
+    return v + 0, a
+
+
+_RESHAPES = {
+    "t.reshape": (_reshape_t_then_write, _mat),
+    "t.flatten": (_flatten_t_then_write, _mat),
+    "repeat": (_repeat_then_write, _mat),
+    "repeat(1,1)": (_repeat_ones_then_write, _mat),
+    "expand.reshape": (_expand_reshape_then_write, _mat),
+    "write into reshape copy": (_write_into_reshape_copy, _mat),
+    "write into repeat": (_write_into_repeat, _mat),
+    "strided slice reshape": (_strided_slice_reshape, _mat),
+    "elementwise keeps layout": (_elementwise_keeps_layout, _mat),
+    "reshape that views": (_reshape_that_views, _mat),
+    "reshape that views, transposed input": (_reshape_that_views, _transposed),
+    "row slice reshape views": (_row_slice_reshape_views, _mat),
+}
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("case", list(_RESHAPES), ids=list(_RESHAPES))
+def test_reshape_view_or_copy_as_eager(case, schedule):
+    fn, make = _RESHAPES[case]
+    assert_like_eager(fn, make, schedule)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_view_of_a_layout_that_is_not_viewable_raises(schedule):
+    def fn(a):
+        a.view(-1).add_(1)
+        return a * 1
+
+    assert_raises_like_eager(fn, _transposed, schedule, "view size is not compatible")
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_view_of_a_viewable_layout_writes_through(schedule):
+    def fn(a):
+        a.view(-1).add_(1)
+        return a * 1
+
+    assert_like_eager(fn, _mat, schedule)
+
+
+def test_view_only_by_a_layout_regions_do_not_keep_is_refused():
+    def fn(a):
+        b = a.t() * 2
+        w = b.t().reshape(-1)  # a view in eager only because b kept a.t()'s layout
+        w.add_(1)
+        return b
+
+    fn(*_mat())  # eager runs it
+    with pytest.raises(RuntimeError, match="fusion regions do not keep"):
+        fusion_alias.jit(fn, backend="reference")(*_mat())
+
+
+# ---------------------------------------------------------------------------
+# class 7 (second item): Thunder's wrong 0-d gradient is named, not a raw crash
+# ---------------------------------------------------------------------------
+
+
+def test_wrong_zero_dim_gradient_is_named():
+    def fn(a, b):
+        return a * b.sum()
+
+    a = torch.randn(3, requires_grad=True)
+    b = torch.randn(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="wrong gradient for a 0-d intermediate"):
+        fusion_alias.jit(fn, backend="reference")(a, b).sum().backward()
+
+
+def test_zero_dim_gradient_workaround_runs():
+    def fn(a, b):
+        return a * b.sum(0, keepdim=True)
+
+    a = torch.randn(3, requires_grad=True)
+    b = torch.randn(3, requires_grad=True)
+    fn(a, b).sum().backward()
+    want = a.grad.clone(), b.grad.clone()
+    a.grad = b.grad = None
+    fusion_alias.jit(fn, backend="reference")(a, b).sum().backward()
+    torch.testing.assert_close(a.grad, want[0])
+    torch.testing.assert_close(b.grad, want[1])
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_view_of_an_intermediate_that_keeps_a_transposed_layout_raises(schedule):
+    # fuzz findings F3 (seed 9002 #3): eager's -a keeps a's transposed strides, so view(-1) raises
+    def fn(a):
+        t0 = -a
+        t0.view(-1).zero_()
+        return a * 1
+
+    assert_raises_like_eager(fn, _transposed, schedule, "view size is not compatible")
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_view_of_a_clone_of_a_transposed_tensor_raises(schedule):
+    def fn(a):
+        a.t().clone().view(-1).zero_()
+        return a * 1
+
+    assert_raises_like_eager(fn, _mat, schedule, "view size is not compatible")
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_reshape_of_a_clone_of_a_transposed_tensor_copies(schedule):
+    def fn(a):
+        c = a.t().clone()
+        v = c.reshape(-1)
+        c.mul_(2)
+        return v + 0, c
+
+    assert_like_eager(fn, _mat, schedule)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_repeat_of_a_strided_slice_returned_directly(schedule):
+    # fuzz findings, seed 9013 #0 (layout)
+    def fn(a):
+        t0 = a[:, ::2].repeat(1, 1)
+        a.zero_()
+        return t0, a
+
+    assert_like_eager(fn, lambda: (_ramp(4, 6),), schedule)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_more_uncastable_inplace_results_from_the_fuzzer(schedule):
+    # fuzz findings: int32.tanh_() (9003 #34), bool.mul_(int32) (9003 #33), int32.add_(a / 3) (9014 #26)
+    cases = [
+        (lambda a: a.tanh_(), lambda: (_ramp(4, dtype=torch.int32),)),
+        (lambda a, b: a.mul_(b), lambda: (torch.ones(4, dtype=torch.bool), _ramp(4, dtype=torch.int32))),
+        (lambda a: a.add_(a / 3), lambda: (_ramp(4, dtype=torch.int32),)),
+    ]
+    for fn, make in cases:
+        assert_raises_like_eager(fn, make, schedule, "can't be cast to the desired output type")
