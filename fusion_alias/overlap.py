@@ -129,6 +129,7 @@ __all__ = [
     "overlap_components",
     "overlap_detail",
     "overlap_groups",
+    "guard_key",
     "shared_storage_groups",
 ]
 
@@ -482,62 +483,43 @@ def _cluster_labels(descs: list, max_work: int | None) -> tuple[int, ...]:
     return tuple(find(k) for k in range(m))  # roots are minimal positions
 
 
-def overlap_components(tensors: Sequence[object], *, max_work: int | None = DEFAULT_MAX_WORK) -> tuple[int, ...]:
-    """Canonical labels of the connected components of ``may_overlap``.
+def _describe_fast(t):
+    """``_describe`` for a plain tensor or ``nn.Parameter`` (the hot path: CPU/CUDA inlined)."""
+    try:
+        if t.layout is _strided and (t.is_cuda or t.is_cpu):
+            p = t.data_ptr()
+            if t.is_contiguous():
+                nbytes = t.nbytes
+                return (None, p, p + nbytes, p, nbytes, (), ()) if nbytes else _EMPTY
+            shape = t.shape
+            if 0 in shape:
+                return _EMPTY
+            return _strided_description(None, p, t.element_size(), shape, t.stride())
+        return _describe(t)
+    except Exception:
+        return _UNKNOWN
 
-    Non-tensors get ``-1``; a tensor gets the index (in ``tensors``) of the
-    first member of its component, so equal alias structure gives an equal
-    tuple.  Tensors are first clustered by overlapping byte ranges (a sort
-    and a sweep); only tensors in a cluster of two or more are compared
-    exactly, and a cluster's answer is cached by its relative layout, so
-    repeated calls with the same structure cost a description per tensor, a
-    sort and a dictionary lookup per cluster.
+
+def _file(i: int, d, spaces: dict, unknown: list) -> None:
+    """Put tensor ``i`` (description ``d``) where the clustering looks for it."""
+    if d is _EMPTY:
+        return
+    if d is _UNKNOWN:
+        unknown.append(i)
+        return
+    lst = spaces.get(d[0])
+    if lst is None:
+        spaces[d[0]] = [(d[1], d[2], i, d)]
+    else:
+        lst.append((d[1], d[2], i, d))
+
+
+def _unite(n: int, tensors, spaces: dict, unknown: list, max_work: int | None) -> list[int] | None:
+    """Union-find parents (root = smallest index) over ``n`` positions, or None when nothing overlaps.
+
+    ``spaces``: space -> [(lo, hi, idx, description)] of the inspectable, non-empty tensors;
+    ``unknown``: positions of uninspectable tensors (they may overlap anything on their device).
     """
-    n = len(tensors)
-    labels = [-1] * n
-    spaces: dict[object, list[tuple]] = {}  # space -> [(lo, hi, idx, extent)]
-    unknown: list[int] = []
-    addr: list[tuple] = []  # CPU/CUDA tensors: (lo, hi, idx, description)
-    for i, t in enumerate(tensors):
-        tp = type(t)
-        if tp is _Tensor or tp is _Parameter:
-            # _describe's CPU/CUDA case, inlined (the hot path).
-            try:
-                if t.layout is _strided and (t.is_cuda or t.is_cpu):
-                    p = t.data_ptr()
-                    if t.is_contiguous():
-                        nbytes = t.nbytes
-                        d = (None, p, p + nbytes, p, nbytes, (), ()) if nbytes else _EMPTY
-                    else:
-                        shape = t.shape
-                        if 0 in shape:
-                            d = _EMPTY
-                        else:
-                            d = _strided_description(None, p, t.element_size(), shape, t.stride())
-                else:
-                    d = _describe(t)
-            except Exception:
-                d = _UNKNOWN
-        elif isinstance(t, _Tensor):
-            d = _UNKNOWN
-        else:
-            continue
-        labels[i] = i
-        if d is _EMPTY:
-            continue
-        if d is _UNKNOWN:
-            unknown.append(i)
-            continue
-        if d[0] is None:
-            addr.append((d[1], d[2], i, d))
-        else:
-            lst = spaces.get(d[0])
-            if lst is None:
-                spaces[d[0]] = [(d[1], d[2], i, d)]
-            else:
-                lst.append((d[1], d[2], i, d))
-    spaces[None] = addr
-
     parent: list[int] | None = None
 
     def union(x: int, y: int) -> None:
@@ -600,16 +582,131 @@ def overlap_components(tensors: Sequence[object], *, max_work: int | None = DEFA
             for j in others:
                 if j != u and not _provably_apart(tensors[u], tensors[j]):
                     union(u, j)
+    return parent
 
+
+def _root(parent: list[int], i: int) -> int:
+    while parent[i] != i:
+        i = parent[i]
+    return i  # union keeps the smaller index as root
+
+
+def overlap_components(tensors: Sequence[object], *, max_work: int | None = DEFAULT_MAX_WORK) -> tuple[int, ...]:
+    """Canonical labels of the connected components of ``may_overlap``.
+
+    Non-tensors get ``-1``; a tensor gets the index (in ``tensors``) of the
+    first member of its component, so equal alias structure gives an equal
+    tuple.  Tensors are first clustered by overlapping byte ranges (a sort
+    and a sweep); only tensors in a cluster of two or more are compared
+    exactly, and a cluster's answer is cached by its relative layout, so
+    repeated calls with the same structure cost a description per tensor, a
+    sort and a dictionary lookup per cluster.
+    """
+    n = len(tensors)
+    labels = [-1] * n
+    spaces: dict[object, list[tuple]] = {}
+    unknown: list[int] = []
+    for i, t in enumerate(tensors):
+        tp = type(t)
+        if tp is _Tensor or tp is _Parameter:
+            d = _describe_fast(t)
+        elif isinstance(t, _Tensor):
+            d = _UNKNOWN
+        else:
+            continue
+        labels[i] = i
+        _file(i, d, spaces, unknown)
+    parent = _unite(n, tensors, spaces, unknown, max_work)
     if parent is None:
         return tuple(labels)
     for i in range(n):
         if labels[i] >= 0:
-            r = i
-            while parent[r] != r:
-                r = parent[r]
-            labels[i] = r  # union keeps the smaller index as root
+            labels[i] = _root(parent, i)
     return tuple(labels)
+
+
+# Note [what the guard key holds]
+# -------------------------------
+# A compiled program is reused only for calls whose key equals the key of the
+# call it was compiled for. Thunder's own prologue already checks each
+# tensor's shape, dtype, device and requires_grad, so the key adds only what
+# the fusion pass decided from the actual memory and Thunder does not check:
+#
+# * joins: which tensors may share a byte (components of ``may_overlap``);
+# * layouts: the strides of every non-contiguous tensor. A reshape of a
+#   transposed input is a copy where the same reshape of a contiguous one is a
+#   view, and a write into an expanded (stride-0) input is refused, so
+#   ``x`` and ``x.t()`` (same shape when square) or ``x`` and
+#   ``y.expand(3, 3)`` must not share a program;
+# * offsets: within a component of two or more, each member's byte offset
+#   from the component's first member. With the shapes and strides this is
+#   the exact relation: ``(x, x)`` and ``(x, x.t())`` are one component each,
+#   but ``a.add_(b)`` is a partial overlap (eager raises) only in the second.
+#
+# Worked example: ``f(x, x)`` with ``x`` 3x3 contiguous gives
+# ``joins ((1, 0),)``, ``layouts ()``, ``offsets ((1, 0),)``; ``f(x, x.t())``
+# gives the same joins but ``layouts ((1, (1, 3)),)``: another program.
+# Independent contiguous inputs, the common case, give ``((), (), ())``.
+
+_LEAF_TYPES = frozenset({int, float, bool, complex, str, type(None), torch.dtype, torch.device})
+
+
+def guard_key(items: Sequence[object], *, max_work: int | None = DEFAULT_MAX_WORK, flat_only: bool = False):
+    """``(key, any_requires_grad)`` for a call's flattened tensors and other leaves.
+
+    ``key`` is ``(joins, layouts, offsets)`` (see Note [what the guard key
+    holds]): equal keys mean the same overlap components, the same strides of
+    non-contiguous tensors and the same relative offsets inside components.
+    With ``flat_only`` it returns None as soon as an item is neither a tensor
+    nor a plain scalar (so the caller knows it must flatten first).
+
+    >>> x = torch.zeros(3, 3)
+    >>> guard_key([x, torch.zeros(3)])[0]
+    ((), (), ())
+    >>> guard_key([x, x.t()])[0]
+    (((1, 0),), ((1, (1, 3)),), ((1, 0),))
+    """
+    n = len(items)
+    spaces: dict[object, list[tuple]] = {}
+    unknown: list[int] = []
+    layouts: list[tuple] = []
+    descs: dict[int, object] = {}
+    grad = False
+    for i, t in enumerate(items):
+        tp = type(t)
+        if tp is _Tensor or tp is _Parameter:
+            if t.requires_grad:
+                grad = True
+            d = _describe_fast(t)
+            if d is not _UNKNOWN and d is not _EMPTY and d[5]:
+                layouts.append((i, d[6]))
+        elif isinstance(t, _Tensor):
+            try:
+                grad = grad or bool(t.requires_grad)
+            except Exception:
+                pass
+            d = _UNKNOWN
+        elif flat_only and tp not in _LEAF_TYPES:
+            return None
+        else:
+            continue
+        descs[i] = d
+        _file(i, d, spaces, unknown)
+    parent = _unite(n, items, spaces, unknown, max_work)
+    if parent is None:
+        return ((), tuple(layouts), ()), grad
+    joins = []
+    offsets = []
+    for i, d in descs.items():
+        r = _root(parent, i)
+        if r != i:
+            joins.append((i, r))
+            dr = descs[r]
+            if d is _UNKNOWN or dr is _UNKNOWN or d is _EMPTY or dr is _EMPTY:
+                offsets.append((i, None))
+            else:
+                offsets.append((i, d[3] - dr[3]))
+    return (tuple(joins), tuple(layouts), tuple(offsets)), grad
 
 
 def overlap_groups(tensors: Sequence[object], *, max_work: int | None = DEFAULT_MAX_WORK) -> list[list[int]]:
