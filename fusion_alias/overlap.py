@@ -439,9 +439,85 @@ def clear_cache() -> None:
     _CLUSTER_CACHE.clear()
 
 
+# Note [many views of one buffer]
+# -------------------------------
+# A cluster is a set of tensors whose byte ranges meet transitively; in the
+# worst realistic case all of them do (1024 columns ``base[:, k]`` of one
+# ``(16, 1024)`` buffer: every range spans nearly the whole buffer, no two
+# columns share a byte). Comparing pairs is quadratic (~0.6 s at 1024).
+# Instead, each tensor's byte set is written in a canonical form
+#
+#     {lo + sum_k c_k x_k + r : 0 <= x_k <= u_k, 0 <= r < w}
+#
+# (``_merge`` over the stride terms plus the element's own bytes as a term
+# ``(1, itemsize - 1)``: ``w`` is the widest dense run, the ``(c_k, u_k)`` are
+# the terms left with ``c_k > w``), and tensors with the same form (the
+# *layout*: ``w`` and the terms) differ only by ``lo``. Within one layout the
+# offsets decide, without a pairwise search:
+#
+# * no term left (a dense run of ``w`` bytes): two members overlap iff their
+#   ``lo`` differ by less than ``w``; sorted by ``lo``, it is enough to compare
+#   neighbours (equal widths);
+# * terms left, ``g`` their gcd (``g > w``... or not): every byte of a member
+#   is ``lo + g*j + r``, ``r < w``. Members whose ``lo mod g`` are at least
+#   ``w`` apart (cyclically) never share a byte. The columns above: ``g`` is
+#   4096 bytes, ``w`` is 4, the ``lo`` are 0, 4, 8, ...: 1024 residue classes
+#   of one member each, no pair to compare.
+#   With a single term ``(c, u)``, members of one residue class overlap iff
+#   their ``lo`` differ by at most ``c*u``: again neighbours in ``lo`` order.
+#
+# What is left (several terms in one residue class, residues closer than
+# ``w``, pairs across layouts) is compared pairwise, exactly, along a sweep by
+# ``lo``, skipping pairs already in one component and memoising by the two
+# layouts and the offset difference.
+
+
+def _layout_of(desc, memo: dict) -> tuple:
+    """``(w, terms)`` of a description: see Note [many views of one buffer]."""
+    key = (desc[4], desc[5], desc[6])
+    got = memo.get(key)
+    if got is None:
+        isz = desc[4]
+        terms = _terms_of(desc)
+        if isz > 1:
+            terms.append((1, isz - 1))
+        merged = _merge(terms)
+        w = 1
+        rest = []
+        for c, u in merged:
+            if c == 1:
+                w = u + 1
+            else:
+                rest.append((c, u))
+        got = memo[key] = (w, tuple(sorted(rest, reverse=True)))
+    return got
+
+
+def _layouts_overlap(la: int, a: tuple, lb: int, b: tuple, max_work: int | None) -> bool:
+    """Exact (or capped => True) test for two canonical byte sets ``lo + layout``."""
+    wa, ta = a
+    wb, tb = b
+    if not ta and len(tb) <= 1 or not tb and len(ta) <= 1:
+        # a dense run against runs of one stride: is some run of one inside the other's extent?
+        if ta:
+            la, wa, ta, lb, wb, tb = lb, wb, tb, la, wa, ta
+        c, u = tb[0] if tb else (1, 0)
+        xmin = max(0, (la - wb - lb) // c + 1)
+        xmax = min(u, -((lb - la - wa) // c) - 1)
+        return xmin <= xmax
+    L = lb - la + sum(c * u for c, u in tb) - (wa - 1)
+    U = L + (wa - 1) + (wb - 1)
+    ans, _, _ = _solve(list(ta) + list(tb), L, U, max_work)
+    return True if ans is None else ans
+
+
 def _cluster_labels(descs: list, max_work: int | None) -> tuple[int, ...]:
     """Local component labels for a cluster of inspectable, non-empty tensors
-    given in sequence order (label = position of the component's first member)."""
+    given in sequence order (label = position of the component's first member).
+
+    See Note [many views of one buffer]: O(m log m) when the tensors share few
+    layouts and those decide by offsets; pairwise (exact) otherwise.
+    """
     m = len(descs)
     parent = list(range(m))
 
@@ -451,35 +527,106 @@ def _cluster_labels(descs: list, max_work: int | None) -> tuple[int, ...]:
             x = parent[x]
         return x
 
+    def union(x: int, y: int) -> None:
+        rx, ry = find(x), find(y)
+        if rx < ry:
+            parent[ry] = rx
+        elif ry < rx:
+            parent[rx] = ry
+
+    memo_layout: dict = {}
+    lows = [d[1] for d in descs]
+    highs = [d[2] for d in descs]
+    layouts = [_layout_of(d, memo_layout) for d in descs]
+    groups: dict[tuple, list[int]] = {}
+    for k in range(m):
+        groups.setdefault(layouts[k], []).append(k)
+    lay_id = {lay: n for n, lay in enumerate(groups)}
+    lid = [lay_id[lay] for lay in layouts]  # small ints: cheap memo keys
+
+    # 1. within a layout: decide by offsets where the layout allows it
+    pairwise: dict[tuple, list[list[int]]] = {}  # layout -> classes whose pairs are compared one by one
+    for lay, members in groups.items():
+        if len(members) < 2:
+            continue
+        w, terms = lay
+        if not terms:
+            members.sort(key=lows.__getitem__)
+            for prev, k in zip(members, members[1:]):
+                if lows[k] - lows[prev] < w:
+                    union(prev, k)
+            continue
+        g = 0
+        for c, _ in terms:
+            g = gcd(g, c)
+        classes: dict[int, list[int]] = {}
+        for k in members:
+            classes.setdefault(lows[k] % g, []).append(k)
+        residues = sorted(classes)
+        near = w > g or any(b - a < w for a, b in zip(residues, residues[1:]))
+        near = near or (len(residues) > 1 and residues[0] + g - residues[-1] < w)
+        if near:  # residues closer than an element: compare within the whole layout
+            pairwise[lay] = [members]
+            continue
+        if len(terms) == 1:
+            span = terms[0][0] * terms[0][1]
+            for cls in classes.values():
+                cls.sort(key=lows.__getitem__)
+                for prev, k in zip(cls, cls[1:]):
+                    if lows[k] - lows[prev] <= span:
+                        union(prev, k)
+        else:
+            pairwise[lay] = [cls for cls in classes.values() if len(cls) > 1]
+
+    # 2. what offsets alone do not decide: a sweep by lowest byte, one active list per
+    # tag; a tensor is compared with the active tensors of other tags, and with those
+    # of its own class where step 1 left the class pairwise.
+    if len(groups) == 1 and not pairwise:
+        return tuple(find(k) for k in range(m))
+    tag: list = [None] * m
+    for lay, members in groups.items():
+        for k in members:
+            tag[k] = "dense" if not lay[1] else lay  # dense runs of any width: one tag
+    own: dict[int, int] = {}  # k -> its pairwise class (compared inside)
+    for lay, classes in pairwise.items():
+        for n, cls in enumerate(classes):
+            for k in cls:
+                own[k] = n
     memo: dict[tuple, bool] = {}
-    order = sorted(range(m), key=lambda k: descs[k][1])
-    active: list[int] = []
-    for k in order:
-        dk = descs[k]
-        lo = dk[1]
-        active = [a for a in active if descs[a][2] > lo]
-        for a in active:
-            ra, rk = find(a), find(k)
-            if ra == rk:
+    active: dict[object, list[int]] = {}
+    dense_top = -1  # the dense member reaching highest so far (dense ones settle by extents)
+    for k in sorted(range(m), key=lows.__getitem__):
+        lo = lows[k]
+        tk = tag[k]
+        if tk == "dense":
+            if dense_top >= 0 and highs[dense_top] > lo:
+                union(dense_top, k)
+            if dense_top < 0 or highs[k] > highs[dense_top]:
+                dense_top = k
+        for t, lst in active.items():
+            if t == tk and (tk == "dense" or k not in own):
                 continue
-            da = descs[a]
-            # The answer depends only on both layouts and the offset difference.
-            if a < k:
-                key = (da[4], da[5], da[6], dk[4], dk[5], dk[6], dk[3] - da[3])
-                first, second = da, dk
-            else:
-                key = (dk[4], dk[5], dk[6], da[4], da[5], da[6], da[3] - dk[3])
-                first, second = dk, da
-            hit = memo.get(key)
-            if hit is None:
-                hit = _pair(first, second, max_work).overlap
-                memo[key] = hit
-            if hit:
-                if ra < rk:
-                    parent[rk] = ra
-                else:
-                    parent[ra] = rk
-        active.append(k)
+            live = [a for a in lst if highs[a] > lo]
+            if len(live) != len(lst):
+                lst[:] = live
+            for a in live:
+                if t == tk and own.get(a) != own[k]:
+                    continue
+                ra, rk = find(a), find(k)
+                if ra == rk:
+                    continue
+                # the answer depends only on both layouts and the offset difference
+                key = (lid[a], lid[k], lo - lows[a])
+                hit = memo.get(key)
+                if hit is None:
+                    hit = memo[key] = _layouts_overlap(lows[a], layouts[a], lo, layouts[k], max_work)
+                if hit:
+                    union(a, k)
+        lst = active.get(tk)
+        if lst is None:
+            active[tk] = [k]
+        else:
+            lst.append(k)
     return tuple(find(k) for k in range(m))  # roots are minimal positions
 
 
@@ -555,7 +702,8 @@ def _unite(n: int, tensors, spaces: dict, unknown: list, max_work: int | None) -
             clusters.append(cluster)
         for cl in clusters:
             cl.sort(key=_third)  # sequence order
-            cds = [item[3] for item in cl]
+            # a contiguous CPU/CUDA tensor may come without its description (guard_key)
+            cds = [item[3] or (None, item[0], item[1], item[0], item[1] - item[0], (), ()) for item in cl]
             clo = cl[0][0]
             for item in cl:
                 if item[0] < clo:
@@ -666,20 +814,37 @@ def guard_key(items: Sequence[object], *, max_work: int | None = DEFAULT_MAX_WOR
     >>> guard_key([x, x.t()])[0]
     (((1, 0),), ((1, (1, 3)),), ((1, 0),))
     """
-    n = len(items)
-    spaces: dict[object, list[tuple]] = {}
+    # The hot path (one pass, per-call): a plain contiguous CPU/CUDA tensor costs a few
+    # attribute reads and one tuple; its full description is built only if its byte
+    # range meets another's (see _unite).
+    addr: list[tuple] = []  # CPU/CUDA: (lo, hi, idx, description or None when contiguous)
+    spaces: dict[object, list[tuple]] = {None: addr}
     unknown: list[int] = []
     layouts: list[tuple] = []
-    descs: dict[int, object] = {}
     grad = False
     for i, t in enumerate(items):
         tp = type(t)
         if tp is _Tensor or tp is _Parameter:
             if t.requires_grad:
                 grad = True
-            d = _describe_fast(t)
-            if d is not _UNKNOWN and d is not _EMPTY and d[5]:
-                layouts.append((i, d[6]))
+            try:
+                if t.layout is _strided and (t.is_cpu or t.is_cuda):
+                    p = t.data_ptr()
+                    if t.is_contiguous():
+                        nbytes = t.nbytes
+                        if nbytes:
+                            addr.append((p, p + nbytes, i, None))
+                        continue
+                    shape = t.shape
+                    if 0 in shape:
+                        continue
+                    d = _strided_description(None, p, t.element_size(), shape, t.stride())
+                    layouts.append((i, d[6]))
+                    addr.append((d[1], d[2], i, d))
+                    continue
+                d = _describe(t)
+            except Exception:
+                d = _UNKNOWN
         elif isinstance(t, _Tensor):
             try:
                 grad = grad or bool(t.requires_grad)
@@ -690,18 +855,29 @@ def guard_key(items: Sequence[object], *, max_work: int | None = DEFAULT_MAX_WOR
             return None
         else:
             continue
-        descs[i] = d
+        if d is not _UNKNOWN and d is not _EMPTY and d[5]:
+            layouts.append((i, d[6]))
         _file(i, d, spaces, unknown)
-    parent = _unite(n, items, spaces, unknown, max_work)
+    if len(spaces) == 1 and not unknown:
+        # the common case: CPU/CUDA tensors whose byte ranges do not meet
+        addr.sort(key=_first)
+        top = -1
+        for lo, hi, _, _ in addr:
+            if lo < top:
+                break
+            top = hi
+        else:
+            return ((), tuple(layouts), ()), grad
+    parent = _unite(len(items), items, spaces, unknown, max_work)
     if parent is None:
         return ((), tuple(layouts), ()), grad
     joins = []
     offsets = []
-    for i, d in descs.items():
+    for i in range(len(items)):
         r = _root(parent, i)
         if r != i:
             joins.append((i, r))
-            dr = descs[r]
+            d, dr = _describe(items[i]), _describe(items[r])
             if d is _UNKNOWN or dr is _UNKNOWN or d is _EMPTY or dr is _EMPTY:
                 offsets.append((i, None))
             else:
