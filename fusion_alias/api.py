@@ -97,7 +97,10 @@ def _reads_beyond_arguments(prologue_trace, args: tuple, kwargs: dict) -> bool:
     ret = [b for b in bsyms if b.sym.name == "python_return"]
     if not ret:
         return True
-    inps = ret[-1].args[0][0] if ret[-1].args and isinstance(ret[-1].args[0], tuple) else ()
+    try:
+        inps, _ = ret[-1].args[0]  # return ((computation inputs...), (prologue-to-epilogue...))
+    except (IndexError, TypeError, ValueError):
+        return True  # a prologue we cannot read: guard its inputs
     roots = {"args": args, "kwargs": kwargs}
     for p in inps:
         if not isinstance(p, TensorProxy):
