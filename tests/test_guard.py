@@ -329,3 +329,24 @@ def test_nested_jit_is_a_clear_error():
         with pytest.raises(Exception, match="cannot run inside thunder.jit or fusion_alias.jit"):
             make(outer)(torch.ones(2))
     torch.testing.assert_close(inner(torch.ones(2)), torch.full((2,), 2.0))  # still usable
+
+
+def test_only_programs_that_read_beyond_their_arguments_pay_for_the_second_check():
+    from fusion_alias.api import _GuardedComputation
+
+    def args_only(a, xs):
+        a.add_(1)
+        return xs[0] * 2
+
+    def reads_global(a):
+        return a + G["buf"]
+
+    G["buf"] = torch.zeros(2)
+    plain = fusion_alias.jit(args_only, backend="reference")
+    plain(torch.zeros(2), [torch.zeros(2)])
+    hidden = fusion_alias.jit(reads_global, backend="reference")
+    hidden(torch.zeros(2))
+    (entry,) = plain._jitted[0]._lc_cs.interpreter_cache
+    assert not isinstance(entry.computation_fn, _GuardedComputation)
+    (entry,) = hidden._jitted[0]._lc_cs.interpreter_cache
+    assert isinstance(entry.computation_fn, _GuardedComputation)
