@@ -1,4 +1,4 @@
-"""Public entry points: ``jit`` and ``explain``."""
+"""Public entry points: ``jit``, ``explain`` and ``regions``."""
 
 from __future__ import annotations
 
@@ -7,21 +7,136 @@ import functools
 import thunder
 import torch
 from thunder.core.pytree import tree_flatten
+from thunder.core.trace import is_tracing
 
 from fusion_alias import context
 from fusion_alias.backends.reference import SCHEDULES
-from fusion_alias.executor import BACKENDS, executor
+from fusion_alias.executor import BACKENDS, AliasInputError, executor
+from fusion_alias.overlap import guard_key, shared_storage_groups
+
+# Note [the guard covers every tensor the program reads]
+# -----------------------------------------------------
+# Thunder's cache does not know how inputs overlap once
+# ``skip_inplace_alias_updates=True`` is set, so each call first computes the
+# guard key of its arguments (overlap components, strides of non-contiguous
+# tensors, offsets inside components: Note [what the guard key holds] in
+# overlap.py) and runs the Thunder function compiled for that key.
+#
+# The program also reads tensors that are not arguments: globals, closure
+# variables, module parameters and buffers, attributes of argument objects.
+# Thunder's prologue unpacks them all and hands them to the computation, so
+#
+#     G = {"buf": torch.arange(4.)}
+#     def f(a): G["buf"].mul_(2); return a + 1
+#
+# has the computation ``computation(a, t___globals___G_buf)``. Compiled for an
+# unrelated ``a``, it must not run for ``a = G["buf"][1:3]`` (eager gives
+# [3, 5]; the program for independent inputs reads ``a`` before the write
+# lands and gives [2, 3]). Hence:
+#
+# * compiling: the fusion pass runs the prologue on the actual call and reports
+#   the computation's inputs (``CompileContext.saw_inputs``); their guard key is
+#   what the program was compiled for. (A hidden tensor that requires grad while
+#   the arguments do not stops that compilation: it must keep Thunder's alias
+#   pass, Note [autograd keeps Thunder's alias pass].)
+# * caching: when a new cache entry's prologue reads any tensor that the
+#   arguments' key does not cover (its unpacking path is not subscripts of
+#   plain lists, tuples and dicts from the arguments), its computation is
+#   wrapped in ``_GuardedComputation``, which recomputes the key over the
+#   computation's inputs (which Thunder's prologue has just unpacked, at no
+#   extra cost) and, before anything runs, raises ``_ReadsAliasDifferently``
+#   if it differs. The call is then routed to (or compiles) the program for the
+#   key it actually has. Programs that read only their arguments pay nothing.
+
+
+class _ReadsAliasDifferently(Exception):
+    """A program was about to run on tensors whose aliasing differs from its compilation (internal)."""
+
+    def __init__(self, key, needs_grad: bool):
+        super().__init__("fusion_alias: inputs alias differently from the compiled program (internal signal)")
+        self.key = key
+        self.needs_grad = needs_grad
+
+
+class _GuardedComputation:
+    """A cache entry's computation that first checks the key of everything it reads."""
+
+    __slots__ = ("fn", "key", "needs_grad")
+
+    def __init__(self, fn, key, needs_grad: bool):
+        self.fn = fn
+        self.key = key
+        self.needs_grad = needs_grad
+
+    def __call__(self, *inps):
+        key, grad = guard_key(inps)
+        needs_grad = grad and torch.is_grad_enabled()
+        if key != self.key or (needs_grad and not self.needs_grad):
+            raise _ReadsAliasDifferently(key, needs_grad)
+        return self.fn(*inps)
+
+
+_PLAIN_CONTAINERS = (tuple, list, dict)
+
+
+def _reads_beyond_arguments(prologue_trace, args: tuple, kwargs: dict) -> bool:
+    """Whether the prologue hands the computation a tensor the arguments' guard key does not cover.
+
+    Covered: tensors reached from ``args``/``kwargs`` by subscripts only, through
+    plain tuples, lists and dicts (``tree_flatten`` flattens exactly those, and
+    the key of a flattened call includes the tree structure). Anything else
+    (``unpack_attr``, globals, closures, module parameters and buffers) is not.
+    """
+    from thunder.core.proxies import TensorProxy
+
+    bsyms = prologue_trace.bound_symbols
+    producer = {}
+    for b in bsyms:
+        for o in b.flat_proxy_outs:
+            producer[o.name] = b
+    ret = [b for b in bsyms if b.sym.name == "python_return"]
+    if not ret:
+        return True
+    try:
+        inps, _ = ret[-1].args[0]  # return ((computation inputs...), (prologue-to-epilogue...))
+    except (IndexError, TypeError, ValueError):
+        return True  # a prologue we cannot read: guard its inputs
+    roots = {"args": args, "kwargs": kwargs}
+    for p in inps:
+        if not isinstance(p, TensorProxy):
+            continue
+        path = []
+        name = p.name
+        while True:
+            b = producer.get(name)
+            if b is None:
+                return True
+            if b.sym.name == "unpack_trivial" and name in roots:
+                break
+            if b.sym.name != "unpack_getitem" or not b.args or not hasattr(b.args[0], "name"):
+                return True
+            path.append(b.args[1])
+            name = b.args[0].name
+        obj = roots[name]
+        for k in reversed(path):
+            if type(obj) not in _PLAIN_CONTAINERS:
+                return True
+            try:
+                obj = obj[k]
+            except Exception:
+                return True
+    return False
 
 
 class AliasSpecializedFunction:
     """What ``fusion_alias.jit`` returns: one Thunder-jitted function per input alias structure.
 
-    Thunder's own cache does not know how the inputs overlap once
-    ``skip_inplace_alias_updates=True`` is set, so each call first computes the
-    overlap components of its tensor arguments (the guard) and runs the
-    program compiled for exactly that structure, compiling a new one when it
-    has not been seen. ``thunder.last_traces(f)`` and friends see the
-    Thunder function used by the most recent call.
+    Each call computes the guard key of its arguments and runs the Thunder
+    function compiled for exactly that key, compiling a new one when it has
+    not been seen; tensors the program reads besides its arguments are keyed
+    too (Note [the guard covers every tensor the program reads]).
+    ``thunder.last_traces(f)`` and friends see the Thunder function used by
+    the most recent call.
     """
 
     def __init__(self, fn, backend, schedule, unsafe_ignore_hazards, thunder_options):
@@ -30,58 +145,124 @@ class AliasSpecializedFunction:
         self._schedule = schedule
         self._ignore = unsafe_ignore_hazards
         self._options = thunder_options
-        self._by_structure: dict[tuple, object] = {}
+        self._by_key: dict[tuple, object] = {}  # (arguments' key, needs_grad) -> the Thunder function last used
+        self._variants: dict[tuple, object] = {}  # (that, key of all inputs, needs_grad) -> Thunder function
+        self._jitted: list = []  # every Thunder function made, in order
+        self._entries_seen: dict[int, int] = {}  # id(Thunder function) -> cache entries already inspected
+        self._with_grad: dict[int, bool] = {}  # id(Thunder function) -> compiled to compute gradients
         self._last = None
         functools.update_wrapper(self, fn)
 
-    def _jitted_for(self, structure: tuple, needs_grad: bool):
-        key = (structure, needs_grad)
-        jfn = self._by_structure.get(key)
-        if jfn is None:
-            # Note [autograd keeps Thunder's alias pass]: Thunder's autodiff relies on its own
-            # in-place functionalization (insert_alias_updates); with it skipped, the
-            # gradients of in-place programs come out wrong (checked on Thunder 0.2.6:
-            # y = x * w; y.tanh_(); (y * w).sum()). So a call that needs gradients keeps
-            # Thunder's pass and we read its update_aliases as alias facts.
-            jfn = thunder.jit(
-                self._fn,
-                executors=[executor],
-                skip_inplace_alias_updates=not needs_grad,
-                **self._options,
-            )
-            self._by_structure[key] = jfn
+    def _compile(self, needs_grad: bool):
+        # Note [autograd keeps Thunder's alias pass]: Thunder's autodiff relies on its own
+        # in-place functionalization (insert_alias_updates); with it skipped, the
+        # gradients of in-place programs come out wrong (checked on Thunder 0.2.6:
+        # y = x * w; y.tanh_(); (y * w).sum()). So a call that needs gradients keeps
+        # Thunder's pass and we read its update_aliases as alias facts.
+        jfn = thunder.jit(
+            self._fn,
+            executors=[executor],
+            skip_inplace_alias_updates=not needs_grad,
+            **self._options,
+        )
+        self._jitted.append(jfn)
+        self._entries_seen[id(jfn)] = 0
+        self._with_grad[id(jfn)] = needs_grad
         return jfn
 
     def __call__(self, *args, **kwargs):
-        from fusion_alias.overlap import overlap_components
+        if is_tracing():
+            raise RuntimeError(
+                f"fusion_alias.jit: {getattr(self._fn, '__name__', self._fn)!r} was called while Thunder is tracing "
+                "another jitted function: a fusion_alias.jit function cannot run inside thunder.jit or "
+                "fusion_alias.jit. Call the undecorated function inside, or jit only the outer function"
+            )
+        got = None if kwargs else guard_key(args, flat_only=True)
+        if got is None:
+            flat, spec = tree_flatten((args, kwargs))
+            key, grad = guard_key(flat)
+            key = (spec, key)
+        else:
+            flat = args
+            key, grad = got
+        needs_grad = grad and torch.is_grad_enabled()
+        slot = (key, needs_grad)
+        jfn = self._by_key.get(slot)
+        if jfn is None:
+            jfn = self._by_key[slot] = self._compile(needs_grad)
+        for _ in range(3):
+            try:
+                return self._run(jfn, args, kwargs, flat)
+            except _ReadsAliasDifferently as miss:
+                # The tensors the program reads besides its arguments alias differently
+                # from what this program was compiled for: nothing ran yet.
+                variant = (slot, miss.key, miss.needs_grad)
+                other = self._variants.get(variant)
+                if other is None or other is jfn:
+                    other = self._variants[variant] = self._compile(needs_grad or miss.needs_grad)
+                jfn = self._by_key[slot] = other
+        raise AliasInputError(
+            "fusion_alias: the tensors this program reads besides its arguments (globals, closures, module "
+            "parameters or buffers, attributes of argument objects) changed their aliasing during the call; "
+            "cannot pick a compiled program"
+        )
 
-        flat, _ = tree_flatten((args, kwargs))
-        structure = overlap_components(flat)
-        needs_grad = torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in flat)
-        jfn = self._jitted_for(structure, needs_grad)
-        self._last = jfn
+    def _run(self, jfn, args, kwargs, flat):
+        needs_grad = self._with_grad[id(jfn)]
         ctx = context.CompileContext(
-            backend=self._backend,
-            schedule=self._schedule,
-            ignore_hazards=self._ignore,
-            args=args,
-            kwargs=kwargs,
-            has_call=True,
+            self._backend, self._schedule, self._ignore, args, kwargs, True, self._compiled_inputs(needs_grad)
         )
         token = context.using(ctx)
+        cache = jfn._lc_cs.interpreter_cache
         try:
             return jfn(*args, **kwargs)
+        except _ReadsAliasDifferently:
+            raise
         except Exception as err:
             if needs_grad and _raised_in_thunder_alias_pass(err):
                 _raise_if_thunder_alias_pass_failed(err, flat)
             raise
         finally:
             context.reset(token)
+            self._last = jfn
+            if len(cache) != self._entries_seen[id(jfn)]:
+                self._guard_new_entries(jfn, ctx, args, kwargs, needs_grad)
+
+    @staticmethod
+    def _compiled_inputs(needs_grad: bool):
+        """What the fusion pass reports, while compiling, about the inputs it compiles for."""
+
+        grad_enabled = torch.is_grad_enabled()
+
+        def seen(inputs):
+            key, grad = guard_key(inputs)
+            if grad and grad_enabled and not needs_grad:
+                # a parameter, buffer or global requires grad: Thunder's alias pass must stay
+                raise _ReadsAliasDifferently(key, True)
+            return key
+
+        return seen
+
+    def _guard_new_entries(self, jfn, ctx, args, kwargs, needs_grad: bool) -> None:
+        """Wrap the computation of each new cache entry that reads more than its arguments."""
+        cache = jfn._lc_cs.interpreter_cache
+        for pos in range(self._entries_seen[id(jfn)], len(cache)):
+            entry = cache[pos]
+            if isinstance(entry.computation_fn, _GuardedComputation):
+                continue
+            if not _reads_beyond_arguments(entry.prologue_traces[-1], args, kwargs):
+                continue
+            key = ctx.seen_inputs
+            if key is None:  # the pass did not report (nothing to fuse?): ask the prologue
+                inps, _ = entry.prologue_fn(*args, **kwargs)
+                key = guard_key(inps)[0]
+            cache[pos] = entry._replace(computation_fn=_GuardedComputation(entry.computation_fn, key, needs_grad))
+        self._entries_seen[id(jfn)] = len(cache)
 
     # thunder.last_traces / compile_stats / compile_data look these up
     @property
     def _lc_cs(self):
-        return None if self._last is None else _SummedStats(self._last._lc_cs, list(self._by_structure.values()))
+        return None if self._last is None else _SummedStats(self._last._lc_cs, self._jitted)
 
     @property
     def _lc_cd(self):
@@ -94,7 +275,7 @@ class AliasSpecializedFunction:
     @property
     def compiled_structures(self) -> int:
         """How many input alias structures have been compiled for."""
-        return len(self._by_structure)
+        return len(self._jitted)
 
 
 def _raised_in_thunder_alias_pass(err: BaseException) -> bool:
@@ -115,9 +296,6 @@ def _raise_if_thunder_alias_pass_failed(err: Exception, flat: list) -> None:
     and indexes the trace's arguments by the user's argument positions, which
     fails (IndexError) when an argument is unused. Its messages name no input.
     """
-    from fusion_alias.executor import AliasInputError
-    from fusion_alias.overlap import shared_storage_groups
-
     # by storage, overlapping or not (Thunder's notion of aliases); groups of different sizes first
     groups = shared_storage_groups(
         ((i, t) for i, t in enumerate(flat) if isinstance(t, torch.Tensor)), uninspectable_share=False
@@ -171,9 +349,24 @@ def jit(fn, *, backend: str = "auto", schedule: str = "reads-first", unsafe_igno
     return AliasSpecializedFunction(fn, backend, schedule, unsafe_ignore_hazards, thunder_options)
 
 
+def _last_trace(jitted, what: str):
+    if isinstance(jitted, AliasSpecializedFunction) and jitted._last is None:
+        raise RuntimeError(
+            f"fusion_alias.{what}: {getattr(jitted._fn, '__name__', 'the function')!r} has not been called yet: "
+            "call the function once first (it is compiled for the aliasing of the inputs of its first call)"
+        )
+    try:
+        return thunder.last_traces(jitted)[-1]
+    except TypeError as err:
+        raise TypeError(
+            f"fusion_alias.{what} expects a function returned by fusion_alias.jit (or thunder.jit), "
+            f"called at least once: {err}"
+        ) from None
+
+
 def regions(jitted) -> list:
     """The fusion bound symbols of the last compiled program."""
-    trace = thunder.last_traces(jitted)[-1]
+    trace = _last_trace(jitted, "regions")
     return [b for b in trace.bound_symbols if b.sym.is_fusion]
 
 
@@ -182,13 +375,13 @@ def explain(jitted, picture: str | None = None) -> str:
 
     picture: also draw the partition into this file (.svg/.png/.pdf; ``fusion_alias.show``).
     """
+    trace = _last_trace(jitted, "explain")
     if picture is not None:
         from fusion_alias.show import draw_jitted
 
         draw_jitted(jitted, picture)
-    trace = thunder.last_traces(jitted)[-1]
     parts = ["# ---- final trace ----", str(trace)]
-    for b in regions(jitted):
+    for b in (b for b in trace.bound_symbols if b.sym.is_fusion):
         fn = b._call_ctx[b.sym.name]
         parts.append(f"# ---- {b.sym.name} ----")
         parts.append(repr(fn))

@@ -14,6 +14,11 @@ Prints a markdown report:
   function taking the same number of tensors (``args[0] + 1``): the total
   time of a cached call, the eager time of the same function, and their
   difference (Thunder's overhead);
+* the cold cost (first call with a new structure) for many interleaved views
+  of one buffer (columns ``base[:, k]`` of a ``(16, m)`` tensor, m = 256 and
+  1024; with and without a row ``base[3]`` that joins them all), and the
+  components of random sets of views sharing a few layouts against
+  ``numpy.shares_memory`` pairwise (exact);
 * false positives / negatives of :func:`fusion_alias.overlap.may_overlap`
   (default ``max_work``) against ``numpy.shares_memory(..., max_work=None)``
   (exact) on random pairs of strided views of one buffer, and how often the
@@ -162,8 +167,62 @@ def adversarial() -> list[tuple[str, object, float, float]]:
     return out
 
 
+def many_views_cold() -> list[tuple[str, int, float, int]]:
+    """(case, m, best cold ms, components) for m interleaved views of one buffer."""
+    out = []
+    for m in (256, 1024):
+        base = torch.zeros(16, m)
+        cols = [base[:, k] for k in range(m)]
+        for case, ts in (("columns", cols), ("columns + one row", cols + [base[3]])):
+            best = float("inf")
+            for _ in range(3):
+                ov.clear_cache()
+                t0 = time.perf_counter()
+                labels = ov.overlap_components(ts)
+                best = min(best, time.perf_counter() - t0)
+            out.append((case, m, best * 1e3, len(set(labels))))
+    return out
+
+
+def components_accuracy(sets: int, seed: int = 0) -> dict[str, int]:
+    """overlap_components on random sets of views sharing few layouts vs numpy, pairwise."""
+    rng = random.Random(seed)
+    buf = torch.zeros(1024, dtype=torch.uint8)
+    wrong = tensors = 0
+    for _ in range(sets):
+        layouts = [(_random_view(rng, buf), rng.choice((1, 2, 3, rng.randint(1, 8)))) for _ in range(rng.randint(1, 3))]
+        ts = []
+        for v, step in layouts:
+            flat = buf.view(v.dtype)
+            span = sum((n - 1) * abs(t) for n, t in zip(v.shape, v.stride())) if v.numel() else 0
+            for k in range(rng.randint(2, 24)):
+                off = v.storage_offset() + k * step
+                if off + span < flat.numel():
+                    ts.append(torch.as_strided(flat, v.shape, v.stride(), off))
+        rng.shuffle(ts)
+        arrays = [t.numpy() for t in ts]
+        parent = list(range(len(ts)))
+
+        def find(x):
+            while parent[x] != x:
+                x = parent[x]
+            return x
+
+        for i in range(len(ts)):
+            for j in range(i + 1, len(ts)):
+                if ts[i].numel() and ts[j].numel() and np.shares_memory(arrays[i], arrays[j], max_work=None):
+                    ri, rj = find(i), find(j)
+                    parent[max(ri, rj)] = min(ri, rj)
+        ov.clear_cache()
+        wrong += ov.overlap_components(ts) != tuple(find(i) for i in range(len(ts)))
+        tensors += len(ts)
+    return {"sets": sets, "tensors": tensors, "wrong": wrong}
+
+
 def report(pairs: int) -> str:
     g = guard_costs()
+    many = many_views_cold()
+    comp = components_accuracy(300)
     th = thunder_costs()
     acc = accuracy(pairs)
     adv = adversarial()
@@ -196,6 +255,19 @@ def report(pairs: int) -> str:
     lines += ["", "Labels (sanity): " + "; ".join(
         f"{name}@{n}: {len(set(g[(name, n)][2]))} component(s)" for name in ("independent", "interleaved", "overlapping")
         for n in SIZES)]
+    lines += [
+        "",
+        "# Many views of one buffer, cold (first call with a new structure)",
+        "",
+        "| case | views | cold (ms) | components |",
+        "|---|---:|---:|---:|",
+    ]
+    lines += [f"| {case} | {m} | {ms:.2f} | {nc} |" for case, m, ms, nc in many]
+    lines += [
+        "",
+        f"Components of {comp['sets']} random sets of views sharing 1-3 layouts ({comp['tensors']} tensors) "
+        f"vs numpy.shares_memory pairwise (exact): {comp['wrong']} wrong.",
+    ]
     lines += [
         "",
         "# Accuracy vs numpy.shares_memory (exact)",

@@ -5,30 +5,64 @@ so the fusion pass (which only sees a trace) can find the actual arguments,
 and so which trace inputs overlap, plus the backend options of that jit.
 Used directly (``thunder.jit(fn, executors=[fusion_alias.executor])``) there
 is no context, and the pass falls back to what Thunder tells it.
+
+The pass reports back, through :meth:`CompileContext.saw_inputs`, the actual
+tensors the compiled program reads (Thunder's prologue output: arguments, and
+also globals, closures, module parameters and buffers, attributes of argument
+objects). ``fusion_alias.jit`` keys the compiled program by their aliasing.
 """
 
 from __future__ import annotations
 
 from contextvars import ContextVar
-from dataclasses import dataclass, field
 
 
-@dataclass
 class CompileContext:
-    backend: str = "auto"
-    schedule: str = "reads-first"
-    ignore_hazards: bool = False
-    args: tuple = ()
-    kwargs: dict = field(default_factory=dict)
-    has_call: bool = False
+    __slots__ = (
+        "backend",
+        "schedule",
+        "ignore_hazards",
+        "args",
+        "kwargs",
+        "has_call",
+        "on_inputs",
+        "seen_inputs",
+    )
+
+    def __init__(
+        self,
+        backend: str = "auto",
+        schedule: str = "reads-first",
+        ignore_hazards: bool = False,
+        args: tuple = (),
+        kwargs: dict | None = None,
+        has_call: bool = False,
+        on_inputs=None,
+    ):
+        self.backend = backend
+        self.schedule = schedule
+        self.ignore_hazards = ignore_hazards
+        self.args = args
+        self.kwargs = {} if kwargs is None else kwargs
+        self.has_call = has_call
+        # called with the computation's actual inputs when the pass learns them; may raise
+        # to stop a compilation made under a wrong assumption (see api.AliasSpecializedFunction)
+        self.on_inputs = on_inputs
+        self.seen_inputs = None  # what on_inputs returned for this call's compilation
+
+    def saw_inputs(self, inputs) -> None:
+        """The fusion pass learnt the actual tensors (and other values) the program reads."""
+        if self.on_inputs is not None and self.seen_inputs is None:
+            self.seen_inputs = self.on_inputs(inputs)
 
 
 _current: ContextVar[CompileContext | None] = ContextVar("fusion_alias_compile_context", default=None)
+_DEFAULT = CompileContext()
 
 
 def current() -> CompileContext:
     ctx = _current.get()
-    return ctx if ctx is not None else CompileContext()
+    return ctx if ctx is not None else _DEFAULT
 
 
 def using(ctx: CompileContext):

@@ -129,6 +129,7 @@ __all__ = [
     "overlap_components",
     "overlap_detail",
     "overlap_groups",
+    "guard_key",
     "shared_storage_groups",
 ]
 
@@ -438,9 +439,85 @@ def clear_cache() -> None:
     _CLUSTER_CACHE.clear()
 
 
+# Note [many views of one buffer]
+# -------------------------------
+# A cluster is a set of tensors whose byte ranges meet transitively; in the
+# worst realistic case all of them do (1024 columns ``base[:, k]`` of one
+# ``(16, 1024)`` buffer: every range spans nearly the whole buffer, no two
+# columns share a byte). Comparing pairs is quadratic (~0.6 s at 1024).
+# Instead, each tensor's byte set is written in a canonical form
+#
+#     {lo + sum_k c_k x_k + r : 0 <= x_k <= u_k, 0 <= r < w}
+#
+# (``_merge`` over the stride terms plus the element's own bytes as a term
+# ``(1, itemsize - 1)``: ``w`` is the widest dense run, the ``(c_k, u_k)`` are
+# the terms left with ``c_k > w``), and tensors with the same form (the
+# *layout*: ``w`` and the terms) differ only by ``lo``. Within one layout the
+# offsets decide, without a pairwise search:
+#
+# * no term left (a dense run of ``w`` bytes): two members overlap iff their
+#   ``lo`` differ by less than ``w``; sorted by ``lo``, it is enough to compare
+#   neighbours (equal widths);
+# * terms left, ``g`` their gcd (``g > w``... or not): every byte of a member
+#   is ``lo + g*j + r``, ``r < w``. Members whose ``lo mod g`` are at least
+#   ``w`` apart (cyclically) never share a byte. The columns above: ``g`` is
+#   4096 bytes, ``w`` is 4, the ``lo`` are 0, 4, 8, ...: 1024 residue classes
+#   of one member each, no pair to compare.
+#   With a single term ``(c, u)``, members of one residue class overlap iff
+#   their ``lo`` differ by at most ``c*u``: again neighbours in ``lo`` order.
+#
+# What is left (several terms in one residue class, residues closer than
+# ``w``, pairs across layouts) is compared pairwise, exactly, along a sweep by
+# ``lo``, skipping pairs already in one component and memoising by the two
+# layouts and the offset difference.
+
+
+def _layout_of(desc, memo: dict) -> tuple:
+    """``(w, terms)`` of a description: see Note [many views of one buffer]."""
+    key = (desc[4], desc[5], desc[6])
+    got = memo.get(key)
+    if got is None:
+        isz = desc[4]
+        terms = _terms_of(desc)
+        if isz > 1:
+            terms.append((1, isz - 1))
+        merged = _merge(terms)
+        w = 1
+        rest = []
+        for c, u in merged:
+            if c == 1:
+                w = u + 1
+            else:
+                rest.append((c, u))
+        got = memo[key] = (w, tuple(sorted(rest, reverse=True)))
+    return got
+
+
+def _layouts_overlap(la: int, a: tuple, lb: int, b: tuple, max_work: int | None) -> bool:
+    """Exact (or capped => True) test for two canonical byte sets ``lo + layout``."""
+    wa, ta = a
+    wb, tb = b
+    if not ta and len(tb) <= 1 or not tb and len(ta) <= 1:
+        # a dense run against runs of one stride: is some run of one inside the other's extent?
+        if ta:
+            la, wa, ta, lb, wb, tb = lb, wb, tb, la, wa, ta
+        c, u = tb[0] if tb else (1, 0)
+        xmin = max(0, (la - wb - lb) // c + 1)
+        xmax = min(u, -((lb - la - wa) // c) - 1)
+        return xmin <= xmax
+    L = lb - la + sum(c * u for c, u in tb) - (wa - 1)
+    U = L + (wa - 1) + (wb - 1)
+    ans, _, _ = _solve(list(ta) + list(tb), L, U, max_work)
+    return True if ans is None else ans
+
+
 def _cluster_labels(descs: list, max_work: int | None) -> tuple[int, ...]:
     """Local component labels for a cluster of inspectable, non-empty tensors
-    given in sequence order (label = position of the component's first member)."""
+    given in sequence order (label = position of the component's first member).
+
+    See Note [many views of one buffer]: O(m log m) when the tensors share few
+    layouts and those decide by offsets; pairwise (exact) otherwise.
+    """
     m = len(descs)
     parent = list(range(m))
 
@@ -450,94 +527,146 @@ def _cluster_labels(descs: list, max_work: int | None) -> tuple[int, ...]:
             x = parent[x]
         return x
 
+    def union(x: int, y: int) -> None:
+        rx, ry = find(x), find(y)
+        if rx < ry:
+            parent[ry] = rx
+        elif ry < rx:
+            parent[rx] = ry
+
+    memo_layout: dict = {}
+    lows = [d[1] for d in descs]
+    highs = [d[2] for d in descs]
+    layouts = [_layout_of(d, memo_layout) for d in descs]
+    groups: dict[tuple, list[int]] = {}
+    for k in range(m):
+        groups.setdefault(layouts[k], []).append(k)
+    lay_id = {lay: n for n, lay in enumerate(groups)}
+    lid = [lay_id[lay] for lay in layouts]  # small ints: cheap memo keys
+
+    # 1. within a layout: decide by offsets where the layout allows it
+    pairwise: dict[tuple, list[list[int]]] = {}  # layout -> classes whose pairs are compared one by one
+    for lay, members in groups.items():
+        if len(members) < 2:
+            continue
+        w, terms = lay
+        if not terms:
+            members.sort(key=lows.__getitem__)
+            for prev, k in zip(members, members[1:]):
+                if lows[k] - lows[prev] < w:
+                    union(prev, k)
+            continue
+        g = 0
+        for c, _ in terms:
+            g = gcd(g, c)
+        classes: dict[int, list[int]] = {}
+        for k in members:
+            classes.setdefault(lows[k] % g, []).append(k)
+        residues = sorted(classes)
+        near = w > g or any(b - a < w for a, b in zip(residues, residues[1:]))
+        near = near or (len(residues) > 1 and residues[0] + g - residues[-1] < w)
+        if near:  # residues closer than an element: compare within the whole layout
+            pairwise[lay] = [members]
+            continue
+        if len(terms) == 1:
+            span = terms[0][0] * terms[0][1]
+            for cls in classes.values():
+                cls.sort(key=lows.__getitem__)
+                for prev, k in zip(cls, cls[1:]):
+                    if lows[k] - lows[prev] <= span:
+                        union(prev, k)
+        else:
+            pairwise[lay] = [cls for cls in classes.values() if len(cls) > 1]
+
+    # 2. what offsets alone do not decide: a sweep by lowest byte, one active list per
+    # tag; a tensor is compared with the active tensors of other tags, and with those
+    # of its own class where step 1 left the class pairwise.
+    if len(groups) == 1 and not pairwise:
+        return tuple(find(k) for k in range(m))
+    tag: list = [None] * m
+    for lay, members in groups.items():
+        for k in members:
+            tag[k] = "dense" if not lay[1] else lay  # dense runs of any width: one tag
+    own: dict[int, int] = {}  # k -> its pairwise class (compared inside)
+    for lay, classes in pairwise.items():
+        for n, cls in enumerate(classes):
+            for k in cls:
+                own[k] = n
     memo: dict[tuple, bool] = {}
-    order = sorted(range(m), key=lambda k: descs[k][1])
-    active: list[int] = []
-    for k in order:
-        dk = descs[k]
-        lo = dk[1]
-        active = [a for a in active if descs[a][2] > lo]
-        for a in active:
-            ra, rk = find(a), find(k)
-            if ra == rk:
+    active: dict[object, list[int]] = {}
+    dense_top = -1  # the dense member reaching highest so far (dense ones settle by extents)
+    for k in sorted(range(m), key=lows.__getitem__):
+        lo = lows[k]
+        tk = tag[k]
+        if tk == "dense":
+            if dense_top >= 0 and highs[dense_top] > lo:
+                union(dense_top, k)
+            if dense_top < 0 or highs[k] > highs[dense_top]:
+                dense_top = k
+        for t, lst in active.items():
+            if t == tk and (tk == "dense" or k not in own):
                 continue
-            da = descs[a]
-            # The answer depends only on both layouts and the offset difference.
-            if a < k:
-                key = (da[4], da[5], da[6], dk[4], dk[5], dk[6], dk[3] - da[3])
-                first, second = da, dk
-            else:
-                key = (dk[4], dk[5], dk[6], da[4], da[5], da[6], da[3] - dk[3])
-                first, second = dk, da
-            hit = memo.get(key)
-            if hit is None:
-                hit = _pair(first, second, max_work).overlap
-                memo[key] = hit
-            if hit:
-                if ra < rk:
-                    parent[rk] = ra
-                else:
-                    parent[ra] = rk
-        active.append(k)
+            live = [a for a in lst if highs[a] > lo]
+            if len(live) != len(lst):
+                lst[:] = live
+            for a in live:
+                if t == tk and own.get(a) != own[k]:
+                    continue
+                ra, rk = find(a), find(k)
+                if ra == rk:
+                    continue
+                # the answer depends only on both layouts and the offset difference
+                key = (lid[a], lid[k], lo - lows[a])
+                hit = memo.get(key)
+                if hit is None:
+                    hit = memo[key] = _layouts_overlap(lows[a], layouts[a], lo, layouts[k], max_work)
+                if hit:
+                    union(a, k)
+        lst = active.get(tk)
+        if lst is None:
+            active[tk] = [k]
+        else:
+            lst.append(k)
     return tuple(find(k) for k in range(m))  # roots are minimal positions
 
 
-def overlap_components(tensors: Sequence[object], *, max_work: int | None = DEFAULT_MAX_WORK) -> tuple[int, ...]:
-    """Canonical labels of the connected components of ``may_overlap``.
+def _describe_fast(t):
+    """``_describe`` for a plain tensor or ``nn.Parameter`` (the hot path: CPU/CUDA inlined)."""
+    try:
+        if t.layout is _strided and (t.is_cuda or t.is_cpu):
+            p = t.data_ptr()
+            if t.is_contiguous():
+                nbytes = t.nbytes
+                return (None, p, p + nbytes, p, nbytes, (), ()) if nbytes else _EMPTY
+            shape = t.shape
+            if 0 in shape:
+                return _EMPTY
+            return _strided_description(None, p, t.element_size(), shape, t.stride())
+        return _describe(t)
+    except Exception:
+        return _UNKNOWN
 
-    Non-tensors get ``-1``; a tensor gets the index (in ``tensors``) of the
-    first member of its component, so equal alias structure gives an equal
-    tuple.  Tensors are first clustered by overlapping byte ranges (a sort
-    and a sweep); only tensors in a cluster of two or more are compared
-    exactly, and a cluster's answer is cached by its relative layout, so
-    repeated calls with the same structure cost a description per tensor, a
-    sort and a dictionary lookup per cluster.
+
+def _file(i: int, d, spaces: dict, unknown: list) -> None:
+    """Put tensor ``i`` (description ``d``) where the clustering looks for it."""
+    if d is _EMPTY:
+        return
+    if d is _UNKNOWN:
+        unknown.append(i)
+        return
+    lst = spaces.get(d[0])
+    if lst is None:
+        spaces[d[0]] = [(d[1], d[2], i, d)]
+    else:
+        lst.append((d[1], d[2], i, d))
+
+
+def _unite(n: int, tensors, spaces: dict, unknown: list, max_work: int | None) -> list[int] | None:
+    """Union-find parents (root = smallest index) over ``n`` positions, or None when nothing overlaps.
+
+    ``spaces``: space -> [(lo, hi, idx, description)] of the inspectable, non-empty tensors;
+    ``unknown``: positions of uninspectable tensors (they may overlap anything on their device).
     """
-    n = len(tensors)
-    labels = [-1] * n
-    spaces: dict[object, list[tuple]] = {}  # space -> [(lo, hi, idx, extent)]
-    unknown: list[int] = []
-    addr: list[tuple] = []  # CPU/CUDA tensors: (lo, hi, idx, description)
-    for i, t in enumerate(tensors):
-        tp = type(t)
-        if tp is _Tensor or tp is _Parameter:
-            # _describe's CPU/CUDA case, inlined (the hot path).
-            try:
-                if t.layout is _strided and (t.is_cuda or t.is_cpu):
-                    p = t.data_ptr()
-                    if t.is_contiguous():
-                        nbytes = t.nbytes
-                        d = (None, p, p + nbytes, p, nbytes, (), ()) if nbytes else _EMPTY
-                    else:
-                        shape = t.shape
-                        if 0 in shape:
-                            d = _EMPTY
-                        else:
-                            d = _strided_description(None, p, t.element_size(), shape, t.stride())
-                else:
-                    d = _describe(t)
-            except Exception:
-                d = _UNKNOWN
-        elif isinstance(t, _Tensor):
-            d = _UNKNOWN
-        else:
-            continue
-        labels[i] = i
-        if d is _EMPTY:
-            continue
-        if d is _UNKNOWN:
-            unknown.append(i)
-            continue
-        if d[0] is None:
-            addr.append((d[1], d[2], i, d))
-        else:
-            lst = spaces.get(d[0])
-            if lst is None:
-                spaces[d[0]] = [(d[1], d[2], i, d)]
-            else:
-                lst.append((d[1], d[2], i, d))
-    spaces[None] = addr
-
     parent: list[int] | None = None
 
     def union(x: int, y: int) -> None:
@@ -573,7 +702,8 @@ def overlap_components(tensors: Sequence[object], *, max_work: int | None = DEFA
             clusters.append(cluster)
         for cl in clusters:
             cl.sort(key=_third)  # sequence order
-            cds = [item[3] for item in cl]
+            # a contiguous CPU/CUDA tensor may come without its description (guard_key)
+            cds = [item[3] or (None, item[0], item[1], item[0], item[1] - item[0], (), ()) for item in cl]
             clo = cl[0][0]
             for item in cl:
                 if item[0] < clo:
@@ -600,16 +730,159 @@ def overlap_components(tensors: Sequence[object], *, max_work: int | None = DEFA
             for j in others:
                 if j != u and not _provably_apart(tensors[u], tensors[j]):
                     union(u, j)
+    return parent
 
+
+def _root(parent: list[int], i: int) -> int:
+    while parent[i] != i:
+        i = parent[i]
+    return i  # union keeps the smaller index as root
+
+
+def overlap_components(tensors: Sequence[object], *, max_work: int | None = DEFAULT_MAX_WORK) -> tuple[int, ...]:
+    """Canonical labels of the connected components of ``may_overlap``.
+
+    Non-tensors get ``-1``; a tensor gets the index (in ``tensors``) of the
+    first member of its component, so equal alias structure gives an equal
+    tuple.  Tensors are first clustered by overlapping byte ranges (a sort
+    and a sweep); only tensors in a cluster of two or more are compared
+    exactly, and a cluster's answer is cached by its relative layout, so
+    repeated calls with the same structure cost a description per tensor, a
+    sort and a dictionary lookup per cluster.
+    """
+    n = len(tensors)
+    labels = [-1] * n
+    spaces: dict[object, list[tuple]] = {}
+    unknown: list[int] = []
+    for i, t in enumerate(tensors):
+        tp = type(t)
+        if tp is _Tensor or tp is _Parameter:
+            d = _describe_fast(t)
+        elif isinstance(t, _Tensor):
+            d = _UNKNOWN
+        else:
+            continue
+        labels[i] = i
+        _file(i, d, spaces, unknown)
+    parent = _unite(n, tensors, spaces, unknown, max_work)
     if parent is None:
         return tuple(labels)
     for i in range(n):
         if labels[i] >= 0:
-            r = i
-            while parent[r] != r:
-                r = parent[r]
-            labels[i] = r  # union keeps the smaller index as root
+            labels[i] = _root(parent, i)
     return tuple(labels)
+
+
+# Note [what the guard key holds]
+# -------------------------------
+# A compiled program is reused only for calls whose key equals the key of the
+# call it was compiled for. Thunder's own prologue already checks each
+# tensor's shape, dtype, device and requires_grad, so the key adds only what
+# the fusion pass decided from the actual memory and Thunder does not check:
+#
+# * joins: which tensors may share a byte (components of ``may_overlap``);
+# * layouts: the strides of every non-contiguous tensor. A reshape of a
+#   transposed input is a copy where the same reshape of a contiguous one is a
+#   view, and a write into an expanded (stride-0) input is refused, so
+#   ``x`` and ``x.t()`` (same shape when square) or ``x`` and
+#   ``y.expand(3, 3)`` must not share a program;
+# * offsets: within a component of two or more, each member's byte offset
+#   from the component's first member. With the shapes and strides this is
+#   the exact relation: ``(x, x)`` and ``(x, x.t())`` are one component each,
+#   but ``a.add_(b)`` is a partial overlap (eager raises) only in the second.
+#
+# Worked example: ``f(x, x)`` with ``x`` 3x3 contiguous gives
+# ``joins ((1, 0),)``, ``layouts ()``, ``offsets ((1, 0),)``; ``f(x, x.t())``
+# gives the same joins but ``layouts ((1, (1, 3)),)``: another program.
+# Independent contiguous inputs, the common case, give ``((), (), ())``.
+
+_LEAF_TYPES = frozenset({int, float, bool, complex, str, type(None), torch.dtype, torch.device})
+
+
+def guard_key(items: Sequence[object], *, max_work: int | None = DEFAULT_MAX_WORK, flat_only: bool = False):
+    """``(key, any_requires_grad)`` for a call's flattened tensors and other leaves.
+
+    ``key`` is ``(joins, layouts, offsets)`` (see Note [what the guard key
+    holds]): equal keys mean the same overlap components, the same strides of
+    non-contiguous tensors and the same relative offsets inside components.
+    With ``flat_only`` it returns None as soon as an item is neither a tensor
+    nor a plain scalar (so the caller knows it must flatten first).
+
+    >>> x = torch.zeros(3, 3)
+    >>> guard_key([x, torch.zeros(3)])[0]
+    ((), (), ())
+    >>> guard_key([x, x.t()])[0]
+    (((1, 0),), ((1, (1, 3)),), ((1, 0),))
+    """
+    # The hot path (one pass, per-call): a plain contiguous CPU/CUDA tensor costs a few
+    # attribute reads and one tuple; its full description is built only if its byte
+    # range meets another's (see _unite).
+    addr: list[tuple] = []  # CPU/CUDA: (lo, hi, idx, description or None when contiguous)
+    spaces: dict[object, list[tuple]] = {None: addr}
+    unknown: list[int] = []
+    layouts: list[tuple] = []
+    grad = False
+    for i, t in enumerate(items):
+        tp = type(t)
+        if tp is _Tensor or tp is _Parameter:
+            if t.requires_grad:
+                grad = True
+            try:
+                if t.layout is _strided and (t.is_cpu or t.is_cuda):
+                    p = t.data_ptr()
+                    if t.is_contiguous():
+                        nbytes = t.nbytes
+                        if nbytes:
+                            addr.append((p, p + nbytes, i, None))
+                        continue
+                    shape = t.shape
+                    if 0 in shape:
+                        continue
+                    d = _strided_description(None, p, t.element_size(), shape, t.stride())
+                    layouts.append((i, d[6]))
+                    addr.append((d[1], d[2], i, d))
+                    continue
+                d = _describe(t)
+            except Exception:
+                d = _UNKNOWN
+        elif isinstance(t, _Tensor):
+            try:
+                grad = grad or bool(t.requires_grad)
+            except Exception:
+                pass
+            d = _UNKNOWN
+        elif flat_only and tp not in _LEAF_TYPES:
+            return None
+        else:
+            continue
+        if d is not _UNKNOWN and d is not _EMPTY and d[5]:
+            layouts.append((i, d[6]))
+        _file(i, d, spaces, unknown)
+    if len(spaces) == 1 and not unknown:
+        # the common case: CPU/CUDA tensors whose byte ranges do not meet
+        addr.sort(key=_first)
+        top = -1
+        for lo, hi, _, _ in addr:
+            if lo < top:
+                break
+            top = hi
+        else:
+            return ((), tuple(layouts), ()), grad
+    parent = _unite(len(items), items, spaces, unknown, max_work)
+    if parent is None:
+        return ((), tuple(layouts), ()), grad
+    joins = []
+    offsets = []
+    for i in range(len(items)):
+        r = _root(parent, i)
+        if r != i:
+            joins.append((i, r))
+            d, dr = _describe(items[i]), _describe(items[r])
+            if d is _UNKNOWN or dr is _UNKNOWN or d is _EMPTY or dr is _EMPTY:
+                offsets.append((i, None))
+            else:
+                offsets.append((i, d[3] - dr[3]))
+    return (tuple(joins), tuple(layouts), tuple(offsets)), grad
 
 
 def overlap_groups(tensors: Sequence[object], *, max_work: int | None = DEFAULT_MAX_WORK) -> list[list[int]]:
