@@ -325,7 +325,8 @@ def test_plain_thunder_misses_an_impossible_in_place_cast_and_the_oracle_sees_it
     assert fuzz.run_program(p, "reads-first", system="eager")[0] == "both-raised"
 
 
-# Known fusion_alias bugs (issue 10), as the fuzzer renders them: expected correct, xfail until fixed.
+# The issue-10 bug classes, as the fuzzer renders them: each must come out right (class 5 shows only
+# under the reverse-writes schedule).
 CLASS_PROGRAMS = {
     "class 1: a reshape that copies is treated as a view": _program(
         [("t0 = a.t().reshape(-1)", dict(target="t0", view_of="a")), ("a.mul_(2)", dict(reads=("a",), writes="a")),
@@ -355,8 +356,6 @@ CLASS_PROGRAMS = {
 
 
 @needs_jit
-@pytest.mark.xfail(strict=False, reason="issue 10 classes 1-6: fusion_alias bugs being fixed on other branches "
-                   "(class 5 shows only under the reverse-writes schedule)")
 @pytest.mark.parametrize("name", sorted(CLASS_PROGRAMS))
 def test_issue10_class_through_the_fuzzer(name):
     p = CLASS_PROGRAMS[name]
@@ -381,12 +380,10 @@ def test_bounded_run_draws_every_generator():
 
 
 @needs_jit
-@pytest.mark.xfail(strict=False, reason="issue 10 classes 1-4: the new generators find fusion_alias bugs "
-                   "being fixed on other branches")
 def test_fuzz_fusion_alias_new_generators_bounded():
     """One program of each new generator at least, every schedule, every call."""
     kinds = {fuzz.generate_program(2025, i, generators=NEW_GENERATORS).kind for i in range(10)}
-    assert kinds == set(NEW_GENERATORS)  # also checked, without xfail, in test_bounded_run_draws_every_generator
+    assert kinds == set(NEW_GENERATORS)
     report = fuzz.run_fuzz(programs=10, seed=2025, generators=NEW_GENERATORS, log=print, do_shrink=False)
     print(report.summary())
     assert set(report.per_generator) == set(NEW_GENERATORS), report.summary()
@@ -397,7 +394,6 @@ def test_fuzz_fusion_alias_new_generators_bounded():
 @needs_jit
 @pytest.mark.slow
 @pytest.mark.parametrize("generator", NEW_GENERATORS)
-@pytest.mark.xfail(strict=False, reason="issue 10 classes 1-4: fusion_alias bugs being fixed on other branches")
 def test_fuzz_fusion_alias_each_new_generator(generator):
     report = fuzz.run_fuzz(programs=40, seed=2026, generators=(generator,), log=print)
     print(report.summary())
