@@ -101,7 +101,8 @@ def run(
             "(aliased: every input may overlap every other). *bsyms* = flattened bound symbols (the partitioner's nodes); "
             "*top-level* = the trace's own bound symbols. *whole pass* = `executor.fusion_pass(trace)` end to end "
             "(flattening, `update_aliases` dropped, the user's in-place ops, analysis, graph, partition, fusion bsyms), "
-            "*gc after* = the `gc.collect()` right after it, **total** = their sum (the figure the targets use; "
+            "*gc after − before* = the `gc.collect()` right after it less one right before it (the pass runs with the "
+            "cyclic GC paused: this is what collecting its objects costs), **total** = whole pass + that difference (the figure the targets use; "
             "aliased = every input may overlap every other, as when Thunder reports aliased arguments). The stages "
             "alone: *analysis* = alias analysis + read substitution + DCE, *graph* = dependency graph (networkx), "
             "*partition* = stage assignment. "
@@ -195,8 +196,9 @@ def _profiles(S, scale_rows, largest: int, *, big: bool, log) -> list[str]:
             _trim_profile(text),
             "```",
             "",
-            f"Garbage collection after the pass on that trace: {slow.gc_after:.2f} s of {slow.total:.2f} s "
-            "(the pass runs with the cyclic GC paused; the gc.collect() after it pays for its objects).",
+            f"Garbage collection after the pass on that trace: {slow.gc_after:.2f} s, against {slow.gc_before:.2f} s "
+            "for one just before it (the pass runs with the cyclic GC paused; the collection after it pays for "
+            "its objects).",
         ]
     return md
 

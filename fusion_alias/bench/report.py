@@ -113,7 +113,7 @@ def _variant(r: ScaleRow) -> str:
 
 def scale_table(rows: list[ScaleRow]) -> str:
     out = [
-        "| trace | bsyms | top-level | regions | analysis s | graph s | partition s | whole pass s | gc after s | "
+        "| trace | bsyms | top-level | regions | analysis s | graph s | partition s | whole pass s | gc after − before s | "
         "**total s** | thunder consecutive s | thunder dataflow s | thunder alias pass s |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
@@ -124,7 +124,7 @@ def scale_table(rows: list[ScaleRow]) -> str:
         else:
             total = f"**{_fmt(r.total)}**"
             a, g, p = _fmt(r.analysis), _fmt(r.graph), _fmt(r.partition)
-            w, c = _fmt(r.whole_pass), _fmt(r.gc_after)
+            w, c = _fmt(r.whole_pass), f"{_fmt(r.gc_after)} − {_fmt(r.gc_before)}"
         ap = _fmt(r.thunder_alias_pass)
         if r.thunder_alias_pass is not None and r.thunder_alias_pass_estimated:
             ap = f"~{ap} (extrapolated)"

@@ -21,8 +21,9 @@ pass: ``executor.fusion_pass(trace)`` on the composite trace, as Thunder hands
 it over (flattening, dropping ``update_aliases``, the user's in-place ops,
 alias analysis, read substitution, DCE, graph, partition, and one fusion bsym
 per region), plus the garbage collection that follows it (a ``gc.collect()``
-right after the pass, while its result is alive; the pass itself runs with
-the cyclic GC paused, so this is where the bill for its objects comes). The
+right after the pass, while its result is alive, less one right before it:
+the pass itself runs with the cyclic GC paused, so this is where the bill
+for its objects comes). The
 aliased variant is the pass's own view when Thunder reports aliased inputs:
 every input may overlap every other. Next to it, the stages alone on the same
 trace: alias analysis + read substitution + DCE (``prepare``'s ``analysis``),
@@ -150,11 +151,13 @@ class ScaleRow:
     skipped: bool = False  # not run at this size: the stage times are extrapolated
     whole_pass: float = 0.0  # executor.fusion_pass(trace), end to end
     gc_after: float = 0.0  # the gc.collect() right after it
+    gc_before: float = 0.0  # a gc.collect() right before it (the heap without the pass's objects)
 
     @property
     def total(self) -> float:
-        """The whole fusion pass, and the garbage collection after it."""
-        return self.whole_pass + self.gc_after
+        """The whole fusion pass, and the garbage collection its objects cost: the collection
+        after it less one just before it (which scans the trace and the rest of the heap)."""
+        return self.whole_pass + max(0.0, self.gc_after - self.gc_before)
 
     @property
     def stages(self) -> float:
@@ -180,15 +183,19 @@ def _thunder_reports(aliased: bool):
         thunder._cache_info_ctx.reset(token)
 
 
-def time_fusion_pass(trace: TraceCtx, aliased: bool) -> tuple[object, float, float]:
-    """(the fused trace, seconds of ``executor.fusion_pass(trace)``, seconds of the gc.collect() after)."""
+def time_fusion_pass(trace: TraceCtx, aliased: bool) -> tuple[object, float, float, float]:
+    """(the fused trace, seconds of ``executor.fusion_pass(trace)``, seconds of the gc.collect()
+    after it, seconds of a gc.collect() just before it: what a full collection costs anyway)."""
     gc.collect()
+    t0 = time.perf_counter()
+    gc.collect()
+    before = time.perf_counter() - t0
     with _thunder_reports(aliased):
         t0 = time.perf_counter()
         fused = executor.fusion_pass(trace)
         t1 = time.perf_counter()
     gc.collect()
-    return fused, t1 - t0, time.perf_counter() - t1
+    return fused, t1 - t0, time.perf_counter() - t1, before
 
 
 def measure_synthetic(syn: Synthetic, aliased: bool, *, dataflow_limit: int = 20_000) -> ScaleRow:
@@ -196,7 +203,7 @@ def measure_synthetic(syn: Synthetic, aliased: bool, *, dataflow_limit: int = 20
     row = ScaleRow(syn.kind, aliased, size, len(syn.trace.bound_symbols))
     groups = [[p.name for p in syn.trace.args]] if aliased else []
     # fusion_alias: the whole pass on the top-level trace, first (a fresh trace, as in a compile)
-    fused, row.whole_pass, row.gc_after = time_fusion_pass(syn.trace, aliased)
+    fused, row.whole_pass, row.gc_after, row.gc_before = time_fusion_pass(syn.trace, aliased)
     row.regions = sum(1 for b in fused.bound_symbols if b.sym.is_fusion)
     del fused
     # ... then its stages alone, for the breakdown
@@ -327,7 +334,7 @@ def run_scale(
 
 def _extrapolated_row(kind: str, aliased: bool, size: int, history: list[ScaleRow]) -> ScaleRow:
     row = ScaleRow(kind, aliased, size, 0, skipped=True)
-    for attr in ("analysis", "graph", "partition", "whole_pass", "gc_after"):
+    for attr in ("analysis", "graph", "partition", "whole_pass", "gc_after", "gc_before"):
         setattr(row, attr, _predict([(r.size, getattr(r, attr)) for r in history], size) or 0.0)
     return row
 
