@@ -32,7 +32,7 @@ from fusion_alias.pipeline import Prepared
 from fusion_alias.regions import _RegionMeta, _region_key
 
 
-BACKENDS = ("auto", "nvfuser", "reference")
+BACKENDS = ("auto", "nvfuser", "torch", "reference")
 
 
 @contextlib.contextmanager
@@ -82,10 +82,11 @@ def nvfuser_usable() -> bool:
 
 
 def resolve_backend(backend: str, device_type: str | None = None) -> str:
+    """``auto``: nvFuser for CUDA regions where it is installed, else the compiled torch backend."""
     if backend == "auto":
         if device_type == "cuda" and nvfuser_usable():
             return "nvfuser"
-        return "reference"
+        return "torch"
     return backend
 
 
@@ -186,6 +187,10 @@ def make_callable(spec, backend: str, schedule: str):
         from fusion_alias.backends.nvfuser import NvFuserFusion
 
         return NvFuserFusion(spec)
+    if backend == "torch" and schedule == "reads-first":  # other schedules are the reference's
+        from fusion_alias.backends.compiled import CompiledFusion
+
+        return CompiledFusion(spec)
     from fusion_alias.backends.reference import ReferenceFusion
 
     return ReferenceFusion(spec, schedule)

@@ -16,9 +16,18 @@ size is counted in *flattened* bound symbols: the nodes the partitioner sees.
   independent in-place updates). Aliased: all ``p_i`` in one memory group
   (what a guard that cannot separate them would say).
 
-Per size and variant: alias analysis + read substitution + DCE
-(``prepare``'s ``analysis``), graph building (``graph``) and partitioning,
-timed separately. Next to them, Thunder's ``fuse_bound_symbols`` on the same
+Per size and variant, the figure reported (``total``) is the *whole* fusion
+pass: ``executor.fusion_pass(trace)`` on the composite trace, as Thunder hands
+it over (flattening, dropping ``update_aliases``, the user's in-place ops,
+alias analysis, read substitution, DCE, graph, partition, and one fusion bsym
+per region), plus the garbage collection that follows it (a ``gc.collect()``
+right after the pass, while its result is alive, less one right before it:
+the pass itself runs with the cyclic GC paused, so this is where the bill
+for its objects comes). The
+aliased variant is the pass's own view when Thunder reports aliased inputs:
+every input may overlap every other. Next to it, the stages alone on the same
+trace: alias analysis + read substitution + DCE (``prepare``'s ``analysis``),
+graph building (``graph``) and partitioning. Next to them, Thunder's ``fuse_bound_symbols`` on the same
 flattened trace (consecutive, ``thunder.jit``'s default, and dataflow), and
 Thunder's own alias pass (``insert_alias_updates``) where it finishes in
 reasonable time: it is quadratic or worse, so it is measured at small sizes and
@@ -28,6 +37,7 @@ extrapolated (marked ``~``) above them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+import contextlib
 import gc
 import math
 import time
@@ -139,9 +149,18 @@ class ScaleRow:
     thunder_regions: int | None = None
     thunder_alias_pass_exponent: float | None = None  # fitted on the sizes it was measured at
     skipped: bool = False  # not run at this size: the stage times are extrapolated
+    whole_pass: float = 0.0  # executor.fusion_pass(trace), end to end
+    gc_after: float = 0.0  # the gc.collect() right after it
+    gc_before: float = 0.0  # a gc.collect() right before it (the heap without the pass's objects)
 
     @property
     def total(self) -> float:
+        """The whole fusion pass, and the garbage collection its objects cost: the collection
+        after it less one just before it (which scans the trace and the rest of the heap)."""
+        return self.whole_pass + max(0.0, self.gc_after - self.gc_before)
+
+    @property
+    def stages(self) -> float:
         return self.analysis + self.graph + self.partition
 
 
@@ -152,15 +171,45 @@ def _timed(fn):
     return out, time.perf_counter() - t0
 
 
+@contextlib.contextmanager
+def _thunder_reports(aliased: bool):
+    """Inside the pass, Thunder's cache info says whether the arguments alias (what
+    ``thunder.jit`` tells the fusion pass): "" for none; otherwise any two may overlap."""
+    info = {} if aliased else {"alias_tensor_indices": ""}
+    token = thunder._cache_info_ctx.set(info)
+    try:
+        yield
+    finally:
+        thunder._cache_info_ctx.reset(token)
+
+
+def time_fusion_pass(trace: TraceCtx, aliased: bool) -> tuple[object, float, float, float]:
+    """(the fused trace, seconds of ``executor.fusion_pass(trace)``, seconds of the gc.collect()
+    after it, seconds of a gc.collect() just before it: what a full collection costs anyway)."""
+    gc.collect()
+    t0 = time.perf_counter()
+    gc.collect()
+    before = time.perf_counter() - t0
+    with _thunder_reports(aliased):
+        t0 = time.perf_counter()
+        fused = executor.fusion_pass(trace)
+        t1 = time.perf_counter()
+    gc.collect()
+    return fused, t1 - t0, time.perf_counter() - t1, before
+
+
 def measure_synthetic(syn: Synthetic, aliased: bool, *, dataflow_limit: int = 20_000) -> ScaleRow:
     size = len(syn.flat.bound_symbols)
     row = ScaleRow(syn.kind, aliased, size, len(syn.trace.bound_symbols))
-    groups = syn.groups if aliased else []
-    # fusion_alias: the pass as fusion_pass runs it, on the top-level trace
+    groups = [[p.name for p in syn.trace.args]] if aliased else []
+    # fusion_alias: the whole pass on the top-level trace, first (a fresh trace, as in a compile)
+    fused, row.whole_pass, row.gc_after, row.gc_before = time_fusion_pass(syn.trace, aliased)
+    row.regions = sum(1 for b in fused.bound_symbols if b.sym.is_fusion)
+    del fused
+    # ... then its stages alone, for the breakdown
     prep = executor.prepare(syn.trace, input_groups=groups)
     part, row.partition = _timed(lambda: partition(prep.bsyms, prep.graph, prep.is_fusible))
     row.analysis, row.graph = prep.seconds["analysis"], prep.seconds["graph"]
-    row.regions = len(part.regions)
     if not aliased:  # Thunder's grouping does not see aliasing without its alias pass
         from thunder.executors.data_dependent_partition import consecutive_fusion, dataflow_fusion
 
@@ -260,8 +309,9 @@ def run_scale(
                             row = again
                     history[aliased].append(row)
                     log(
-                        f"    aliased={aliased}: analysis {row.analysis:.3f} s, graph {row.graph:.3f} s, "
-                        f"partition {row.partition:.3f} s, {row.regions} regions"
+                        f"    aliased={aliased}: whole pass {row.whole_pass:.3f} s + gc after {row.gc_after:.3f} s; "
+                        f"stages: analysis {row.analysis:.3f} s, graph {row.graph:.3f} s, "
+                        f"partition {row.partition:.3f} s; {row.regions} regions"
                     )
                 else:
                     row = _extrapolated_row(kind, aliased, size, history[aliased])
@@ -284,7 +334,7 @@ def run_scale(
 
 def _extrapolated_row(kind: str, aliased: bool, size: int, history: list[ScaleRow]) -> ScaleRow:
     row = ScaleRow(kind, aliased, size, 0, skipped=True)
-    for attr in ("analysis", "graph", "partition"):
+    for attr in ("analysis", "graph", "partition", "whole_pass", "gc_after", "gc_before"):
         setattr(row, attr, _predict([(r.size, getattr(r, attr)) for r in history], size) or 0.0)
     return row
 
@@ -298,33 +348,21 @@ def exponents(rows: list[ScaleRow], attr: str = "total") -> dict[tuple[str, bool
     return out
 
 
-def gc_share(kind: str, size: int, aliased: bool) -> tuple[float, float]:
-    """(total with the cyclic GC on, total with it off): the pass on two freshly built traces."""
-    on = measure_synthetic(build(kind, size), aliased).total
-    syn = build(kind, size)
-    gc.collect()
-    gc.disable()
-    try:
-        off = measure_synthetic(syn, aliased).total
-    finally:
-        gc.enable()
-    return on, off
-
-
-def profile_largest(kind: str, size: int, aliased: bool = True, top: int = 12) -> str:
-    """cProfile of prepare + partition on one synthetic trace: where the time goes."""
+def profile_largest(kind: str, size: int, aliased: bool = True, top: int = 12, sort: str = "tottime") -> str:
+    """cProfile of the whole fusion pass on one synthetic trace: where the time goes."""
     import cProfile
     import io
     import pstats
 
     syn = build(kind, size)
+    gc.collect()
     pr = cProfile.Profile()
-    pr.enable()
-    prep = executor.prepare(syn.trace, input_groups=syn.groups if aliased else [])
-    partition(prep.bsyms, prep.graph, executor.is_fusible)
-    pr.disable()
+    with _thunder_reports(aliased):
+        pr.enable()
+        executor.fusion_pass(syn.trace)
+        pr.disable()
     buf = io.StringIO()
-    pstats.Stats(pr, stream=buf).sort_stats("tottime").print_stats(top)
+    pstats.Stats(pr, stream=buf).sort_stats(sort).print_stats(top)
     return buf.getvalue()
 
 
