@@ -142,3 +142,63 @@ def _check_aliased_inputs_with_gradients(bsyms, input_groups) -> None:
         "and autograd, which compute wrong gradients for them without an error. Workarounds: pass clones "
         "so that the inputs do not share memory, or run under torch.no_grad() when no gradient is needed"
     )
+
+
+def _forward_outputs(bsyms) -> list:
+    """The forward's outputs of the joint trace Thunder's grad transform hands to executors
+    (its return's ``fw_flat_out``), or ``[]`` when the return does not hold them."""
+    for b in reversed(bsyms):
+        if b.sym.id is prims.PrimIDs.RETURN:
+            ret = b.args[0] if b.args else None
+            outs = ret.get("fw_flat_out", ()) if isinstance(ret, dict) else ()
+            return [o for o in outs if isinstance(o, TensorProxy)]
+    return []
+
+
+def _check_outputs_sharing_written_memory(bsyms, info: AliasInfo) -> None:
+    """Refuse, in a call that computes gradients, two outputs that share memory a write changes
+    after one of them was made.
+
+    Note [outputs sharing written memory]: eager returns one tensor under two names,
+    and the gradient reaching it is the sum of what each output gets. Thunder 0.2.6's
+    alias pass renames the two names into one proxy, or keeps a view taken before a
+    later write as a value from before the write; its autodiff then drops one
+    output's cotangent, or sends it around the write, and the gradient is wrong
+    without an error (checked, plain thunder.jit too; the fuzzer's #24)::
+
+        t0 = a * 0.5; t1 = t0.neg_(); t0.mul_(0.5); return t1, t0   # fw_flat_out (t13, t13)
+        t0 = a * 0.5; v = t0.view(3); t0.mul_(2); return t0, v      # v's gradient skips the mul
+
+    With a loss ``o1.sum() + 3 * o2.sum()`` eager gives -1 per element of ``a`` for
+    the first, Thunder 0. Outputs made after the last write into their memory
+    (``c.add_(1); return c, c[0]``), and one output per memory, are not affected.
+    """
+    outs = _forward_outputs(bsyms)
+    if len(outs) < 2:
+        return
+    made: dict[str, int] = {}
+    last_write: dict[str, int] = {}
+    for i, b in enumerate(bsyms):
+        for o in proxy_outs(b):
+            if isinstance(o, TensorProxy):
+                made.setdefault(o.name, i)
+        if ops.is_copy(b) and isinstance(b.args[1], TensorProxy):
+            last_write[info.group(b.args[1].name)] = i
+    by_group: dict[str, list[str]] = {}
+    for o in outs:
+        if o.name in info.root:
+            by_group.setdefault(info.group(o.name), []).append(o.name)
+    for group, names in by_group.items():
+        written = last_write.get(group)
+        if len(names) < 2 or written is None:
+            continue
+        stale = len(set(names)) < len(names) or any(made.get(n, -1) < written for n in names)
+        if stale:
+            shown = ", ".join(dict.fromkeys(names))
+            raise AliasInputError(
+                f"fusion_alias: the program returns {len(names)} tensors that share memory ({shown}) and writes "
+                "into that memory in place after one of them was made, in a call that computes gradients: not "
+                "supported. Thunder 0.2.6's autodiff drops or misroutes one output's gradient there, without an "
+                "error, so fusion_alias refuses instead. Workarounds: return the tensor once, clone() one of the "
+                "outputs, or use out-of-place ops"
+            )
