@@ -51,14 +51,14 @@ def _propagate_differentiable(b, info: AliasInfo, differentiable: set) -> None:
         differentiable.update(o.name for o in proxy_outs(b) if isinstance(o, TensorProxy))
 
 
-def _check_write_into_differentiable_view(dst: str, root: str, info: AliasInfo, members: dict) -> None:
+def _check_write_into_differentiable_view(dst: str, root: str, info: AliasInfo, members: dict, made=None) -> None:
     """Refuse, in a call that computes gradients, a write into memory that requires grad (the caller
     checks that) and has views.
 
     Note [writes into tensors with views, with gradients]: Thunder 0.2.6's autodiff
     gets the gradient wrong, without an error, when the program writes into a
-    tensor that requires grad and also has a view (taken before or after the
-    write, written through or read), also with plain thunder.jit (checked):
+    tensor that requires grad and also has a view (taken before the write,
+    written through or read), also with plain thunder.jit (checked):
 
         c = a * 2; v = c[0]; c.add_(b); return v     # b's gradient is wrong
         c = a * 2; c[0].mul_(b[0]); return c         # a's and b's are wrong
@@ -69,9 +69,20 @@ def _check_write_into_differentiable_view(dst: str, root: str, info: AliasInfo, 
     ``cache`` (its memory requires grad after the first) is refused: Thunder gets
     ``cache[:, 0] = k; cache[:, 1] = k * 2`` right, but not the same writes into
     ``c = a * 2``, and the trace does not tell the two apart well enough.
+
+    Only views that exist when the write runs count (``made``: the names made so far,
+    in program order; all of them when None). A view made after the write reads
+    the written value, which Thunder gets right: the joint trace's backward
+    reshapes the result of ``F.relu(h, inplace=True)`` for the next ``F.linear``'s
+    gradient, and counting that ``reshape`` refused every Linear -> ReLU(inplace)
+    -> Linear block. A later write into the same memory is checked against it then.
     """
     key = info.view_key.get(dst)
-    others = [n for n in members.get(info.group(dst), ()) if info.root.get(n) == root and info.view_key.get(n) != key]
+    others = [
+        n
+        for n in members.get(info.group(dst), ())
+        if info.root.get(n) == root and info.view_key.get(n) != key and (made is None or n in made)
+    ]
     if not others:
         return
     raise AliasInputError(
