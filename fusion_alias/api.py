@@ -8,9 +8,10 @@ import thunder
 import torch
 from thunder.core.pytree import tree_flatten
 
-from fusion_alias import context
+from fusion_alias import context, grad_inputs
 from fusion_alias.backends.reference import SCHEDULES
 from fusion_alias.executor import BACKENDS, executor
+from fusion_alias.refusals.autograd import WriteIntoGradInput
 
 
 class AliasSpecializedFunction:
@@ -32,6 +33,7 @@ class AliasSpecializedFunction:
         self._options = thunder_options
         self._by_structure: dict[tuple, object] = {}
         self._last = None
+        self._cloned: dict[tuple, dict] = {}  # (structure, needs grad) -> inputs cloned (grad_inputs.py)
         functools.update_wrapper(self, fn)
 
     def _jitted_for(self, structure: tuple, needs_grad: bool):
@@ -43,8 +45,9 @@ class AliasSpecializedFunction:
             # gradients of in-place programs come out wrong (checked on Thunder 0.2.6:
             # y = x * w; y.tanh_(); (y * w).sum()). So a call that needs gradients keeps
             # Thunder's pass and we read its update_aliases as alias facts.
+            cloned = self._cloned.get(key)
             jfn = thunder.jit(
-                self._fn,
+                grad_inputs.cloning(self._fn, cloned) if cloned else self._fn,
                 executors=[executor],
                 skip_inplace_alias_updates=not needs_grad,
                 **self._options,
@@ -70,7 +73,18 @@ class AliasSpecializedFunction:
         )
         token = context.using(ctx)
         try:
-            return jfn(*args, **kwargs)
+            result = jfn(*args, **kwargs)
+            cloned = self._cloned.get((structure, needs_grad)) if needs_grad else None
+            return grad_inputs.write_back(result, args, cloned) if cloned else result
+        except WriteIntoGradInput as err:  # Note [cloned inputs, written back in eager]
+            cloned = self._cloned.setdefault((structure, needs_grad), {})
+            # a write under the program's no_grad is not: Thunder drops the gradient through it, clone or not
+            pos = grad_inputs.position_of(err.tensor, args, flat) if needs_grad and err.grad_enabled else None
+            if pos is None or pos in cloned:
+                raise
+            cloned[pos] = err.grad_enabled
+            del self._by_structure[(structure, needs_grad)]
+            return self(*args, **kwargs)
         except Exception as err:
             if needs_grad and _raised_in_thunder_alias_pass(err):
                 _raise_if_thunder_alias_pass_failed(err, flat)

@@ -38,6 +38,25 @@ from fusion_alias.errors import AliasInputError
 # The leaf case is refused by eager PyTorch itself.
 
 
+class WriteIntoGradInput(AliasInputError):
+    """The refusal of Note [writes into inputs that require grad], naming the input written
+    (``tensor``: the caller's tensor, when the pass knows it). ``api`` catches it and
+    compiles the program again with that input cloned, then writes the clone back in eager.
+
+    Note [cloned inputs, written back in eager]: ``a.add_(1); return a * b`` with
+    ``a = w * 1`` runs as ``a2 = a.clone(); a2.add_(1); return a2 * b, a2``, which
+    Thunder differentiates right (a write into a tensor the program made), and
+    after the call ``a.copy_(a2)`` in eager: torch's own ``copy_`` gives ``a``
+    the history eager would (its gradient reaches ``w`` through ``a2``), under the
+    program's grad mode for that write.
+    """
+
+    def __init__(self, message: str, tensor=None, grad_enabled: bool = True):
+        super().__init__(message)
+        self.tensor = tensor
+        self.grad_enabled = grad_enabled
+
+
 def _is_differentiable(x, info: AliasInfo, differentiable: set) -> bool:
     """Whether tensor ``x`` requires grad: it, or the memory it names (its root), is in ``differentiable``."""
     return isinstance(x, TensorProxy) and (x.name in differentiable or info.root.get(x.name) in differentiable)

@@ -53,6 +53,7 @@ from fusion_alias import ops
 from fusion_alias.aliasing import AliasInfo, proxy_outs
 from fusion_alias.errors import AliasInputError
 from fusion_alias.refusals.autograd import (
+    WriteIntoGradInput,
     _check_write_into_differentiable_view,
     _is_differentiable,
     _propagate_differentiable,
@@ -141,12 +142,14 @@ def _check_writes(bsyms, info: AliasInfo, actual: dict, proxies: dict, inplace_o
                 differentiable.add(root)  # the memory now holds values that require grad
         if root in grad_inputs:
             what = f"input {root}" if dst.name == root else f"{dst.name} (a view of input {root})"
-            raise AliasInputError(
+            raise WriteIntoGradInput(
                 f"fusion_alias: in-place write into {what}, which requires grad, in a call that computes "
                 "gradients: not supported. Eager PyTorch accepts it, but Thunder 0.2.6's autograd loses such "
                 "writes or the gradient through them without an error, so fusion_alias refuses instead of "
                 "returning a wrong value or gradient. Workarounds: write into a copy (a = a.clone()), or run "
-                "the call under torch.no_grad() when no gradient is needed"
+                "the call under torch.no_grad() when no gradient is needed",
+                tensor=t,
+                grad_enabled=_grad_mode_of(b),
             )
         chain = info.chain.get(dst.name, ())
         if not chain and t is None:
