@@ -295,15 +295,40 @@ def output_may_alias(bsym: BoundSymbol, out_name: str) -> bool:
         return True
     if ops.is_copy(bsym):
         return True
-    for sub in bsym.subsymbols:
-        if any(isinstance(o, TensorProxy) and o.name == out_name for o in proxy_outs(sub)):
-            return output_may_alias(sub, out_name)
+    if bsym.subsymbols:
+        outer = {a.name for a in proxy_args(bsym) if isinstance(a, TensorProxy)}
+        if any(out_name in {o.name for o in proxy_outs(s) if isinstance(o, TensorProxy)} for s in bsym.subsymbols):
+            return _made_from_args(bsym.subsymbols, out_name, outer)
     if isinstance(sym.id, prims.PrimIDs):  # a Thunder prim that is not a view
         return False
     if not bsym.subsymbols and (prim := _prim_implemented_by(sym.name)) is not None:
         # an executor's implementation of a prim (copy_with_setitem_impl): the prim says
         return prim in ops.VIEW_IDS or prim in _OPAQUE_VIEW_PRIMS
     return not bsym.subsymbols  # an opaque leaf: cannot tell
+
+
+def _made_from_args(subs, name: str, outer: set) -> bool:
+    """May ``name``, made by one of the decomposition ``subs``, share memory with an argument in ``outer``?
+
+    Note [views of values made inside a decomposition]: a view symbol inside a
+    decomposition aliases its own operand, which may be a fresh value made just
+    before. ``F.embedding(idx, w)`` with a 2-d ``idx`` decomposes into
+    ``t22 = take(w, reshape(idx)); t23 = reshape(t22, (2, 2, 3))``: ``t23`` is a
+    view of ``t22``, which ``take`` made, so it does not share memory with ``w``
+    (Thunder agrees: ``embedding`` is in neither ``_syms_returning_views`` nor
+    ``_syms_that_may_return_views``). Taking every view as one of the arguments
+    refused ``x = F.embedding(idx, w); x += 1`` with gradients.
+    """
+    if name in outer:
+        return True
+    for i in range(len(subs) - 1, -1, -1):
+        sub = subs[i]
+        if any(isinstance(o, TensorProxy) and o.name == name for o in proxy_outs(sub)):
+            if not output_may_alias(sub, name):
+                return False
+            operands = [a.name for a in proxy_args(sub) if isinstance(a, TensorProxy)]
+            return any(_made_from_args(subs[:i], a, outer) for a in operands) if operands else True
+    return True  # made by none of them: cannot tell
 
 
 @functools.cache

@@ -9,10 +9,11 @@ import torch
 from thunder.core.pytree import tree_flatten
 from thunder.core.trace import is_tracing
 
-from fusion_alias import context
+from fusion_alias import context, grad_inputs
 from fusion_alias.backends.reference import SCHEDULES
 from fusion_alias.executor import BACKENDS, AliasInputError, executor
 from fusion_alias.overlap import guard_key, shared_storage_groups
+from fusion_alias.refusals.autograd import WriteIntoGradInput
 
 # Note [the guard covers every tensor the program reads]
 # -----------------------------------------------------
@@ -150,17 +151,18 @@ class AliasSpecializedFunction:
         self._jitted: list = []  # every Thunder function made, in order
         self._entries_seen: dict[int, int] = {}  # id(Thunder function) -> cache entries already inspected
         self._with_grad: dict[int, bool] = {}  # id(Thunder function) -> compiled to compute gradients
+        self._cloned: dict[tuple, dict] = {}  # (arguments' key, needs_grad) -> inputs cloned (grad_inputs.py)
         self._last = None
         functools.update_wrapper(self, fn)
 
-    def _compile(self, needs_grad: bool):
+    def _compile(self, needs_grad: bool, cloned: dict | None = None):
         # Note [autograd keeps Thunder's alias pass]: Thunder's autodiff relies on its own
         # in-place functionalization (insert_alias_updates); with it skipped, the
         # gradients of in-place programs come out wrong (checked on Thunder 0.2.6:
         # y = x * w; y.tanh_(); (y * w).sum()). So a call that needs gradients keeps
         # Thunder's pass and we read its update_aliases as alias facts.
         jfn = thunder.jit(
-            self._fn,
+            grad_inputs.cloning(self._fn, cloned) if cloned else self._fn,
             executors=[executor],
             skip_inplace_alias_updates=not needs_grad,
             **self._options,
@@ -190,16 +192,26 @@ class AliasSpecializedFunction:
         jfn = self._by_key.get(slot)
         if jfn is None:
             jfn = self._by_key[slot] = self._compile(needs_grad)
-        for _ in range(3):
+        for _ in range(3 + len(flat)):
             try:
-                return self._run(jfn, args, kwargs, flat)
+                result = self._run(jfn, args, kwargs, flat)
+                cloned = self._cloned.get(slot) if needs_grad else None
+                return grad_inputs.write_back(result, args, cloned) if cloned else result
+            except WriteIntoGradInput as err:  # Note [cloned inputs, written back in eager] (grad_inputs.py)
+                cloned = self._cloned.setdefault(slot, {})
+                # a write under the program's no_grad is not: Thunder drops the gradient through it, clone or not
+                pos = grad_inputs.position_of(err.tensor, args, flat) if needs_grad and err.grad_enabled else None
+                if pos is None or pos in cloned:
+                    raise
+                cloned[pos] = err.grad_enabled
+                jfn = self._by_key[slot] = self._compile(needs_grad, cloned)
             except _ReadsAliasDifferently as miss:
                 # The tensors the program reads besides its arguments alias differently
                 # from what this program was compiled for: nothing ran yet.
                 variant = (slot, miss.key, miss.needs_grad)
                 other = self._variants.get(variant)
                 if other is None or other is jfn:
-                    other = self._variants[variant] = self._compile(needs_grad or miss.needs_grad)
+                    other = self._variants[variant] = self._compile(needs_grad or miss.needs_grad, self._cloned.get(slot))
                 jfn = self._by_key[slot] = other
         raise AliasInputError(
             "fusion_alias: the tensors this program reads besides its arguments (globals, closures, module "
@@ -216,7 +228,7 @@ class AliasSpecializedFunction:
         cache = jfn._lc_cs.interpreter_cache
         try:
             return jfn(*args, **kwargs)
-        except _ReadsAliasDifferently:
+        except (_ReadsAliasDifferently, WriteIntoGradInput):
             raise
         except Exception as err:
             if needs_grad and _raised_in_thunder_alias_pass(err):

@@ -23,7 +23,11 @@ from fusion_alias import dtype_rules
 from fusion_alias.aliasing import AliasInfo, proxy_outs
 from fusion_alias.errors import AliasInputError
 from fusion_alias.overlap import shared_storage_groups
-from fusion_alias.refusals.autograd import _check_aliased_inputs_with_gradients, _check_no_read_of_overwritten_values
+from fusion_alias.refusals.autograd import (
+    _check_aliased_inputs_with_gradients,
+    _check_no_read_of_overwritten_values,
+    _check_outputs_sharing_written_memory,
+)
 from fusion_alias.refusals.inplace_ops import _has_lost_its_inplace_ops, _inplace_ops_by_write, _traced_program
 from fusion_alias.refusals.operands import _check_original_operands
 from fusion_alias.refusals.writes import _check_writes
@@ -45,3 +49,4 @@ def check_refusals(trace, flat, renamed: dict, info: AliasInfo, tensor_inputs, i
     if grad_inputs:
         _check_aliased_inputs_with_gradients(flat, shared_storage_groups(actual.items()) or input_groups)
         _check_no_read_of_overwritten_values(flat)
+        _check_outputs_sharing_written_memory(flat, info)

@@ -38,6 +38,25 @@ from fusion_alias.errors import AliasInputError
 # The leaf case is refused by eager PyTorch itself.
 
 
+class WriteIntoGradInput(AliasInputError):
+    """The refusal of Note [writes into inputs that require grad], naming the input written
+    (``tensor``: the caller's tensor, when the pass knows it). ``api`` catches it and
+    compiles the program again with that input cloned, then writes the clone back in eager.
+
+    Note [cloned inputs, written back in eager]: ``a.add_(1); return a * b`` with
+    ``a = w * 1`` runs as ``a2 = a.clone(); a2.add_(1); return a2 * b, a2``, which
+    Thunder differentiates right (a write into a tensor the program made), and
+    after the call ``a.copy_(a2)`` in eager: torch's own ``copy_`` gives ``a``
+    the history eager would (its gradient reaches ``w`` through ``a2``), under the
+    program's grad mode for that write.
+    """
+
+    def __init__(self, message: str, tensor=None, grad_enabled: bool = True):
+        super().__init__(message)
+        self.tensor = tensor
+        self.grad_enabled = grad_enabled
+
+
 def _is_differentiable(x, info: AliasInfo, differentiable: set) -> bool:
     """Whether tensor ``x`` requires grad: it, or the memory it names (its root), is in ``differentiable``."""
     return isinstance(x, TensorProxy) and (x.name in differentiable or info.root.get(x.name) in differentiable)
@@ -51,14 +70,14 @@ def _propagate_differentiable(b, info: AliasInfo, differentiable: set) -> None:
         differentiable.update(o.name for o in proxy_outs(b) if isinstance(o, TensorProxy))
 
 
-def _check_write_into_differentiable_view(dst: str, root: str, info: AliasInfo, members: dict) -> None:
+def _check_write_into_differentiable_view(dst: str, root: str, info: AliasInfo, members: dict, made=None) -> None:
     """Refuse, in a call that computes gradients, a write into memory that requires grad (the caller
     checks that) and has views.
 
     Note [writes into tensors with views, with gradients]: Thunder 0.2.6's autodiff
     gets the gradient wrong, without an error, when the program writes into a
-    tensor that requires grad and also has a view (taken before or after the
-    write, written through or read), also with plain thunder.jit (checked):
+    tensor that requires grad and also has a view (taken before the write,
+    written through or read), also with plain thunder.jit (checked):
 
         c = a * 2; v = c[0]; c.add_(b); return v     # b's gradient is wrong
         c = a * 2; c[0].mul_(b[0]); return c         # a's and b's are wrong
@@ -69,9 +88,20 @@ def _check_write_into_differentiable_view(dst: str, root: str, info: AliasInfo, 
     ``cache`` (its memory requires grad after the first) is refused: Thunder gets
     ``cache[:, 0] = k; cache[:, 1] = k * 2`` right, but not the same writes into
     ``c = a * 2``, and the trace does not tell the two apart well enough.
+
+    Only views that exist when the write runs count (``made``: the names made so far,
+    in program order; all of them when None). A view made after the write reads
+    the written value, which Thunder gets right: the joint trace's backward
+    reshapes the result of ``F.relu(h, inplace=True)`` for the next ``F.linear``'s
+    gradient, and counting that ``reshape`` refused every Linear -> ReLU(inplace)
+    -> Linear block. A later write into the same memory is checked against it then.
     """
     key = info.view_key.get(dst)
-    others = [n for n in members.get(info.group(dst), ()) if info.root.get(n) == root and info.view_key.get(n) != key]
+    others = [
+        n
+        for n in members.get(info.group(dst), ())
+        if info.root.get(n) == root and info.view_key.get(n) != key and (made is None or n in made)
+    ]
     if not others:
         return
     raise AliasInputError(
@@ -142,3 +172,63 @@ def _check_aliased_inputs_with_gradients(bsyms, input_groups) -> None:
         "and autograd, which compute wrong gradients for them without an error. Workarounds: pass clones "
         "so that the inputs do not share memory, or run under torch.no_grad() when no gradient is needed"
     )
+
+
+def _forward_outputs(bsyms) -> list:
+    """The forward's outputs of the joint trace Thunder's grad transform hands to executors
+    (its return's ``fw_flat_out``), or ``[]`` when the return does not hold them."""
+    for b in reversed(bsyms):
+        if b.sym.id is prims.PrimIDs.RETURN:
+            ret = b.args[0] if b.args else None
+            outs = ret.get("fw_flat_out", ()) if isinstance(ret, dict) else ()
+            return [o for o in outs if isinstance(o, TensorProxy)]
+    return []
+
+
+def _check_outputs_sharing_written_memory(bsyms, info: AliasInfo) -> None:
+    """Refuse, in a call that computes gradients, two outputs that share memory a write changes
+    after one of them was made.
+
+    Note [outputs sharing written memory]: eager returns one tensor under two names,
+    and the gradient reaching it is the sum of what each output gets. Thunder 0.2.6's
+    alias pass renames the two names into one proxy, or keeps a view taken before a
+    later write as a value from before the write; its autodiff then drops one
+    output's cotangent, or sends it around the write, and the gradient is wrong
+    without an error (checked, plain thunder.jit too; the fuzzer's #24)::
+
+        t0 = a * 0.5; t1 = t0.neg_(); t0.mul_(0.5); return t1, t0   # fw_flat_out (t13, t13)
+        t0 = a * 0.5; v = t0.view(3); t0.mul_(2); return t0, v      # v's gradient skips the mul
+
+    With a loss ``o1.sum() + 3 * o2.sum()`` eager gives -1 per element of ``a`` for
+    the first, Thunder 0. Outputs made after the last write into their memory
+    (``c.add_(1); return c, c[0]``), and one output per memory, are not affected.
+    """
+    outs = _forward_outputs(bsyms)
+    if len(outs) < 2:
+        return
+    made: dict[str, int] = {}
+    last_write: dict[str, int] = {}
+    for i, b in enumerate(bsyms):
+        for o in proxy_outs(b):
+            if isinstance(o, TensorProxy):
+                made.setdefault(o.name, i)
+        if ops.is_copy(b) and isinstance(b.args[1], TensorProxy):
+            last_write[info.group(b.args[1].name)] = i
+    by_group: dict[str, list[str]] = {}
+    for o in outs:
+        if o.name in info.root:
+            by_group.setdefault(info.group(o.name), []).append(o.name)
+    for group, names in by_group.items():
+        written = last_write.get(group)
+        if len(names) < 2 or written is None:
+            continue
+        stale = len(set(names)) < len(names) or any(made.get(n, -1) < written for n in names)
+        if stale:
+            shown = ", ".join(dict.fromkeys(names))
+            raise AliasInputError(
+                f"fusion_alias: the program returns {len(names)} tensors that share memory ({shown}) and writes "
+                "into that memory in place after one of them was made, in a call that computes gradients: not "
+                "supported. Thunder 0.2.6's autodiff drops or misroutes one output's gradient there, without an "
+                "error, so fusion_alias refuses instead. Workarounds: return the tensor once, clone() one of the "
+                "outputs, or use out-of-place ops"
+            )

@@ -53,6 +53,7 @@ from fusion_alias import ops
 from fusion_alias.aliasing import AliasInfo, proxy_outs
 from fusion_alias.errors import AliasInputError
 from fusion_alias.refusals.autograd import (
+    WriteIntoGradInput,
     _check_write_into_differentiable_view,
     _is_differentiable,
     _propagate_differentiable,
@@ -99,6 +100,7 @@ def _check_writes(bsyms, info: AliasInfo, actual: dict, proxies: dict, inplace_o
     ops_by_write = inplace_ops or {}
     pending = dict(ops_by_write)
     metas: dict = {}
+    made = set(info.root) - {o.name for b in bsyms for o in proxy_outs(b) if isinstance(o, TensorProxy)}  # inputs
     for b in bsyms:
         for o in proxy_outs(b) if pending else ():
             if (op := pending.pop(o.name, None)) is not None:
@@ -106,7 +108,9 @@ def _check_writes(bsyms, info: AliasInfo, actual: dict, proxies: dict, inplace_o
         if grad_inputs:
             _propagate_differentiable(b, info, differentiable)
         if not ops.is_copy(b):
+            made.update(o.name for o in proxy_outs(b) if isinstance(o, TensorProxy))
             continue
+        made.update(o.name for o in proxy_outs(b) if isinstance(o, TensorProxy))
         dst = b.args[1]
         src_shape = tuple(b.args[0].shape) if isinstance(b.args[0], TensorProxy) else ()
         fits = src_shape == tuple(dst.shape) or _broadcasts_to(src_shape, tuple(dst.shape))
@@ -117,7 +121,7 @@ def _check_writes(bsyms, info: AliasInfo, actual: dict, proxies: dict, inplace_o
             )
         root = info.root.get(dst.name)
         t = actual.get(root)
-        if t is not None and t.is_leaf and t.requires_grad and torch.is_grad_enabled():
+        if t is not None and t.is_leaf and t.requires_grad and _grad_mode_of(b):
             raise AliasInputError(
                 f"fusion_alias: in-place write into input {root}: a leaf Variable that requires grad "
                 "is being used in an in-place operation (eager PyTorch rejects this too)"
@@ -133,17 +137,19 @@ def _check_writes(bsyms, info: AliasInfo, actual: dict, proxies: dict, inplace_o
                     "run the call under torch.no_grad() when no gradient is needed"
                 )
             if dst.name in differentiable or root in differentiable:
-                _check_write_into_differentiable_view(dst.name, root, info, grad_members)
+                _check_write_into_differentiable_view(dst.name, root, info, grad_members, made)
             if _is_differentiable(b.args[0], info, differentiable):
                 differentiable.add(root)  # the memory now holds values that require grad
         if root in grad_inputs:
             what = f"input {root}" if dst.name == root else f"{dst.name} (a view of input {root})"
-            raise AliasInputError(
+            raise WriteIntoGradInput(
                 f"fusion_alias: in-place write into {what}, which requires grad, in a call that computes "
                 "gradients: not supported. Eager PyTorch accepts it, but Thunder 0.2.6's autograd loses such "
                 "writes or the gradient through them without an error, so fusion_alias refuses instead of "
                 "returning a wrong value or gradient. Workarounds: write into a copy (a = a.clone()), or run "
-                "the call under torch.no_grad() when no gradient is needed"
+                "the call under torch.no_grad() when no gradient is needed",
+                tensor=t,
+                grad_enabled=_grad_mode_of(b),
             )
         chain = info.chain.get(dst.name, ())
         if not chain and t is None:
@@ -176,6 +182,17 @@ def _check_writes(bsyms, info: AliasInfo, actual: dict, proxies: dict, inplace_o
             "an expand()ed tensor): more than one element of the written-to tensor refers to a single "
             "memory location (eager PyTorch rejects this too); clone() it first"
         )
+
+
+def _grad_mode_of(copy_bsym) -> bool:
+    """The grad mode the program ran its write in: ``copy_``'s ``grad_enabled``, which Thunder records
+    at trace time (False inside the function's ``with torch.no_grad():``), else the global one.
+
+    Note: ``with torch.no_grad(): p.sub_(g * lr)`` in a function called with grad
+    enabled is accepted by eager; asking the global mode refused it as eager's leaf
+    error.
+    """
+    return bool(copy_bsym.kwargs.get("grad_enabled", torch.is_grad_enabled()))
 
 
 def _out_name(bsym):

@@ -1,0 +1,57 @@
+"""Compare a call that computes gradients with eager: outputs, mutated inputs, and leaf gradients.
+
+Each check runs every reference schedule, and the jitted function twice (first and cached call).
+"""
+
+from __future__ import annotations
+
+import torch
+
+import fusion_alias
+from fusion_alias.backends.reference import SCHEDULES
+
+
+def _as_tuple(x):
+    return x if isinstance(x, tuple) else (x,)
+
+
+def _loss(outs):
+    """A loss weighting output i by i + 1 and each element by its position, so a lost or swapped
+    cotangent shows."""
+    total = 0
+    for i, o in enumerate(outs):
+        if isinstance(o, torch.Tensor) and o.requires_grad:
+            weights = torch.arange(o.numel(), dtype=o.dtype).reshape(o.shape) + 1
+            total = total + (i + 1) * (o * weights).sum()
+    return total
+
+
+def _run(fn, make_inputs):
+    """(outputs detached, inputs detached after the call, leaves' gradients) of one call."""
+    leaves, args = make_inputs()
+    outs = _as_tuple(fn(*args))
+    loss = _loss(outs)
+    if isinstance(loss, torch.Tensor):
+        loss.backward()
+    detached = [o.detach().clone() if isinstance(o, torch.Tensor) else o for o in outs]
+    return detached, [a.detach().clone() for a in args if isinstance(a, torch.Tensor)], [w.grad for w in leaves]
+
+
+def assert_matches_eager(fn, make_inputs, *, calls=2):
+    """``fusion_alias.jit(fn)`` gives eager's values, mutated inputs and gradients, on every schedule.
+
+    ``make_inputs()`` returns (leaves whose gradients are compared, the call's arguments), fresh.
+    """
+    want = _run(fn, make_inputs)
+    for schedule in SCHEDULES:
+        jitted = fusion_alias.jit(fn, backend="reference", schedule=schedule)
+        for _ in range(calls):
+            got = _run(jitted, make_inputs)
+            for g, w in zip(got[0], want[0]):
+                torch.testing.assert_close(g, w)
+            for g, w in zip(got[1], want[1]):
+                torch.testing.assert_close(g, w)
+            for g, w in zip(got[2], want[2]):
+                assert (g is None) == (w is None), (schedule, g, w)
+                if w is not None:
+                    torch.testing.assert_close(g, w)

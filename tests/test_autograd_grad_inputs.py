@@ -1,0 +1,87 @@
+"""Writes into non-leaf inputs that require grad: run on a clone, written back in eager.
+
+Note [cloned inputs, written back in eager] (refusals/autograd.py, grad_inputs.py).
+Values, mutated inputs and gradients are compared with eager, on every schedule,
+first and cached call; the caller's use of the written input after the call too.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import fusion_alias
+from fusion_alias.backends.reference import SCHEDULES
+from tests.grad_helpers import assert_matches_eager
+
+
+def _non_leaf_inputs(n=2, shape=(3, 3)):
+    def make():
+        g = torch.Generator().manual_seed(0)
+        ws = [torch.randn(*shape, generator=g).requires_grad_() for _ in range(n)]
+        return ws, [w * 1 for w in ws]
+
+    return make
+
+
+def write_then_read(a, b):
+    a.add_(1)
+    return a * b
+
+
+def write_and_return_it(a, b):
+    a.mul_(2)
+    return a
+
+
+def two_inputs_written(a, b):
+    a.add_(b)
+    b.mul_(2)
+    return a * b
+
+
+def written_twice(a, b):
+    a.add_(b)
+    a.mul_(3)
+    return a.sum(0) + b
+
+
+@pytest.mark.parametrize("fn", [write_then_read, write_and_return_it, two_inputs_written, written_twice])
+def test_write_into_a_non_leaf_grad_input_matches_eager(fn):
+    assert_matches_eager(fn, _non_leaf_inputs())
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_the_written_input_carries_eagers_history_after_the_call(schedule):
+    def run(f):
+        [w, v], [a, b] = _non_leaf_inputs()()
+        out = f(a, b)
+        ((out * 2).sum() + (a * a).sum()).backward()  # the caller reads the written a afterwards
+        return out.detach(), a.detach(), w.grad, v.grad
+
+    want = run(write_then_read)
+    jitted = fusion_alias.jit(write_then_read, backend="reference", schedule=schedule)
+    for _ in range(2):
+        for g, e in zip(run(jitted), want):
+            torch.testing.assert_close(g, e)
+
+
+def test_inputs_sharing_a_storage_are_not_cloned():
+    # cloning one would cut the alias: still refused
+    w = torch.randn(4, 3, requires_grad=True)
+    base = w * 1
+    with pytest.raises(fusion_alias.AliasInputError):
+        fusion_alias.jit(write_then_read, backend="reference")(base[:2], base[2:])
+
+
+def test_leaf_write_still_gets_eagers_error():
+    with pytest.raises(fusion_alias.AliasInputError, match="leaf Variable"):
+        fusion_alias.jit(write_then_read, backend="reference")(torch.ones(3, requires_grad=True), torch.ones(3))
+
+
+def test_without_gradients_nothing_is_cloned():
+    jitted = fusion_alias.jit(write_then_read, backend="reference")
+    a, b = torch.ones(3), torch.ones(3)
+    jitted(a, b)
+    assert torch.equal(a, torch.full((3,), 2.0))
+    assert not jitted._cloned

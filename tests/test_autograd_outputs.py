@@ -1,0 +1,97 @@
+"""Outputs that share memory a write changes, in calls that compute gradients.
+
+Note [outputs sharing written memory] in refusals/autograd.py: Thunder 0.2.6 gets
+these gradients wrong without an error; fusion_alias refuses them, and runs the
+neighbours Thunder gets right.
+"""
+
+from __future__ import annotations
+
+import pytest
+import thunder
+import torch
+
+import fusion_alias
+from tests.grad_helpers import assert_matches_eager
+
+
+def _derived(shape=(3,)):
+    def make():
+        w = torch.linspace(-1.0, 1.0, steps=torch.Size(shape).numel()).reshape(shape).requires_grad_()
+        return [w], [w * 1]
+
+    return make
+
+
+def renamed_twice(a):
+    t0 = a * 0.5
+    t1 = t0.neg_()
+    t0.mul_(0.5)
+    return t1, t0  # the fuzzer's #24: Thunder's gradient is 0, eager's -1 per element (loss o1 + 3 o2)
+
+
+def written_result_and_buffer(a):
+    t0 = a * 0.5
+    t1 = t0.neg_()
+    return t1, t0
+
+
+def chained_results(a):
+    t0 = a * 0.5
+    t1 = t0.neg_()
+    t2 = t1.mul_(0.5)
+    return t1, t2
+
+
+def view_before_write(a):
+    t0 = a * 0.5
+    v = t0.view(3)
+    t0.mul_(2)
+    return t0, v
+
+
+@pytest.mark.parametrize("fn", [renamed_twice, written_result_and_buffer, chained_results, view_before_write])
+def test_outputs_sharing_memory_written_after_are_refused(fn):
+    with pytest.raises(AssertionError):  # plain Thunder's gradient is wrong here: what the refusal guards
+        assert_plain_thunder_matches(fn, thunder.jit(fn))
+    _, args = _derived()()
+    with pytest.raises(fusion_alias.AliasInputError, match="share memory"):
+        fusion_alias.jit(fn, backend="reference")(*args)
+
+
+def assert_plain_thunder_matches(fn, jitted):
+    [w_e], [a_e] = _derived()()
+    [w_j], [a_j] = _derived()()
+    for f, w, a in ((fn, w_e, a_e), (jitted, w_j, a_j)):
+        o1, o2 = f(a)
+        (o1.sum() + 3 * o2.sum()).backward()
+    assert torch.allclose(w_e.grad, w_j.grad), (w_e.grad, w_j.grad)
+
+
+def test_renamed_twice_is_minus_one_in_eager():
+    [w], [a] = _derived()()
+    o1, o2 = renamed_twice(a)
+    (o1.sum() + 3 * o2.sum()).backward()
+    torch.testing.assert_close(w.grad, -torch.ones(3))
+
+
+def same_tensor_twice_no_write(a):
+    t = a * 0.5
+    return t, t
+
+
+def same_tensor_twice_after_write(a):
+    t = a * 0.5
+    t.mul_(2)
+    return t, t
+
+
+def written_then_other_output(a):
+    t0 = a * 0.5
+    t1 = t0.neg_()
+    return t1, a * 2
+
+
+@pytest.mark.parametrize("fn", [same_tensor_twice_no_write, same_tensor_twice_after_write, written_then_other_output])
+def test_outputs_made_after_the_last_write_run(fn):
+    assert_matches_eager(fn, _derived())
