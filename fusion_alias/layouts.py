@@ -42,6 +42,7 @@ from thunder.core.trace import tracectx
 
 from fusion_alias import ops
 from fusion_alias.aliasing import flattened, may_write, output_may_alias
+from fusion_alias.errors import AliasInputError
 
 #: torch functions (Thunder symbol names) that must return a view, and raise where they cannot
 _MUST_VIEW = frozenset({"view", "view_as"})
@@ -52,7 +53,7 @@ _RESHAPE = prims.PrimIDs.RESHAPE
 _CONTIGUOUS_RESULT = frozenset({"contiguous"})
 
 
-class ViewLayoutError(RuntimeError):
+class ViewLayoutError(AliasInputError):
     """A program eager rejects (``view`` of a layout that is not viewable), or whose view-vs-copy
     decision fusion_alias cannot make safely."""
 
@@ -113,8 +114,8 @@ class _Layouts:
     def _inputs(self, b) -> list:
         if ops.is_copy(b):
             return [b.args[1]] if isinstance(b.args[1], TensorProxy) else []
-        if ops.op_info(b) is None:
-            return []
+        if ops.op_info(b) is None:  # an opaque op: its first tensor argument (a dtype conversion keeps its layout)
+            return [a for a in b.flat_args if isinstance(a, TensorProxy)][:1]
         return list(flattened(b)[3])
 
     def _compute(self, p: TensorProxy, b):
@@ -130,6 +131,12 @@ class _Layouts:
             if b.sym.name in _CONTIGUOUS_RESULT or b.sym.id is prims.PrimIDs.STRIDE_ORDER:
                 return _meta_contiguous(p)  # .contiguous(): itself when contiguous, else a contiguous copy
             if output_may_alias(b, p.name):
+                src = next((a for a in b.flat_args if isinstance(a, TensorProxy)), None)
+                base = self.memo.get(src.name) if src is not None else None
+                if base is not None and src.dtype != p.dtype and tuple(src.shape) == tuple(p.shape):
+                    # `.to(dtype)`, `.double()`: a view only when the dtype stays; else a new tensor with
+                    # eager's preserve_format layout
+                    return torch.empty_like(base, dtype=to_torch_dtype(p.dtype))
                 return None  # an opaque view: any layout
             return _meta_contiguous(p)  # a torch op's fresh result
         if info.kind == "view":
@@ -206,7 +213,7 @@ def copying_reshapes(trace, flat: list, actual: dict, traced=None) -> list:
                 raise ViewLayoutError(
                     f"fusion_alias: cannot tell whether reshape of {x.name} to {tuple(out.shape)} is a view or a "
                     "copy (its memory layout comes from an op fusion_alias cannot see through), and the program "
-                    "writes in place, where the difference shows. Workaround: .contiguous() or .clone() before "
+                    "writes in place, where the difference shows: not supported. Workaround: .contiguous() or .clone() before "
                     "the reshape"
                 )
             continue
@@ -219,7 +226,7 @@ def copying_reshapes(trace, flat: list, actual: dict, traced=None) -> list:
                     f"fusion_alias: reshape of {x.name} to {shape} is a view in eager PyTorch only because of "
                     f"{x.name}'s memory layout (strides {tuple(layout.stride())}), which fusion regions do not "
                     "keep (they return contiguous tensors), and the program writes in place, where the "
-                    "difference shows. Workaround: .contiguous() before the ops that make that layout"
+                    "difference shows: not supported. Workaround: .contiguous() before the ops that make that layout"
                 )
             continue
         if out.name in must_view:

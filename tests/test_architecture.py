@@ -36,5 +36,5 @@ def test_executor_keeps_its_public_names():
     ex = importlib.import_module("fusion_alias.executor")  # (fusion_alias.executor is the executor object)
 
     assert ex.AliasInputError is AliasInputError
-    assert ex.BACKENDS == ("auto", "nvfuser", "reference")
+    assert ex.BACKENDS == ("auto", "nvfuser", "torch", "reference")
     assert ex.resolve_backend("reference") == "reference"

@@ -66,7 +66,7 @@ from fusion_alias.lowering import (
 _DIRECT = {nv: fn for nv, fn in itertools.chain(ops._UNARY.values(), ops._BINARY.values())}
 
 # ops whose result may be (a view of) their first argument's memory
-_VIEWING = frozenset({"cast", "broadcast_in_dim", "reshape", "slice", "squeeze", "permute", "set"})
+_VIEWING = frozenset({"cast", "broadcast_in_dim", "reshape", "slice", "squeeze", "permute"})
 
 
 # Note [Python numbers in binary ops]
@@ -245,8 +245,10 @@ def generate(spec, fd: RecordingFusionDefinition, dtype_of: dict | None = None) 
             y, m = (a[0], a[1]) if isinstance(a[1], RecordedValue) and a[1].index in folded else (a[1], a[0])
             x, k = folded[m.index]
             rhs = f"{src.const(_DIRECT[name], name)}({arg(y)}, {arg(x)}, alpha={src.const(k)})"
+        elif name == "set":  # nvFuser's set is a copy into a new tensor (as in the reference backend)
+            rhs = f"{arg(a[0])}.clone(memory_format=torch.contiguous_format)"
         elif name in _ELEMENTWISE:
-            if any(tensor_arg(x) for x in a):
+            if any(tensor_arg(x) for x in a) and name in _DIRECT:
                 rhs = f"{src.const(_DIRECT[name], name)}({', '.join(_number_as_tensor(x, a, dtype_of, numbers, src) or arg(x) for x in a)})"
             else:  # numbers only: the reference's wrapper makes tensors of them
                 rhs = f"{src.const(_ELEMENTWISE[name], name)}({', '.join(arg(x) for x in a)})"
@@ -268,8 +270,6 @@ def generate(spec, fd: RecordingFusionDefinition, dtype_of: dict | None = None) 
             rhs = f"{arg(a[0])}.squeeze({src.const(dims)})" if dims else f"{arg(a[0])}.view_as({arg(a[0])})"
         elif name == "permute":
             rhs = f"{arg(a[0])}.permute({src.const(tuple(kw['dims']))})"
-        elif name == "set":
-            rhs = f"{arg(a[0])}.view_as({arg(a[0])})"
         elif name in _REDUCTIONS:
             if kw.get("keepdim", False):
                 raise NotImplementedError(f"compiled backend: fd.ops.{name} with keepdim=True")

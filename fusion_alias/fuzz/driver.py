@@ -222,12 +222,16 @@ def _expected_raise(p: Program, schedule: str, detail: str, system: str, make_ji
     return "refused" if _is_refusal(detail) else None
 
 
+# fusion_alias.AliasInputError and its subclasses (the traceback names the class raised)
+_REFUSAL_TYPES = ("AliasInputError", "WriteIntoGradInput", "ViewLayoutError")
+
+
 def _is_refusal(detail: str) -> bool:
     """fusion_alias's own refusal: an AliasInputError saying what is not supported, or a
     NotImplementedError (no lowering, no reference implementation)."""
     kind = exception_type(detail) or ""
     message = _last_line(detail).lower()
-    if kind.endswith("AliasInputError"):
+    if kind.endswith(_REFUSAL_TYPES):
         return "not supported" in message or "unsupported" in message
     return kind.endswith("NotImplementedError")
 
