@@ -230,7 +230,8 @@ def _is_refusal(detail: str) -> bool:
     """fusion_alias's own refusal: an AliasInputError saying what is not supported, or a
     NotImplementedError (no lowering, no reference implementation)."""
     kind = exception_type(detail) or ""
-    message = _last_line(detail).lower()
+    lines = [ln for ln in detail.strip().splitlines() if ln.strip()]
+    message = (lines[-1] if lines else "").lower()  # the whole message: "not supported" may come late
     if kind.endswith(_REFUSAL_TYPES):
         return "not supported" in message or "unsupported" in message
     return kind.endswith("NotImplementedError")
