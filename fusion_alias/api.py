@@ -12,7 +12,8 @@ from thunder.core.trace import is_tracing
 from fusion_alias import context, grad_inputs
 from fusion_alias.backends.reference import SCHEDULES
 from fusion_alias.executor import BACKENDS, AliasInputError, executor
-from fusion_alias.overlap import guard_key, shared_storage_groups
+from fusion_alias.components import shared_storage_groups
+from fusion_alias.guard import guard_key
 from fusion_alias.refusals.autograd import WriteIntoGradInput
 
 # Note [the guard covers every tensor the program reads]

@@ -4,7 +4,7 @@ Run ``python -m fusion_alias.bench_guard [--out DIR] [--pairs N]``.
 
 Prints a markdown report:
 
-* the per-call cost of :func:`fusion_alias.overlap.overlap_components` on 2, 8
+* the per-call cost of :func:`fusion_alias.components.overlap_components` on 2, 8
   and 64 tensor inputs, for three alias structures (independent tensors;
   interleaved, non-overlapping views of one storage; overlapping views of one
   storage).  "warm" is the steady state of a per-call guard (the cluster
@@ -42,6 +42,7 @@ import warnings
 import numpy as np
 import torch
 
+from fusion_alias import components as comp
 from fusion_alias import overlap as ov
 
 SIZES = (2, 8, 64)
@@ -71,12 +72,12 @@ def guard_costs() -> dict[tuple[str, int], tuple[float, float, tuple[int, ...]]]
     out = {}
     for n in SIZES:
         for name, ts in _cases(n).items():
-            labels = ov.overlap_components(ts)
-            warm = _per_call_us(lambda: ov.overlap_components(ts))
+            labels = comp.overlap_components(ts)
+            warm = _per_call_us(lambda: comp.overlap_components(ts))
 
             def cold():
-                ov.clear_cache()
-                ov.overlap_components(ts)
+                comp.clear_cache()
+                comp.overlap_components(ts)
 
             cold_us = _per_call_us(cold, min_total_s=0.1, repeat=3)
             out[(name, n)] = (warm, cold_us, labels)
@@ -176,9 +177,9 @@ def many_views_cold() -> list[tuple[str, int, float, int]]:
         for case, ts in (("columns", cols), ("columns + one row", cols + [base[3]])):
             best = float("inf")
             for _ in range(3):
-                ov.clear_cache()
+                comp.clear_cache()
                 t0 = time.perf_counter()
-                labels = ov.overlap_components(ts)
+                labels = comp.overlap_components(ts)
                 best = min(best, time.perf_counter() - t0)
             out.append((case, m, best * 1e3, len(set(labels))))
     return out
@@ -213,8 +214,8 @@ def components_accuracy(sets: int, seed: int = 0) -> dict[str, int]:
                 if ts[i].numel() and ts[j].numel() and np.shares_memory(arrays[i], arrays[j], max_work=None):
                     ri, rj = find(i), find(j)
                     parent[max(ri, rj)] = min(ri, rj)
-        ov.clear_cache()
-        wrong += ov.overlap_components(ts) != tuple(find(i) for i in range(len(ts)))
+        comp.clear_cache()
+        wrong += comp.overlap_components(ts) != tuple(find(i) for i in range(len(ts)))
         tensors += len(ts)
     return {"sets": sets, "tensors": tensors, "wrong": wrong}
 

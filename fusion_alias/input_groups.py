@@ -12,7 +12,7 @@ def _input_groups(trace, ctx, tensor_inputs):
     names = [p.name for p in tensor_inputs]
     if ctx.has_call:
         from thunder.core.compile_data import _compile_data
-        from fusion_alias.overlap import overlap_groups
+        from fusion_alias.components import overlap_groups
 
         cd, cs = _compile_data.get()
         inps, _ = cs.last_prologue(*ctx.args, **ctx.kwargs)

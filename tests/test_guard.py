@@ -15,7 +15,7 @@ import torch
 
 import fusion_alias
 from fusion_alias.backends.reference import SCHEDULES
-from fusion_alias.overlap import guard_key
+from fusion_alias.guard import guard_key
 
 
 def _fresh(seed: int) -> dict:

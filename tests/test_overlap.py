@@ -8,14 +8,8 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fusion_alias.overlap import (
-    DEFAULT_MAX_WORK,
-    _solve,
-    may_overlap,
-    overlap_components,
-    overlap_detail,
-    overlap_groups,
-)
+from fusion_alias.components import overlap_components, overlap_groups
+from fusion_alias.overlap import DEFAULT_MAX_WORK, _solve, may_overlap, overlap_detail
 
 # ---------------------------------------------------------------------------
 # Random strided views of one buffer.
@@ -357,7 +351,7 @@ def _layout_views(rng, buf, n_layouts, per_layout):
 def test_components_of_many_views_with_shared_layouts_match_numpy():
     import random
 
-    from fusion_alias.overlap import clear_cache
+    from fusion_alias.components import clear_cache
 
     rng = random.Random(1234)
     buf = torch.zeros(1024, dtype=torch.uint8)
@@ -375,7 +369,7 @@ def test_components_of_many_views_with_shared_layouts_match_numpy():
 def test_interleaved_columns_cold_is_fast():
     import time
 
-    from fusion_alias.overlap import clear_cache
+    from fusion_alias.components import clear_cache
 
     base = torch.zeros(16, 1024)
     ts = [base[:, k] for k in range(1024)] + [base[3]]

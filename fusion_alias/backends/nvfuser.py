@@ -200,7 +200,8 @@ def check_aliasing(spec, args: Sequence, groups: dict[str, frozenset] | None = N
 
     ``groups`` (name -> alias-group indices) may be passed precomputed.
     """
-    from fusion_alias.overlap import may_overlap, shared_storage_groups
+    from fusion_alias.components import shared_storage_groups
+    from fusion_alias.overlap import may_overlap
 
     groups = _groups_by_name(spec) if groups is None else groups
     tensors = [((p.name, a), a) for p, a in zip(spec.inputs, args) if isinstance(a, torch.Tensor)]

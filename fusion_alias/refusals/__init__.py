@@ -22,7 +22,7 @@ from thunder.core.proxies import TensorProxy
 from fusion_alias import dtype_rules
 from fusion_alias.aliasing import AliasInfo, proxy_outs
 from fusion_alias.errors import AliasInputError
-from fusion_alias.overlap import shared_storage_groups
+from fusion_alias.components import shared_storage_groups
 from fusion_alias.refusals.autograd import (
     _check_aliased_inputs_with_gradients,
     _check_no_read_of_overwritten_values,

@@ -1,0 +1,129 @@
+"""The guard key: what a compiled program was compiled for, computed on every call.
+
+``guard_key(items)`` -> (key, any tensor requires grad). See Note [what the guard key holds].
+"""
+
+from __future__ import annotations
+
+from operator import itemgetter
+from typing import Sequence
+
+import torch
+
+from fusion_alias.components import _file, _root, _unite
+from fusion_alias.overlap import (
+    DEFAULT_MAX_WORK, _EMPTY, _UNKNOWN, _Parameter, _Tensor, _describe, _strided, _strided_description,
+)
+
+_first = itemgetter(0)
+
+# Note [what the guard key holds]
+# -------------------------------
+# A compiled program is reused only for calls whose key equals the key of the
+# call it was compiled for. Thunder's own prologue already checks each
+# tensor's shape, dtype, device and requires_grad, so the key adds only what
+# the fusion pass decided from the actual memory and Thunder does not check:
+#
+# * joins: which tensors may share a byte (components of ``may_overlap``);
+# * layouts: the strides of every non-contiguous tensor. A reshape of a
+#   transposed input is a copy where the same reshape of a contiguous one is a
+#   view, and a write into an expanded (stride-0) input is refused, so
+#   ``x`` and ``x.t()`` (same shape when square) or ``x`` and
+#   ``y.expand(3, 3)`` must not share a program;
+# * offsets: within a component of two or more, each member's byte offset
+#   from the component's first member. With the shapes and strides this is
+#   the exact relation: ``(x, x)`` and ``(x, x.t())`` are one component each,
+#   but ``a.add_(b)`` is a partial overlap (eager raises) only in the second.
+#
+# Worked example: ``f(x, x)`` with ``x`` 3x3 contiguous gives
+# ``joins ((1, 0),)``, ``layouts ()``, ``offsets ((1, 0),)``; ``f(x, x.t())``
+# gives the same joins but ``layouts ((1, (1, 3)),)``: another program.
+# Independent contiguous inputs, the common case, give ``((), (), ())``.
+
+_LEAF_TYPES = frozenset({int, float, bool, complex, str, type(None), torch.dtype, torch.device})
+
+
+def guard_key(items: Sequence[object], *, max_work: int | None = DEFAULT_MAX_WORK, flat_only: bool = False):
+    """``(key, any_requires_grad)`` for a call's flattened tensors and other leaves.
+
+    ``key`` is ``(joins, layouts, offsets)`` (see Note [what the guard key
+    holds]): equal keys mean the same overlap components, the same strides of
+    non-contiguous tensors and the same relative offsets inside components.
+    With ``flat_only`` it returns None as soon as an item is neither a tensor
+    nor a plain scalar (so the caller knows it must flatten first).
+
+    >>> x = torch.zeros(3, 3)
+    >>> guard_key([x, torch.zeros(3)])[0]
+    ((), (), ())
+    >>> guard_key([x, x.t()])[0]
+    (((1, 0),), ((1, (1, 3)),), ((1, 0),))
+    """
+    # The hot path (one pass, per-call): a plain contiguous CPU/CUDA tensor costs a few
+    # attribute reads and one tuple; its full description is built only if its byte
+    # range meets another's (see _unite).
+    addr: list[tuple] = []  # CPU/CUDA: (lo, hi, idx, description or None when contiguous)
+    spaces: dict[object, list[tuple]] = {None: addr}
+    unknown: list[int] = []
+    layouts: list[tuple] = []
+    grad = False
+    for i, t in enumerate(items):
+        tp = type(t)
+        if tp is _Tensor or tp is _Parameter:
+            if t.requires_grad:
+                grad = True
+            try:
+                if t.layout is _strided and (t.is_cpu or t.is_cuda):
+                    p = t.data_ptr()
+                    if t.is_contiguous():
+                        nbytes = t.nbytes
+                        if nbytes:
+                            addr.append((p, p + nbytes, i, None))
+                        continue
+                    shape = t.shape
+                    if 0 in shape:
+                        continue
+                    d = _strided_description(None, p, t.element_size(), shape, t.stride())
+                    layouts.append((i, d[6]))
+                    addr.append((d[1], d[2], i, d))
+                    continue
+                d = _describe(t)
+            except Exception:
+                d = _UNKNOWN
+        elif isinstance(t, _Tensor):
+            try:
+                grad = grad or bool(t.requires_grad)
+            except Exception:
+                pass
+            d = _UNKNOWN
+        elif flat_only and tp not in _LEAF_TYPES:
+            return None
+        else:
+            continue
+        if d is not _UNKNOWN and d is not _EMPTY and d[5]:
+            layouts.append((i, d[6]))
+        _file(i, d, spaces, unknown)
+    if len(spaces) == 1 and not unknown:
+        # the common case: CPU/CUDA tensors whose byte ranges do not meet
+        addr.sort(key=_first)
+        top = -1
+        for lo, hi, _, _ in addr:
+            if lo < top:
+                break
+            top = hi
+        else:
+            return ((), tuple(layouts), ()), grad
+    parent = _unite(len(items), items, spaces, unknown, max_work)
+    if parent is None:
+        return ((), tuple(layouts), ()), grad
+    joins = []
+    offsets = []
+    for i in range(len(items)):
+        r = _root(parent, i)
+        if r != i:
+            joins.append((i, r))
+            d, dr = _describe(items[i]), _describe(items[r])
+            if d is _UNKNOWN or dr is _UNKNOWN or d is _EMPTY or dr is _EMPTY:
+                offsets.append((i, None))
+            else:
+                offsets.append((i, d[3] - dr[3]))
+    return (tuple(joins), tuple(layouts), tuple(offsets)), grad
