@@ -193,6 +193,7 @@ def copying_reshapes(trace, flat: list, actual: dict, traced=None) -> list:
         if (b.sym.id is _RESHAPE and isinstance(b.args[0], TensorProxy))
         or (ops.is_view(b) and b.output is not None and getattr(b.output, "name", None) in always_copy)
     ]
+    _check_views_of_inputs(top, actual)
     if not candidates:
         return flat
     written_memory = _written_memory(trace, flat)
@@ -304,3 +305,26 @@ def _written_memory(trace, flat: list):
                 union(args[0], n)
     written_roots = {find(n) for n in written}
     return lambda name: find(name) in written_roots
+
+
+def _check_views_of_inputs(top: list, actual: dict) -> None:
+    """Raise eager's error for ``view()`` of an input whose layout cannot be viewed, used or not.
+
+    Note [a dead view still raises]: ``t = b.view(-1); return ()`` with ``b`` a transposed
+    input raises in eager. Thunder's DCE drops the unused view before the fusion pass sees it,
+    so it is checked on the program as traced (``top``), for views of the call's inputs.
+    """
+    for b in top:
+        if b.sym.name not in _MUST_VIEW or not b.args or not isinstance(b.args[0], TensorProxy):
+            continue
+        x, out = b.args[0], b.output
+        t = actual.get(x.name)
+        if t is None or not isinstance(out, TensorProxy):
+            continue
+        shape = tuple(out.shape)
+        if not _viewable(_meta_like(t), shape):
+            raise ViewLayoutError(
+                f"fusion_alias: view size is not compatible with input tensor's size and stride (at least one "
+                f"dimension spans across two contiguous subspaces): view of {x.name} (strides "
+                f"{tuple(t.stride())}) as {shape}. Use .reshape(...) instead (eager PyTorch rejects this too)"
+            )

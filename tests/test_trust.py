@@ -513,3 +513,20 @@ def test_more_uncastable_inplace_results_from_the_fuzzer(schedule):
     ]
     for fn, make in cases:
         assert_raises_like_eager(fn, make, schedule, "can't be cast to the desired output type")
+
+
+def _dead_view(b):
+    b.view(-1)  # unused: Thunder's DCE drops it, eager still raises
+    return b + 1
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_dead_view_of_a_non_viewable_input_raises_like_eager(schedule):
+    """Fuzz seed 12001 #22 (calls): compiled for a contiguous input, then called with a transposed one."""
+    jitted = fusion_alias.jit(_dead_view, backend="reference", schedule=schedule)
+    x = torch.arange(16.0).reshape(4, 4)
+    torch.testing.assert_close(jitted(x.clone()), _dead_view(x.clone()))
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        _dead_view(x.t().clone())
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        jitted(x.t().clone())
