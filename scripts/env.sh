@@ -12,17 +12,5 @@ pyver="$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
 key="$(cat "$here/requirements.txt" | sha256sum | cut -c1-12)"
 root="${FUSION_ALIAS_VENV_ROOT:-$HOME/.cache/fusion_alias}"
 venv="$root/venv-py$pyver-$key"
-mkdir -p "$root"
-# One installer at a time: a second caller waits for the first to finish, then reuses its venv.
-exec 9>"$venv.lock"
-flock 9
-if [ ! -f "$venv/.complete" ]; then
-    echo "fusion_alias: creating $venv (first run installs torch, ~2-5 min)" >&2
-    rm -rf "$venv"
-    mkdir -p "$root"
-    "$py" -m venv "$venv"
-    "$venv/bin/python" -m pip install -q --upgrade pip >&2
-    "$venv/bin/python" -m pip install -q -r "$here/requirements.txt" >&2
-    touch "$venv/.complete"
-fi
+"$here/scripts/make_venv.sh" "$py" "$here/requirements.txt" "$venv" "torch, ~2-5 min"
 echo "$venv"

@@ -20,16 +20,5 @@ fi
 key="$(cat "$here/requirements-nvfuser.txt" | sha256sum | cut -c1-12)"
 root="${FUSION_ALIAS_VENV_ROOT:-$HOME/.cache/fusion_alias}"
 venv="$root/venv-nvfuser-py3.12-$key"
-mkdir -p "$root"
-exec 9>"$venv.lock"  # one installer at a time (as scripts/env.sh)
-flock 9
-if [ ! -f "$venv/.complete" ]; then
-    echo "fusion_alias: creating $venv (first run installs torch 2.10 + nvFuser, several GB)" >&2
-    rm -rf "$venv"
-    mkdir -p "$root"
-    "$py" -m venv "$venv"
-    "$venv/bin/python" -m pip install -q --upgrade pip >&2
-    "$venv/bin/python" -m pip install -q -r "$here/requirements-nvfuser.txt" >&2
-    touch "$venv/.complete"
-fi
+"$here/scripts/make_venv.sh" "$py" "$here/requirements-nvfuser.txt" "$venv" "torch 2.10 + nvFuser, several GB"
 echo "$venv"

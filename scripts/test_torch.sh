@@ -19,19 +19,7 @@ pyver="$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
 key="$(sha256sum < "$reqs" | cut -c1-12)"
 root="${FUSION_ALIAS_VENV_ROOT:-$HOME/.cache/fusion_alias}"
 venv="$root/venv-py$pyver-$key-torch$torch_version"
-mkdir -p "$root"
-# One creator at a time: a second caller waits for the first instead of deleting its half-built venv.
-exec 9>"$venv.lock"
-flock 9
-if [ ! -f "$venv/.complete" ]; then
-    echo "fusion_alias: creating $venv (first run installs torch $torch_version)" >&2
-    rm -rf "$venv"
-    "$py" -m venv "$venv"
-    "$venv/bin/python" -m pip install -q --upgrade pip >&2
-    "$venv/bin/python" -m pip install -q -r "$reqs" >&2
-    touch "$venv/.complete"
-fi
-flock -u 9
+"$here/scripts/make_venv.sh" "$py" "$reqs" "$venv" "torch $torch_version"
 if [ "${1:-}" = "--venv-only" ]; then
     echo "$venv"
     exit 0
