@@ -28,6 +28,10 @@ def _drop_update_aliases(bsyms: list[BoundSymbol]) -> tuple[list[BoundSymbol], l
 
     Its argument tuple is Thunder's view group: kept as an alias fact. Also returns
     the renaming (variableified output -> input proxy).
+
+    A self-copy ``copy_(x, x)`` (``x.copy_(x)``) goes too, its result renamed to ``x``:
+    eager writes nothing there, even into an ``expand()``ed ``x`` whose elements overlap,
+    where a write-back would fail (fuzz seed 1 #680).
     """
     swap: dict = {}
     facts: list[list[str]] = []
@@ -40,6 +44,9 @@ def _drop_update_aliases(bsyms: list[BoundSymbol]) -> tuple[list[BoundSymbol], l
             facts.append([x.name for x in ins if isinstance(x, TensorProxy)])
             for o, i in zip(proxy_outs(b), ins):
                 swap[variableify(o)] = i
+            continue
+        if ops.is_copy(b) and isinstance(b.args[1], TensorProxy) and getattr(b.args[0], "name", None) == b.args[1].name:
+            swap[variableify(b.output)] = b.args[1]
             continue
         out.append(b)
     return out, facts, swap

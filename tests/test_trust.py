@@ -530,3 +530,29 @@ def test_dead_view_of_a_non_viewable_input_raises_like_eager(schedule):
         _dead_view(x.t().clone())
     with pytest.raises(RuntimeError, match="view size is not compatible"):
         jitted(x.t().clone())
+
+
+_HOLDER = {}
+
+
+def _self_copy_of_a_global():
+    h = _HOLDER["h"]
+    h.copy_(h)  # eager writes nothing, even into an expanded h
+    return h * 1
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_self_copy_into_an_expanded_global_is_a_no_op(schedule):
+    """Fuzz seed 1 #680 (hidden): first called with a plain global, then with an expanded one."""
+    jitted = fusion_alias.jit(_self_copy_of_a_global, backend="reference", schedule=schedule)
+    x0 = torch.arange(16.0).reshape(4, 4)
+    _HOLDER["h"] = x0.clone()
+    torch.testing.assert_close(jitted(), x0)
+    for _ in range(2):
+        got_base, want_base = x0.clone(), x0.clone()
+        _HOLDER["h"] = got_base[1].expand(4, 4)
+        got = jitted()
+        _HOLDER["h"] = want_base[1].expand(4, 4)
+        want = _self_copy_of_a_global()
+        torch.testing.assert_close(got, want)
+        torch.testing.assert_close(got_base, want_base)
