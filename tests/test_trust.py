@@ -556,3 +556,25 @@ def test_self_copy_into_an_expanded_global_is_a_no_op(schedule):
         want = _self_copy_of_a_global()
         torch.testing.assert_close(got, want)
         torch.testing.assert_close(got_base, want_base)
+
+
+def _mul_by_own_first_row(b):
+    b.mul_(b[0:1])
+    return ()
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_operand_overlap_eager_does_not_check_is_refused(schedule):
+    """Fuzz seed 1 #845 (calls): on a transposed b, eager's overlap check says 'too hard' and its
+    result depends on memory order (rows times the squared row 0); a region reads the old row 0.
+    Refused with a clear error; on a contiguous b eager itself raises."""
+    x0 = torch.arange(16.0).reshape(4, 4)
+    jitted = fusion_alias.jit(_mul_by_own_first_row, backend="reference", schedule=schedule)
+    for make in (lambda: x0.clone(), lambda: x0.t().clone(), lambda: x0.clone()):
+        with pytest.raises(RuntimeError, match="single memory location|not supported"):
+            jitted(make())
+    disjoint = fusion_alias.jit(lambda a: a[:, ::2].add_(a[:, 1::2]), backend="reference", schedule=schedule)
+    got, want = x0.clone(), x0.clone()
+    disjoint(got)
+    want[:, ::2].add_(want[:, 1::2])
+    torch.testing.assert_close(got, want)

@@ -144,6 +144,12 @@ def _check_operand_overlap(op: _InplaceOp, info: AliasInfo, actual: dict, proxie
                 f"the written-to tensor {dst.name} refer to a single memory location (eager PyTorch rejects "
                 "this too); clone() the input first"
             )
+        if status == "too hard" and not _order_independent(x_view, written, op.name in _COPIES):
+            raise AliasInputError(
+                f"fusion_alias: {op.name}: the input tensor {x.name} and the written-to tensor {dst.name} share "
+                "memory in a layout eager PyTorch does not check (not dense), so eager's result depends on the "
+                "order in which it visits memory: not supported. clone() the input first"
+            )
 
 
 def _written_view(op: _InplaceOp, info: AliasInfo, actual: dict, proxies: dict, metas: dict):
@@ -177,3 +183,54 @@ def _actual_view(name: str, info: AliasInfo, actual: dict, proxies: dict, metas:
 def _byte_span(t: torch.Tensor) -> tuple[int, int]:
     begin = t.data_ptr() if t.device.type != "meta" else t.storage_offset() * t.element_size()
     return begin, begin + t.numel() * t.element_size()
+
+
+# Note [overlaps eager does not check]
+# ------------------------------------
+# Eager checks an operand against the tensor it writes only when both are
+# non-overlapping and dense; otherwise its overlap status is "too hard" and it
+# runs the op in memory order, each write visible to later reads. With ``b`` a
+# transposed 4x4 tensor, ``b.mul_(b[0:1])`` multiplies rows 1-3 by the *squared*
+# row 0 (column by column, row 0 comes first in memory), while the same call on
+# a contiguous ``b`` is rejected as a partial overlap. A fusion reads every input
+# at region entry, so it would multiply by the old row 0 (fuzz seed 1 #845).
+# Such a call is refused unless its result cannot depend on the order:
+# * a copy (``copy_``, setitem) where every element that is both written and
+#   read is written from itself: ``a.copy_(a[0].expand(4, 4))`` leaves row 0 as it is;
+# * any other op where an element that is written is read only at the index that
+#   writes it (``x.mul_(x)`` through a non-dense view).
+
+_COPIES = frozenset({"copy_", "setitem_", "__setitem__"})
+_MAX_CHECKED = 1 << 22
+
+
+def _storage_offsets(t: torch.Tensor) -> torch.Tensor:
+    """Each element's storage offset, in ``t``'s index order (flattened)."""
+    offsets = torch.full((), t.storage_offset(), dtype=torch.int64)
+    for size, stride in zip(t.shape, t.stride()):
+        offsets = offsets.unsqueeze(-1) + torch.arange(size, dtype=torch.int64) * stride
+    return offsets.reshape(-1)
+
+
+def _order_independent(x: torch.Tensor, written: torch.Tensor, is_copy: bool) -> bool:
+    """Whether writing ``written`` from operand ``x`` gives the same result in any element order
+    (Note [overlaps eager does not check]). Unsure (other storages, too large): False."""
+    if x.numel() == 0 or written.numel() == 0:
+        return True
+    real = x.device.type != "meta" and written.device.type != "meta"
+    if real and x.untyped_storage().data_ptr() != written.untyped_storage().data_ptr():
+        from fusion_alias.overlap import may_overlap
+
+        return not may_overlap(x, written)
+    if written.numel() > _MAX_CHECKED:
+        return False
+    try:
+        src = _storage_offsets(x.broadcast_to(written.shape))
+    except RuntimeError:
+        return False
+    dst = _storage_offsets(written)
+    if is_copy:  # every element both written and read is written from itself
+        both = torch.isin(dst, src)
+        return bool((src[both] == dst[both]).all())
+    read_written = torch.isin(src, dst)  # an element written is read only where it is written
+    return bool((src[read_written] == dst[read_written]).all())
