@@ -1,4 +1,4 @@
-"""Every seed program: eager's outputs and mutated inputs, both schedules, first and cached call."""
+"""Every seed program: eager's outputs and mutated inputs, every reference schedule, first and cached call."""
 
 import pytest
 import thunder
