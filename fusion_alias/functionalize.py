@@ -132,7 +132,9 @@ def substitute_reads(
             group = info.group(dst.name)
             forget(group)
             src = new.args[0]
-            if isinstance(src, TensorProxy):
+            # a broadcasting write (``b.copy_(s)`` with a 0-dim ``s``) leaves a value of dst's shape,
+            # not ``s``: later reads keep reading the written buffer (fuzz seed 1 #1249)
+            if isinstance(src, TensorProxy) and tuple(src.shape) == tuple(dst.shape):
                 remember(group, info.view_key[dst.name], src)
             continue
         if ops.is_view(bsym) or ops.is_update_aliases(bsym):

@@ -578,3 +578,20 @@ def test_operand_overlap_eager_does_not_check_is_refused(schedule):
     disjoint(got)
     want[:, ::2].add_(want[:, 1::2])
     torch.testing.assert_close(got, want)
+
+
+def _broadcast_copy_then_read(b, s):
+    t0 = b.copy_(s)  # s is 0-dim: the written value has b's shape
+    return t0 + t0
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_read_after_a_broadcasting_copy_has_the_destinations_shape(schedule):
+    """Fuzz seed 1 #1249: the copy_ result was read as the 0-dim source (a wrong shape and value)."""
+    jitted = fusion_alias.jit(_broadcast_copy_then_read, backend="reference", schedule=schedule)
+    for seed in range(2):
+        g = torch.Generator().manual_seed(seed)
+        x, s = torch.rand(2, 4, generator=g), torch.rand((), generator=g)
+        got_b, want_b = x.clone(), x.clone()
+        torch.testing.assert_close(jitted(got_b, s.clone()), _broadcast_copy_then_read(want_b, s.clone()))
+        torch.testing.assert_close(got_b, want_b)
