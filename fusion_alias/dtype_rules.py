@@ -33,7 +33,7 @@ import thunder.core.prims as prims
 from thunder.core.dtypes import to_torch_dtype
 from thunder.core.proxies import TensorProxy
 
-from fusion_alias import ops
+from fusion_alias.refusals.inplace_ops import _copies_in
 
 #: in-place ops whose store eager casts without the can_cast rule, or checks otherwise
 _CASTING_OPS = frozenset(
@@ -67,13 +67,6 @@ def _torch_dtype(p):
         return to_torch_dtype(p.dtype)
     except Exception:  # a dtype torch does not know: nothing to say
         return None
-
-
-def _copies_in(bsym) -> list:
-    out = []
-    for sub in bsym.subsymbols:
-        out.extend([sub] if ops.is_copy(sub) else _copies_in(sub))
-    return out
 
 
 def _producers(bsym, out=None) -> dict:

@@ -86,10 +86,9 @@ def test_unbounded_is_exact(a, b):
     assert v.overlap == numpy_shares(a, b), f"{describe(a)} vs {describe(b)}"
 
 
-@HYP
-@given(st.lists(views(BUF), min_size=1, max_size=6))
-def test_components_match_pairwise(ts):
-    """overlap_components == connected components of the pairwise relation."""
+def _components_of(ts, overlaps):
+    """Canonical component labels (each tensor labelled by its component's lowest index) of the
+    relation ``overlaps`` over ``ts``: what ``overlap_components`` must return."""
     n = len(ts)
     parent = list(range(n))
 
@@ -100,10 +99,17 @@ def test_components_match_pairwise(ts):
 
     for i in range(n):
         for j in range(i + 1, n):
-            if may_overlap(ts[i], ts[j]):
+            if overlaps(ts[i], ts[j]):
                 ri, rj = find(i), find(j)
                 parent[max(ri, rj)] = min(ri, rj)
-    expected = tuple(find(i) for i in range(n))
+    return tuple(find(i) for i in range(n))
+
+
+@HYP
+@given(st.lists(views(BUF), min_size=1, max_size=6))
+def test_components_match_pairwise(ts):
+    """overlap_components == connected components of the pairwise relation."""
+    expected = _components_of(ts, may_overlap)
     assert overlap_components(ts) == expected
     # Same structure on a fresh buffer (different addresses) => same labels.
     other = torch.zeros(BUF_BYTES, dtype=torch.uint8)
@@ -307,26 +313,16 @@ def test_large_elements_and_wide_windows():
 
 
 def _numpy_components(ts):
-    n = len(ts)
-    parent = list(range(n))
+    arrays = {id(t): t.numpy() for t in ts}
 
-    def find(x):
-        while parent[x] != x:
-            x = parent[x]
-        return x
+    def shares(a, b):
+        return bool(a.numel() and b.numel() and np.shares_memory(arrays[id(a)], arrays[id(b)], max_work=None))
 
-    arrays = [t.numpy() for t in ts]
-    for i in range(n):
-        for j in range(i + 1, n):
-            if ts[i].numel() and ts[j].numel() and np.shares_memory(arrays[i], arrays[j], max_work=None):
-                ri, rj = find(i), find(j)
-                parent[max(ri, rj)] = min(ri, rj)
-    return tuple(find(i) for i in range(n))
+    return _components_of(ts, shares)
 
 
 def _layout_views(rng, buf, n_layouts, per_layout):
-    import random as _r  # noqa: F401 (rng is a random.Random)
-
+    """``rng``: a random.Random."""
     out = []
     for _ in range(n_layouts):
         dtype = rng.choice(DTYPES)
