@@ -6,7 +6,8 @@ partitioning and region assembly. Each stage is a function in its own module:
 1. ``flatten.flatten_trace``: each bound symbol down to the symbols fusion_alias claims.
 2. ``flatten._drop_update_aliases``: Thunder's ``update_aliases`` out, kept as alias facts.
 3. ``input_groups._input_groups``: which trace inputs may share memory (the actual tensors).
-4. ``aliasing.analyze``: every tensor's root, view chain and memory group.
+4. ``aliasing.analyze``: every tensor's root, view chain and memory group;
+   ``noop_copies``: copies of memory onto itself out (eager writes nothing).
 5. ``refusals.check_refusals``: programs eager rejects, or Thunder's autodiff gets wrong.
 6. ``functionalize.substitute_reads``: reads of written memory become reads of the write's value.
 7. ``dce._dce``: fusible symbols nobody reads, dropped.
@@ -31,6 +32,7 @@ from fusion_alias.functionalize import substitute_reads
 from fusion_alias.graph import build_graph
 from fusion_alias.input_groups import _input_groups
 from fusion_alias.layouts import copying_reshapes
+from fusion_alias.noop_copies import drop_copies_onto_themselves
 from fusion_alias.partition import partition
 from fusion_alias.refusals import check_refusals
 from fusion_alias.refusals.inplace_ops import _traced_program
@@ -63,6 +65,7 @@ def prepare(executor, trace: TraceCtx, input_groups=None) -> Prepared:
     flat = copying_reshapes(trace, flat, actual, _traced_program())
     t0 = time.perf_counter()
     info = analyze(flat, tensor_inputs, list(input_groups) + alias_facts)
+    flat = drop_copies_onto_themselves(flat, info, actual)
     check_refusals(trace, flat, renamed, info, tensor_inputs, input_groups, actual, ctx)
     fusible = fusible_predicate(executor, verdicts, tensor_inputs)
     bsyms = substitute_reads(trace, flat, info, fusible)

@@ -595,3 +595,33 @@ def test_read_after_a_broadcasting_copy_has_the_destinations_shape(schedule):
         got_b, want_b = x.clone(), x.clone()
         torch.testing.assert_close(jitted(got_b, s.clone()), _broadcast_copy_then_read(want_b, s.clone()))
         torch.testing.assert_close(got_b, want_b)
+
+
+def _setitem_of_itself(a):
+    h = _HOLDER["h"]
+    t5 = h.transpose(0, 1).transpose(0, 1)
+    t5[0:4] = t5  # eager: t5[0:4].copy_(t5) is t5's own memory: nothing written, nothing checked
+    return h * 1, t5 * 2, a + 1
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_setitem_of_a_tensor_into_its_own_memory_is_a_no_op(schedule):
+    """Fuzz seed 12015 #12 (hidden): refused as a write into an expanded tensor, where eager's copy_
+    returns early (same storage, offset, sizes and strides). Plain, then expanded, then a copy that
+    does write (t5[0:2] = t5[2:4]) still writes."""
+    jitted = fusion_alias.jit(_setitem_of_itself, backend="reference", schedule=schedule)
+    x0, x1 = torch.arange(16.0).reshape(4, 4), -torch.arange(16.0).reshape(4, 4)
+    for make_h in (lambda b: b.clone(), lambda b: b[1].expand(4, 4), lambda b: b[2].expand(4, 4), lambda b: b.clone()):
+        got_base, want_base = x1.clone(), x1.clone()
+        _HOLDER["h"] = make_h(got_base)
+        got = jitted(x0.clone())
+        _HOLDER["h"] = make_h(want_base)
+        want = _setitem_of_itself(x0.clone())
+        for g, w in zip(got, want):
+            torch.testing.assert_close(g, w)
+        torch.testing.assert_close(got_base, want_base)
+    shifted = fusion_alias.jit(lambda a: a.__setitem__(slice(0, 2), a[2:4]), backend="reference", schedule=schedule)
+    got, want = x0.clone(), x0.clone()
+    shifted(got)
+    want[0:2] = want[2:4]
+    torch.testing.assert_close(got, want)

@@ -1,0 +1,102 @@
+"""Copies of memory onto itself: eager writes nothing, so neither do regions.
+
+Note [a copy whose source is its own destination]
+-------------------------------------------------
+::
+
+    t5 = h.t().t()            # h = x[1].expand(4, 4): every row is one memory row
+    t5[0:4] = t5              # eager: t5[0:4].copy_(t5), and t5[0:4] is t5's own memory
+
+Eager's ``copy_`` returns at once when source and destination are views of the
+same storage with the same offset, sizes, strides and dtype: nothing is
+written, and so nothing is checked either, even when the destination is an
+``expand()``ed tensor whose elements overlap each other. Thunder's trace
+still holds ``t3 = copy_(copy_with_setitem(t5, slice(0, 4), t5), t5)``; kept,
+it was refused as a write into an expanded tensor (fuzz seed 12015 #12), and
+a write-back would store every expanded element.
+
+``x.copy_(x)`` (the very same proxy) is dropped earlier, with Thunder's
+``update_aliases`` (``flatten._drop_update_aliases``). Here the views differ as
+proxies (``t5`` and ``t5[0:4]``), so the question is asked of the actual memory:
+each view chain is replayed on the call's real input (or, for memory the
+program made, on a meta tensor of its shape) and the layouts compared. The
+decision depends only on the inputs' strides and relative offsets, which the
+guard key holds (``guard.py``, Note [what the guard key holds]).
+"""
+
+from __future__ import annotations
+
+from thunder.core.proxies import TensorProxy, variableify
+
+from fusion_alias import ops
+from fusion_alias.aliasing import AliasInfo, proxy_outs
+from fusion_alias.refusals.inplace_ops import _describe_setitem
+from fusion_alias.refusals.operands import _actual_view
+
+
+def _memory(view, name: str, info: AliasInfo):
+    """What eager compares: (storage, offset, sizes, strides, dtype) of ``view``, the tensor ``name`` is."""
+    if view.device.type == "meta":
+        storage = ("made by the program", info.root[name])
+    else:
+        try:
+            storage = view.untyped_storage().data_ptr()
+        except Exception:  # a tensor without storage (a subclass): cannot tell
+            return None
+    return storage, view.storage_offset(), tuple(view.shape), tuple(view.stride()), view.dtype
+
+
+def _source_view(src: TensorProxy, dst: TensorProxy, producers: dict, info, actual, proxies, metas):
+    """(the memory the copy reads, the memory it writes), as views, or None when unknown.
+
+    ``copy_(s, d)``: ``s`` and ``d``. ``copy_(copy_with_setitem(d, key, v), d)`` (``d[key] = v``):
+    ``v`` and ``d[key]``, the slice eager's ``__setitem__`` copies ``v`` into.
+    """
+    made = producers.get(src.name)
+    if made is not None and "setitem" in made.sym.name and made.args[0].name == dst.name:
+        op = _describe_setitem(made.args[0], made.args[1], made.args[2])
+        value = made.args[2]
+        if op is None or op.key is None or not isinstance(value, TensorProxy):
+            return None
+        written = _actual_view(dst.name, info, actual, proxies, metas)
+        try:
+            written = written[op.key] if written is not None else None
+        except Exception:  # a key torch cannot apply: nothing to say
+            return None
+        return value, _actual_view(value.name, info, actual, proxies, metas), written
+    return src, _actual_view(src.name, info, actual, proxies, metas), _actual_view(dst.name, info, actual, proxies, metas)
+
+
+def drop_copies_onto_themselves(flat: list, info: AliasInfo, actual: dict) -> list:
+    """``flat`` without the ``copy_`` bound symbols that copy memory onto itself
+    (Note [a copy whose source is its own destination]); later uses of such a copy's result read its
+    destination instead."""
+    copies = [b for b in flat if ops.is_copy(b) and isinstance(b.args[1], TensorProxy) and isinstance(b.args[0], TensorProxy)]
+    if not copies:
+        return flat
+    producers = {o.name: b for b in flat for o in proxy_outs(b) if isinstance(o, TensorProxy)}
+    proxies = {name: next(o for o in proxy_outs(b) if getattr(o, "name", None) == name) for name, b in producers.items()}
+    metas: dict = {}
+    drop = set()
+    for b in copies:
+        dst = b.args[1]
+        found = _source_view(b.args[0], dst, producers, info, actual, proxies, metas)
+        if found is None:
+            continue
+        value, read, written = found
+        if read is None or written is None or value.name not in info.root:
+            continue
+        if _memory(read, value.name, info) == _memory(written, dst.name, info) is not None:
+            drop.add(b.output.name)
+    if not drop:
+        return flat
+    swap: dict = {}
+    out = []
+    for b in flat:
+        if swap:
+            b = b.from_bsym_swap_proxies(swap, skip_output=True)
+        if ops.is_copy(b) and isinstance(b.output, TensorProxy) and b.output.name in drop:
+            swap[variableify(b.output)] = b.args[1]
+            continue
+        out.append(b)
+    return out
