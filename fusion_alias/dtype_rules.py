@@ -100,7 +100,9 @@ def check_inplace_dtypes(top_bsyms) -> None:
         name = b.sym.name
         if name in _CASTING_OPS:
             continue
-        produced = _producers(b)
+        # the cast Thunder puts before copy_ is a direct subsymbol; without one, nothing to look through
+        casts = any(sub.sym.id is prims.PrimIDs.CONVERT_ELEMENT_TYPE for sub in b.subsymbols)
+        produced = _producers(b) if casts else {}
         for c in _copies_in(b):
             src, dst = _before_cast(c.args[0], produced), c.args[1]
             if not (isinstance(src, TensorProxy) and isinstance(dst, TensorProxy)):

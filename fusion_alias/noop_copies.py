@@ -46,14 +46,14 @@ def _memory(view, name: str, info: AliasInfo):
     return storage, view.storage_offset(), tuple(view.shape), tuple(view.stride()), view.dtype
 
 
-def _source_view(src: TensorProxy, dst: TensorProxy, producers: dict, info, actual, proxies, metas):
+def _source_view(src: TensorProxy, dst: TensorProxy, setitems: dict, info, actual, proxies, metas):
     """(the memory the copy reads, the memory it writes), as views, or None when unknown.
 
     ``copy_(s, d)``: ``s`` and ``d``. ``copy_(copy_with_setitem(d, key, v), d)`` (``d[key] = v``):
     ``v`` and ``d[key]``, the slice eager's ``__setitem__`` copies ``v`` into.
     """
-    made = producers.get(src.name)
-    if made is not None and "setitem" in made.sym.name and made.args[0].name == dst.name:
+    made = setitems.get(src.name)
+    if made is not None and getattr(made.args[0], "name", None) == dst.name:
         op = _describe_setitem(made.args[0], made.args[1], made.args[2])
         value = made.args[2]
         if op is None or op.key is None or not isinstance(value, TensorProxy):
@@ -67,20 +67,41 @@ def _source_view(src: TensorProxy, dst: TensorProxy, producers: dict, info, actu
     return src, _actual_view(src.name, info, actual, proxies, metas), _actual_view(dst.name, info, actual, proxies, metas)
 
 
+class _Producers:
+    """name -> the proxy of that name a symbol of ``flat`` makes: built on the first lookup
+    (``_actual_view`` asks it for the root of memory the program made)."""
+
+    def __init__(self, flat):
+        self._flat = flat
+        self._map = None
+
+    def get(self, name, default=None):
+        if self._map is None:
+            self._map = {o.name: o for b in self._flat for o in proxy_outs(b) if isinstance(o, TensorProxy)}
+        return self._map.get(name, default)
+
+
 def drop_copies_onto_themselves(flat: list, info: AliasInfo, actual: dict) -> list:
     """``flat`` without the ``copy_`` bound symbols that copy memory onto itself
     (Note [a copy whose source is its own destination]); later uses of such a copy's result read its
     destination instead."""
-    copies = [b for b in flat if ops.is_copy(b) and isinstance(b.args[1], TensorProxy) and isinstance(b.args[0], TensorProxy)]
+    setitems = {b.output.name: b for b in flat if "setitem" in b.sym.name and isinstance(b.output, TensorProxy)}
+    root = info.root.get
+    copies = [
+        b for b in flat
+        if ops.is_copy(b) and isinstance(b.args[1], TensorProxy) and isinstance(b.args[0], TensorProxy)
+        and root(b.args[0].name) is not None
+        and (b.args[0].name in setitems or root(b.args[0].name) == root(b.args[1].name)
+             or (root(b.args[0].name) in actual and root(b.args[1].name) in actual))
+    ]
     if not copies:
         return flat
-    producers = {o.name: b for b in flat for o in proxy_outs(b) if isinstance(o, TensorProxy)}
-    proxies = {name: next(o for o in proxy_outs(b) if getattr(o, "name", None) == name) for name, b in producers.items()}
+    producers = _Producers(flat)
     metas: dict = {}
     drop = set()
     for b in copies:
         dst = b.args[1]
-        found = _source_view(b.args[0], dst, producers, info, actual, proxies, metas)
+        found = _source_view(b.args[0], dst, setitems, info, actual, producers, metas)
         if found is None:
             continue
         value, read, written = found
