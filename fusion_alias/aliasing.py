@@ -215,11 +215,14 @@ def analyze(
     bsyms: Sequence[BoundSymbol],
     inputs: Iterable[TensorProxy],
     input_groups: Iterable[Iterable[str]] = (),
+    same_inputs: Iterable[tuple[str, str]] = (),
 ) -> AliasInfo:
     """Families and memory groups for ``bsyms``.
 
     ``inputs`` are the trace's tensor inputs; ``input_groups`` lists sets of
-    input names that may overlap at run time (from the actual call arguments).
+    input names that may overlap at run time (from the actual call arguments);
+    ``same_inputs`` pairs ``(name, of)`` of inputs that are the very same memory
+    (``input_groups.identical_inputs``): ``name`` becomes a view of ``of`` with no steps.
 
     >>> # a = input, b = squeeze(slice(a)), t1 = copy_(t0, b)
     >>> # root[b] == root[t1] == "a"; group(b) == group(a)
@@ -231,6 +234,10 @@ def analyze(
         names = [n for n in names if n in info.root]
         if len(names) > 1:
             info.groups.union(*names)
+    for name, of in same_inputs:
+        if name in info.root and of in info.root:
+            info.add_alias(name, of, None)
+            info.groups.union(name, of)
 
     root = info.root
     for bsym in bsyms:

@@ -36,3 +36,43 @@ def _input_groups(trace, ctx, tensor_inputs):
         return [], {}
     # Thunder saw aliased arguments (or did not tell): any two inputs may overlap.
     return ([names] if len(names) > 1 else []), {}
+
+
+# Note [the same tensor passed twice is one memory]
+# -------------------------------------------------
+# ::
+#
+#     def f(x, y): x.add_(1); y.add_(1); return x * 2      # called with (t, t)
+#
+# ``x`` and ``y`` are the very same memory: same storage, offset, sizes, strides
+# and dtype (tied parameters in an optimizer step, an EMA of a model with itself).
+# Kept as two names, every write into one is a hazard for reads and writes of the
+# other, and the program took 3 regions. Taken as one name (``y`` a view of ``x``
+# with no steps), reads of ``y`` after ``x.add_(1)`` read the written value, both
+# writes land in one write-back of the final value, and it takes 1 region.
+# Eager: ``t + 2`` written into ``t``, returned doubled. The decision holds for
+# every call with the same guard key: equal offsets and equal layouts inside
+# one component are in the key (``guard.py``).
+
+
+def identical_inputs(tensor_inputs, actual: dict) -> list[tuple[str, str]]:
+    """``(name, first name)`` for each input that is the very same memory as an earlier one
+    (Note [the same tensor passed twice is one memory])."""
+    first: dict = {}
+    pairs = []
+    for p in tensor_inputs:
+        t = actual.get(p.name)
+        if t is None or t.layout is not torch.strided or t.device.type == "meta":
+            continue
+        try:
+            key = (t.untyped_storage().data_ptr(), t.device, t.storage_offset(), tuple(t.shape), t.stride(), t.dtype,
+                   t.is_conj(), t.is_neg())
+        except Exception:  # a tensor without storage (a subclass): not the same as anything
+            continue
+        if t.numel() == 0:
+            continue
+        if key in first:
+            pairs.append((p.name, first[key]))
+        else:
+            first[key] = p.name
+    return pairs

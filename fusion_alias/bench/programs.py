@@ -188,6 +188,40 @@ def _adam_inputs(n, flat):
     return make
 
 
+def ema(averages, weights):
+    for avg, w in zip(averages, weights):
+        avg.mul_(MOMENTUM).add_(w, alpha=1 - MOMENTUM)
+    return averages
+
+
+def _tied(tensors):
+    """Every other entry the same tensor as the one before it (tied weights: an embedding and
+    the output projection that shares it, listed once per module)."""
+    return [tensors[i - i % 2] for i in range(len(tensors))]
+
+
+def _sgd_tied_inputs(n):
+    def make(seed):
+        return (_tied(_tensors(n, seed, 0)), _tied(_tensors(n, seed, 100)))
+
+    return make
+
+
+def _ema_tied_inputs(n):
+    def make(seed):
+        return (_tied(_tensors(n, seed, 500)), _tied(_tensors(n, seed, 0)))
+
+    return make
+
+
+def _adam_tied_inputs(n):
+    def make(seed):
+        vs = [x.abs() for x in _tensors(n, seed, 400)]
+        return (_tied(_tensors(n, seed, 0)), _tied(_tensors(n, seed, 100)), _tied(_tensors(n, seed, 300)), _tied(vs))
+
+    return make
+
+
 OPTIMIZER = [
     Program("sgd_2", "optimizer", sgd, _sgd_inputs(2, False), "p.add_(g, alpha=-lr), 2 params"),
     Program("sgd_8", "optimizer", sgd, _sgd_inputs(N_PARAMS, False), "8 independent params"),
@@ -196,6 +230,9 @@ OPTIMIZER = [
     Program("adam_1", "optimizer", adam, _adam_inputs(1, False), "one Adam step, 1 param"),
     Program("adam_8", "optimizer", adam, _adam_inputs(N_PARAMS, False), "Adam, 8 independent params"),
     Program("adam_8_flat", "optimizer", adam, _adam_inputs(N_PARAMS, True), "Adam, p/m/v slices of flat buffers"),
+    Program("sgd_8_tied", "optimizer", sgd, _sgd_tied_inputs(N_PARAMS), "SGD, params tied in pairs (same tensor twice)"),
+    Program("ema_8_tied", "optimizer", ema, _ema_tied_inputs(N_PARAMS), "avg.mul_(d).add_(w), tied in pairs"),
+    Program("adam_8_tied", "optimizer", adam, _adam_tied_inputs(N_PARAMS), "Adam, p/g/m/v tied in pairs"),
 ]
 
 # -- KV-cache writes -------------------------------------------------------------
