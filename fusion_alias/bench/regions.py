@@ -40,6 +40,7 @@ from fusion_alias import ops
 from fusion_alias.executor import executor
 from fusion_alias.partition import partition
 from fusion_alias.bench import optimum as opt
+from fusion_alias.bench import traffic
 from fusion_alias.bench.programs import Program
 
 
@@ -61,6 +62,9 @@ class RegionRow:
     error: str = ""
     error_trace: str = ""
     better_partition: list = field(default_factory=list)  # when the optimum beats fusion_alias
+    traffic: int | None = None  # bytes fusion_alias's regions read and write (bench/traffic.py)
+    thunder_traffic: int | None = None  # ... Thunder's groups
+    traffic_lower_bound: int | None = None  # ... any partition
     seconds: float = 0.0
 
 
@@ -206,8 +210,9 @@ def _input_memory_groups(trace, info) -> list[list[str]]:
     return [names for names in by_group.values() if len(names) > 1]
 
 
-def thunder_regions(trace, alias_indices, same_memory=()) -> tuple[int | str, int | str, str, int | None]:
-    """(consecutive count, dataflow count, error text, racy groups) for Thunder's alias pass + grouping."""
+def thunder_regions(trace, alias_indices, same_memory=()) -> tuple[int | str, int | str, str, int | None, int | None]:
+    """(consecutive count, dataflow count, error text, racy groups, traffic in bytes) for Thunder's alias
+    pass + grouping."""
     from thunder.core.transform_common import dce
     from thunder.core.update_aliases import insert_alias_updates
     from thunder.executors.data_dependent_partition import dataflow_fusion, fuse_bound_symbols
@@ -216,7 +221,7 @@ def thunder_regions(trace, alias_indices, same_memory=()) -> tuple[int | str, in
         aliased = insert_alias_updates(trace, alias_indices)
         aliased = dce(aliased)
     except Exception as e:  # Thunder's own pass fails on this program
-        return "error", "error", f"{type(e).__name__}: {str(e).splitlines()[0][:160]}", None
+        return "error", "error", f"{type(e).__name__}: {str(e).splitlines()[0][:160]}", None, None
     flat = flatten_trace(aliased)
     groups = fuse_bound_symbols(flat, _merge)
     consecutive = count_thunder_groups(groups)
@@ -228,7 +233,13 @@ def thunder_regions(trace, alias_indices, same_memory=()) -> tuple[int | str, in
         racy = racy_groups(flat, [g for g in groups if len(g) > 1], list(same_memory))
     except Exception:
         racy = None
-    return consecutive, dataflow, "", racy
+    try:
+        fused = [g for g in groups if any(thunder_is_fusible(b) and not ops.is_view(b) for b in g)]
+        bsyms = list(flat.bound_symbols)
+        moved = traffic.groups_traffic(bsyms, fused, {p.name for p in traffic.returned(bsyms)})
+    except Exception:
+        moved = None
+    return consecutive, dataflow, "", racy, moved
 
 
 # -- one program -------------------------------------------------------------------
@@ -256,9 +267,13 @@ def measure(prog: Program, *, max_nodes: int = 25, search_seconds: float = 20.0,
     flat_args, _ = tree_flatten((prog.make_inputs(seed), {}))
     pre = _pre_alias_trace(jitted)
     same_memory = _input_memory_groups(pre, cap.prepared[-1].info) if cap.prepared else []
-    row.thunder, row.thunder_dataflow, row.thunder_error, row.thunder_racy = thunder_regions(
+    row.thunder, row.thunder_dataflow, row.thunder_error, row.thunder_racy, row.thunder_traffic = thunder_regions(
         pre, _thunder_alias_indices(flat_args), same_memory
     )
+
+    row.traffic = traffic.fusion_alias_traffic(thunder.last_traces(jitted)[-1])
+    if cap.prepared:
+        row.traffic_lower_bound = traffic.lower_bound(cap.prepared[-1])
 
     # the optimum over fusion_alias's graph
     if not cap.prepared:

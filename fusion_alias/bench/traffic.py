@@ -1,0 +1,121 @@
+"""Memory traffic of a partition: bytes each region reads and writes, summed (issue 11).
+
+The model is the one a fused kernel pays for: a region reads each of its tensor
+inputs once and writes each of its outputs and each write-back once; what stays
+inside a region costs nothing. So
+
+* ``regions_traffic`` sums, over regions, the bytes of the region's inputs, its
+  outputs and its write-back destinations;
+* ``lower_bound`` is what any partition must move: each program input read once,
+  each returned tensor that is not an input written once, and each written
+  destination written once (its own bytes: a write into two rows of a cache
+  costs two rows, not the cache).
+
+Note [what counts as a write-back]: a region writes memory once per distinct
+destination name, with the final value (``lowering.plan_region`` coalesces two
+writes of one view). For fusion_alias the destinations are the region's
+``writebacks``; for Thunder's groups, the distinct ``copy_`` destinations of the
+group, since Thunder's nvFuser executor writes each ``copy_`` it is given.
+
+Worked example, ``a.add_(1); return a * 2`` on a 1024-float ``a``: one region
+reads ``a`` (4 KiB), writes the output (4 KiB) and writes ``a`` back (4 KiB):
+12 KiB, equal to the lower bound. Cut into two regions, the written value
+would be written back by the first and read again by the second: 16 KiB.
+"""
+
+from __future__ import annotations
+
+from thunder.core.dtypes import to_torch_dtype
+from thunder.core.proxies import TensorProxy
+from thunder.core.pytree import tree_flatten
+
+from fusion_alias import ops
+from fusion_alias.aliasing import proxy_args, proxy_outs
+
+
+def nbytes(p) -> int:
+    if not isinstance(p, TensorProxy):
+        return 0
+    n = 1
+    for s in p.shape:
+        n *= int(s)
+    return n * to_torch_dtype(p.dtype).itemsize
+
+
+def returned(bsyms) -> list:
+    """The tensors a trace's (or flattened trace's) ``return`` hands back."""
+    ret = bsyms[-1] if bsyms else None
+    if ret is None or ret.sym.id is not ops.PrimIDs.RETURN:
+        return []
+    return [p for p in tree_flatten(ret.args)[0] if isinstance(p, TensorProxy)]
+
+
+def fusion_alias_traffic(trace) -> int:
+    """Bytes moved by the fusion regions of fusion_alias's final ``trace`` (``thunder.last_traces(f)[-1]``)."""
+    total = 0
+    for b in trace.bound_symbols:
+        if not b.sym.is_fusion:
+            continue
+        spec = getattr(b._call_ctx[b.sym.name], "spec", None)
+        total += sum(nbytes(p) for p in b.args if isinstance(p, TensorProxy))
+        total += sum(nbytes(p) for p in b.flat_outs if isinstance(p, TensorProxy))
+        if spec is not None:
+            total += sum(nbytes(spec.bsyms[i].args[1]) for i in spec.writebacks)
+    return total
+
+
+def groups_traffic(bsyms: list, groups: list[list], returned_names: set) -> int:
+    """Bytes moved by ``groups`` (lists of the flattened ``bsyms``, Thunder's fusion groups).
+
+    A group's inputs: tensors it reads and does not make; outputs: tensors it makes that a symbol
+    outside it reads, or the program returns; write-backs: its distinct ``copy_`` destinations.
+    """
+    group_of = {}
+    for gi, grp in enumerate(groups):
+        for b in grp:
+            group_of[id(b)] = gi
+    read_outside: dict[str, set] = {}
+    for b in bsyms:
+        gi = group_of.get(id(b))
+        for a in proxy_args(b):
+            if isinstance(a, TensorProxy):
+                read_outside.setdefault(a.name, set()).add(gi)
+    total = 0
+    for gi, grp in enumerate(groups):
+        made = {o.name: o for b in grp for o in proxy_outs(b) if isinstance(o, TensorProxy)}
+        read = {a.name: a for b in grp for a in proxy_args(b) if isinstance(a, TensorProxy) and a.name not in made}
+        dsts = {b.args[1].name: b.args[1] for b in grp if ops.is_copy(b) and isinstance(b.args[1], TensorProxy)}
+        outs = [
+            o for name, o in made.items()
+            if name in returned_names or (read_outside.get(name, set()) - {gi})
+        ]
+        copy_results = {b.output.name for b in grp if ops.is_copy(b) and isinstance(b.output, TensorProxy)}
+        total += sum(nbytes(p) for p in read.values())
+        total += sum(nbytes(o) for o in outs if o.name not in copy_results)  # a copy_ result is the write-back
+        total += sum(nbytes(p) for p in dsts.values())
+    return total
+
+
+def lower_bound(prepared) -> int:
+    """Each program input read once, each returned tensor that is not an input's memory written once,
+    each distinct written destination (by memory and view) written once (module docstring)."""
+    info = prepared.info
+    inputs = [p for p in prepared.tensor_inputs]
+    total = sum(nbytes(p) for p in inputs)
+    input_names = {p.name for p in inputs}
+    written: dict = {}
+    for b in prepared.bsyms:
+        if ops.is_copy(b) and isinstance(b.args[1], TensorProxy):
+            dst = b.args[1]
+            if info.root.get(dst.name) in input_names:
+                written.setdefault(info.view_key.get(dst.name, dst.name), dst)
+    total += sum(nbytes(p) for p in written.values())
+    seen = set()
+    for p in returned(prepared.bsyms):
+        if p.name in seen:
+            continue
+        seen.add(p.name)
+        if info.root.get(p.name) in input_names and info.root.get(p.name) is not None:
+            continue  # an input's memory: its write-back (if written) is counted above
+        total += nbytes(p)
+    return total
