@@ -162,3 +162,31 @@ def test_percall_runs_and_computes_the_step(layout):
     assert row["inputs"] == 4 and row["fusion_alias"] > 0 and row["thunder"] > 0 and row["eager"] > 0
     assert row["ratio"] == row["fusion_alias"] / row["thunder"]
     assert percall._format_row(row).startswith(f"| {layout} | 4 |")
+
+
+# -- traffic (bytes each region reads and writes) ---------------------------------------------
+
+
+def _add_then_double(a):
+    a.add_(1)
+    return a * 2
+
+
+def test_traffic_of_one_region_is_the_lower_bound():
+    """The worked example of bench/traffic.py: a 1024-float a read once, the output and the
+    write-back of a written once: 12 KiB, for fusion_alias and as the lower bound."""
+    import torch
+
+    prog = P.Program("add_then_double", "test", _add_then_double, lambda seed: (torch.zeros(1024),))
+    r = R.measure(prog, max_nodes=0)
+    assert r.fusion_alias == 1
+    assert r.traffic == r.traffic_lower_bound == 3 * 4096
+
+
+def test_traffic_columns(rows):
+    """Every small program has the three traffic figures; no region plan moves less than the bound."""
+    for r in rows.values():
+        assert r.traffic is not None and r.traffic_lower_bound is not None, r.name
+        assert r.traffic >= r.traffic_lower_bound, (r.name, r.traffic, r.traffic_lower_bound)
+        if r.thunder != "error":
+            assert r.thunder_traffic is not None, r.name

@@ -10,6 +10,20 @@ from fusion_alias.bench.scale import CompileRow, ScaleRow, slope
 TARGET_PARTITION_S = 2.0
 TARGET_EXPONENT = 1.2
 TARGET_SHARE = 0.05
+TARGET_TRAFFIC_RATIO = 1.25
+
+
+def traffic_ratio(r: RegionRow) -> float | None:
+    if r.traffic is None or not r.traffic_lower_bound:
+        return None
+    return r.traffic / r.traffic_lower_bound
+
+
+def _traffic_ratio_cell(r: RegionRow) -> str:
+    k = traffic_ratio(r)
+    if k is None:
+        return "–"
+    return f"**{k:.2f}**" if k > TARGET_TRAFFIC_RATIO else f"{k:.2f}"
 
 
 def _fmt(x, digits: int = 3) -> str:
@@ -39,8 +53,9 @@ def optimum_cell(r: RegionRow) -> str:
 
 def region_table(rows: list[RegionRow], max_nodes: int) -> str:
     out = [
-        "| program | family | fusible nodes | fusion_alias | thunder | thunder racy | thunder dataflow | optimum | lower bound | correct |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|:---:|",
+        "| program | family | fusible nodes | fusion_alias | thunder | thunder racy | thunder dataflow | optimum | lower bound | "
+        "traffic B | thunder traffic B | traffic lower bound B | traffic / bound | correct |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|",
     ]
     for r in rows:
         fa = _fmt(r.fusion_alias) if not r.error else "error"
@@ -49,6 +64,7 @@ def region_table(rows: list[RegionRow], max_nodes: int) -> str:
         out.append(
             f"| {r.name} | {r.family} | {r.fusible_nodes} | {fa} | {_fmt(r.thunder)} | {_fmt(r.thunder_racy)} | "
             f"{_fmt(r.thunder_dataflow)} | {optimum_cell(r)} | {_fmt(r.lower_bound)} | "
+            f"{_fmt(r.traffic)} | {_fmt(r.thunder_traffic)} | {_fmt(r.traffic_lower_bound)} | {_traffic_ratio_cell(r)} | "
             f"{'yes' if r.correct else ('–' if r.correct is None else '**NO**')} |"
         )
     notes = [
@@ -65,7 +81,11 @@ def region_table(rows: list[RegionRow], max_nodes: int) -> str:
         f"*optimum*: fewest regions of any legal partition of fusion_alias's dependency graph, by exact branch-and-bound "
         f"search on programs with at most {max_nodes} fusible nodes; † = above that size, proven by the lower bound "
         "(longest chain of nodes that must be pairwise separated) meeting fusion_alias's count; n/a otherwise. "
-        "The optimum is relative to the graph's hazard edges: a more precise hazard model could allow fewer regions.",
+        "The optimum is relative to the graph's hazard edges: a more precise hazard model could allow fewer regions. "
+        "*traffic*: bytes the regions read and write (each region input read once, each output and write-back "
+        "written once; `fusion_alias/bench/traffic.py`), for fusion_alias and for Thunder's groups; *traffic lower "
+        f"bound*: each program input read once, each output and written destination written once; **bold** ratio: "
+        f"above the {TARGET_TRAFFIC_RATIO}x target of issue 11.",
     ]
     errors = [r for r in rows if r.error or r.thunder_error or r.legal or r.better_partition]
     if errors:
@@ -100,6 +120,10 @@ def region_totals(rows: list[RegionRow]) -> dict:
             r.name for r in vs_thunder if r.fusion_alias > r.thunder and (r.thunder_racy or 0) > 0
         ],
         "incorrect": [r.name for r in rows if r.correct is False],
+        "traffic_over_target": [
+            r.name for r in rows if (k := traffic_ratio(r)) is not None and k > TARGET_TRAFFIC_RATIO
+        ],
+        "traffic_worst": max(((traffic_ratio(r), r.name) for r in rows if traffic_ratio(r) is not None), default=None),
         "errors": [r.name for r in rows if r.error],
     }
 
@@ -220,6 +244,11 @@ def targets(region_rows, scale_rows, compile_rows, largest: int) -> list[str]:
                 "its partition is wrong on nvFuser, ours is the optimum of the hazard graph)"
             )
         lines.append(f"- never more regions than Thunder (where Thunder does not error): {msg}")
+        over = t["traffic_over_target"]
+        lines.append(
+            f"- traffic at most {TARGET_TRAFFIC_RATIO}x its lower bound on every program (issue 11): "
+            + ("**met**" if not over else f"**missed** on {len(over)}: {', '.join(over)}")
+        )
     if scale_rows:
         w = worst_at(scale_rows, largest)
         if w is not None:
@@ -269,6 +298,9 @@ def summary_line(region_rows, scale_rows, largest: int) -> str:
                (f" [{', '.join(t['worse_than_thunder'])}]" if t["worse_than_thunder"] else ""))
             + ")"
         )
+        if t["traffic_worst"] is not None:
+            k, name = t["traffic_worst"]
+            parts.append(f"traffic > {TARGET_TRAFFIC_RATIO}x its bound on {len(t['traffic_over_target'])} (worst {name} {k:.2f}x)")
     if scale_rows:
         w = worst_at(scale_rows, largest)
         if w is not None:
