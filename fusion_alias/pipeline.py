@@ -30,7 +30,7 @@ from fusion_alias.dce import _dce
 from fusion_alias.flatten import _drop_update_aliases, flatten_trace, fusible_predicate
 from fusion_alias.functionalize import substitute_reads
 from fusion_alias.graph import build_graph
-from fusion_alias.input_groups import _input_groups, identical_inputs
+from fusion_alias.input_groups import _input_groups, identical_inputs, read_through_first
 from fusion_alias.layouts import copying_reshapes
 from fusion_alias.noop_copies import drop_copies_onto_themselves
 from fusion_alias.partition import partition
@@ -64,7 +64,9 @@ def prepare(executor, trace: TraceCtx, input_groups=None) -> Prepared:
         input_groups, actual = _input_groups(trace, ctx, tensor_inputs)
     flat = copying_reshapes(trace, flat, actual, _traced_program())
     t0 = time.perf_counter()
-    info = analyze(flat, tensor_inputs, list(input_groups) + alias_facts, identical_inputs(tensor_inputs, actual))
+    same_inputs = identical_inputs(tensor_inputs, actual)
+    flat = read_through_first(flat, same_inputs, tensor_inputs)
+    info = analyze(flat, tensor_inputs, list(input_groups) + alias_facts, same_inputs)
     flat = drop_copies_onto_themselves(flat, info, actual)
     check_refusals(trace, flat, renamed, info, tensor_inputs, input_groups, actual, ctx)
     fusible = fusible_predicate(executor, verdicts, tensor_inputs)

@@ -89,3 +89,29 @@ def test_tied_optimizer_steps_take_one_region(name, schedule):
             for a, b in zip(g, w):
                 torch.testing.assert_close(a, b)
     assert len(fusion_alias.regions(jitted)) == 1
+
+
+def _product(x, y):
+    return (x * y).sum()
+
+
+def test_two_leaves_over_one_memory_keep_their_gradients():
+    """w and a leaf sharing w's memory (w.detach().requires_grad_()) are not one input: renaming one
+    to the other would send both gradients to one of them."""
+    w = torch.arange(4.0, requires_grad=True)
+    v = w.detach().requires_grad_()
+    jitted = fusion_alias.jit(_product, backend="reference")
+    jitted(w, v).backward()
+    torch.testing.assert_close(w.grad, v.detach())
+    torch.testing.assert_close(v.grad, w.detach())
+    w2 = torch.arange(4.0, requires_grad=True)
+    fusion_alias.jit(_product, backend="reference")(w2, w2).backward()
+    torch.testing.assert_close(w2.grad, 2 * w2.detach())
+
+
+def test_same_memory_one_requiring_grad_is_not_merged():
+    """(w, w.detach()): eager sends a gradient through w only."""
+    w = torch.arange(4.0, requires_grad=True)
+    jitted = fusion_alias.jit(_product, backend="reference")
+    jitted(w, w.detach()).backward()
+    torch.testing.assert_close(w.grad, w.detach())

@@ -6,7 +6,8 @@ inside a region costs nothing. So
 
 * ``regions_traffic`` sums, over regions, the bytes of the region's inputs, its
   outputs and its write-back destinations;
-* ``lower_bound`` is what any partition must move: each program input read once,
+* ``lower_bound`` is what any partition must move: each program input memory read
+  once (as much of it as the program reads; the same tensor passed twice, once),
   each returned tensor that is not an input written once, and each written
   destination written once (its own bytes: a write into two rows of a cache
   costs two rows, not the cache).
@@ -50,15 +51,53 @@ def returned(bsyms) -> list:
     return [p for p in tree_flatten(ret.args)[0] if isinstance(p, TensorProxy)]
 
 
+def _names_read(bsyms) -> set[str]:
+    """Names the symbols read: every tensor argument, except a ``copy_`` destination (written, not read)."""
+    read = set()
+    for b in bsyms:
+        args = proxy_args(b)
+        if ops.is_copy(b):
+            args = [a for a in args if a is not b.args[1]]
+        read.update(a.name for a in args if isinstance(a, TensorProxy))
+    return read
+
+
 def fusion_alias_traffic(trace) -> int:
-    """Bytes moved by the fusion regions of fusion_alias's final ``trace`` (``thunder.last_traces(f)[-1]``)."""
+    """Bytes moved by the fusion regions of fusion_alias's final ``trace`` (``thunder.last_traces(f)[-1]``).
+
+    A region output that is a view of one of its inputs (``output_kind`` "view": the wrapper
+    replays it on the input, nvFuser writes nothing) costs nothing; reading such a view in a later
+    region costs the smaller of the view and its base (an ``expand``ed ``q`` reads ``q``).
+    """
     total = 0
+    view_base_bytes: dict[str, int] = {}
+    written_bases: set[str] = set()
     for b in trace.bound_symbols:
         if not b.sym.is_fusion:
             continue
         spec = getattr(b._call_ctx[b.sym.name], "spec", None)
-        total += sum(nbytes(p) for p in b.args if isinstance(p, TensorProxy))
-        total += sum(nbytes(p) for p in b.flat_outs if isinstance(p, TensorProxy))
+        kinds = spec.output_kind if spec is not None else {}
+        # (a later Thunder pass may rename the fusion's arguments: the spec's inputs match them by position)
+        names = [p.name for p in spec.inputs] if spec is not None else [getattr(p, "name", None) for p in b.args]
+        read = _names_read(spec.bsyms if spec is not None else b.subsymbols)
+        total += sum(
+            min(nbytes(p), view_base_bytes.get(p.name, nbytes(p)))
+            for p, name in zip(b.args, names) if isinstance(p, TensorProxy) and name in read
+        )
+        for o in b.flat_outs:
+            if not isinstance(o, TensorProxy):
+                continue
+            if kinds.get(o.name) == "view":
+                base = spec.view_chain[o.name][0]
+                base_p = next((p for p in b.args if isinstance(p, TensorProxy) and p.name == base), None)
+                if base_p is None:  # a view of a value the region makes: that base is written (once)
+                    base_p = next((p for p in spec.extra_outputs if p.name == base), o)
+                    if base not in written_bases:
+                        written_bases.add(base)
+                        total += nbytes(base_p)
+                view_base_bytes[o.name] = nbytes(base_p)
+                continue
+            total += nbytes(o)
         if spec is not None:
             total += sum(nbytes(spec.bsyms[i].args[1]) for i in spec.writebacks)
     return total
@@ -83,7 +122,11 @@ def groups_traffic(bsyms: list, groups: list[list], returned_names: set) -> int:
     total = 0
     for gi, grp in enumerate(groups):
         made = {o.name: o for b in grp for o in proxy_outs(b) if isinstance(o, TensorProxy)}
-        read = {a.name: a for b in grp for a in proxy_args(b) if isinstance(a, TensorProxy) and a.name not in made}
+        names_read = _names_read(grp)
+        read = {
+            a.name: a for b in grp for a in proxy_args(b)
+            if isinstance(a, TensorProxy) and a.name not in made and a.name in names_read
+        }
         dsts = {b.args[1].name: b.args[1] for b in grp if ops.is_copy(b) and isinstance(b.args[1], TensorProxy)}
         outs = [
             o for name, o in made.items()
@@ -101,8 +144,18 @@ def lower_bound(prepared) -> int:
     each distinct written destination (by memory and view) written once (module docstring)."""
     info = prepared.info
     inputs = [p for p in prepared.tensor_inputs]
-    total = sum(nbytes(p) for p in inputs)
     input_names = {p.name for p in inputs}
+    # each input memory read once: the most of it any symbol reads (a view reads its own bytes,
+    # an expanded view no more than its root), nothing for an input only written into
+    read_names = _names_read(prepared.bsyms)
+    by_name = {p.name: p for b in prepared.bsyms for p in proxy_args(b) if isinstance(p, TensorProxy)}
+    read_of_root: dict[str, int] = {}
+    for name in read_names:
+        r = info.root.get(name)
+        if r in input_names:
+            read_of_root[r] = max(read_of_root.get(r, 0), nbytes(by_name[name]))
+    size = {p.name: nbytes(p) for p in inputs}
+    total = sum(min(size[r], n) for r, n in read_of_root.items())
     written: dict = {}
     for b in prepared.bsyms:
         if ops.is_copy(b) and isinstance(b.args[1], TensorProxy):
