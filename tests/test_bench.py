@@ -190,3 +190,12 @@ def test_traffic_columns(rows):
         assert r.traffic >= r.traffic_lower_bound, (r.name, r.traffic, r.traffic_lower_bound)
         if r.thunder != "error":
             assert r.thunder_traffic is not None, r.name
+
+
+def test_kernel_model_counts(rows):
+    """The kernel model's counts are issue 11's targets for the seeds: f 2, h 2, tanh_pow4 1,
+    independent 1; an optimizer step 1. fusion_alias is never below the model."""
+    want = {"f": 2, "h": 2, "tanh_pow4": 1, "independent": 1, "sgd_2": 1}
+    assert {name: rows[name].kernel_model for name in want} == want
+    for r in rows.values():
+        assert r.kernel_model is not None and r.fusion_alias >= r.kernel_model, r.name

@@ -41,6 +41,7 @@ from fusion_alias.executor import executor
 from fusion_alias.partition import partition
 from fusion_alias.bench import optimum as opt
 from fusion_alias.bench import traffic
+from fusion_alias.bench.kernel_model import kernel_model_regions
 from fusion_alias.bench.programs import Program
 
 
@@ -62,6 +63,7 @@ class RegionRow:
     error: str = ""
     error_trace: str = ""
     better_partition: list = field(default_factory=list)  # when the optimum beats fusion_alias
+    kernel_model: int | None = None  # the kernel model's region count (bench/kernel_model.py)
     traffic: int | None = None  # bytes fusion_alias's regions read and write (bench/traffic.py)
     thunder_traffic: int | None = None  # ... Thunder's groups
     traffic_lower_bound: int | None = None  # ... any partition
@@ -274,6 +276,7 @@ def measure(prog: Program, *, max_nodes: int = 25, search_seconds: float = 20.0,
     row.traffic = traffic.fusion_alias_traffic(thunder.last_traces(jitted)[-1])
     if cap.prepared:
         row.traffic_lower_bound = traffic.lower_bound(cap.prepared[-1])
+        row.kernel_model = kernel_model_regions(cap.prepared[-1], executor.is_fusible)
 
     # the optimum over fusion_alias's graph
     if not cap.prepared:
