@@ -45,6 +45,7 @@ class Failure:
 @dataclasses.dataclass
 class FuzzReport:
     programs: int = 0
+    runs: int = 0  # (program, schedule) pairs run
     seconds: float = 0.0
     hazards: int = 0
     ok: int = 0
@@ -75,6 +76,8 @@ class FuzzReport:
 
     def summary(self) -> str:
         frac = self.hazards / self.programs if self.programs else 0.0
+        accepted = self.runs - self.both_raised - len(self.missed_rejections)  # runs eager returns from
+        refused = len(self.unsupported) / accepted if accepted > 0 else 0.0
         gens = " ".join(f"{g}={n}" + (f"(failed {self.failed_per_generator[g]})" if self.failed_per_generator.get(g) else "")
                         for g, n in sorted(self.per_generator.items()))
         return (
@@ -85,6 +88,7 @@ class FuzzReport:
             f"jit-unsupported={len(self.unsupported)} thunder-unsupported={len(self.thunder_unsupported)} "
             f"both-raised={self.both_raised}"
             + (f" thunder-autodiff={len(self.thunder_autodiff)}" if self.thunder_autodiff else "")
+            + f"\nfuzz refused: {len(self.unsupported)} of {accepted} runs eager accepts ({refused:.0%})"
             + f"\nfuzz runs per generator (programs x {len(self.schedules)} schedules "
             f"{','.join(self.schedules)}): {gens}"
         )
@@ -150,6 +154,7 @@ def run_fuzz(
         if verbose:
             log(f"--- program {p.name} [{p.kind}] (hazard={hazard})\n{_program_text(p)}")
         for schedule in schedules:
+            report.runs += 1
             try:
                 status, detail = run_program(p, schedule, system, unsafe_ignore_hazards, make_jit)
             except Exception as e:  # noqa: BLE001 - harness error: report as a jit error
