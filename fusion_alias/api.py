@@ -79,7 +79,6 @@ class _GuardedComputation:
 
 
 _PLAIN_CONTAINERS = (tuple, list, dict)
-_SEQUENCES = (list, tuple)
 _Tensor = torch.Tensor
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import torch
 import thunder
-from thunder.core.proxies import TensorProxy
+from thunder.core.proxies import TensorProxy, variableify
+
+from fusion_alias import ops
 
 
 def _input_groups(trace, ctx, tensor_inputs):
@@ -88,10 +90,6 @@ def read_through_first(flat: list, pairs: list[tuple[str, str]], tensor_inputs) 
     input of its memory, except in the ``return``, which keeps handing back the caller's tensor."""
     if not pairs:
         return flat
-    from thunder.core.proxies import variableify
-
-    from fusion_alias import ops
-
     by_name = {p.name: p for p in tensor_inputs}
     swap = {variableify(by_name[name]): by_name[of] for name, of in pairs if name in by_name and of in by_name}
     renamed = {name for name, _ in pairs}

@@ -5,7 +5,8 @@ partitioning and region assembly. Each stage is a function in its own module:
 
 1. ``flatten.flatten_trace``: each bound symbol down to the symbols fusion_alias claims.
 2. ``flatten._drop_update_aliases``: Thunder's ``update_aliases`` out, kept as alias facts.
-3. ``input_groups._input_groups``: which trace inputs may share memory (the actual tensors).
+3. ``input_groups._input_groups``: which trace inputs may share memory (the actual tensors);
+   ``identical_inputs``/``read_through_first``: the same tensor passed twice becomes one name.
 4. ``aliasing.analyze``: every tensor's root, view chain and memory group;
    ``noop_copies``: copies of memory onto itself out (eager writes nothing).
 5. ``refusals.check_refusals``: programs eager rejects, or Thunder's autodiff gets wrong.
