@@ -31,7 +31,7 @@ from thunder.core.proxies import TensorProxy, variableify
 from fusion_alias import ops
 from fusion_alias.aliasing import AliasInfo, proxy_outs
 from fusion_alias.refusals.inplace_ops import _describe_setitem
-from fusion_alias.refusals.operands import _actual_view
+from fusion_alias.refusals.operands import _actual_view, _written_view
 
 
 def _memory(view, name: str, info: AliasInfo):
@@ -47,7 +47,8 @@ def _memory(view, name: str, info: AliasInfo):
 
 
 def _source_view(src: TensorProxy, dst: TensorProxy, setitems: dict, info, actual, proxies, metas):
-    """(the memory the copy reads, the memory it writes), as views, or None when unknown.
+    """(the proxy the copy reads, the memory it reads, the memory it writes), the last two as views
+    (None where unknown), or None when the copy is not one of these two forms.
 
     ``copy_(s, d)``: ``s`` and ``d``. ``copy_(copy_with_setitem(d, key, v), d)`` (``d[key] = v``):
     ``v`` and ``d[key]``, the slice eager's ``__setitem__`` copies ``v`` into.
@@ -58,12 +59,7 @@ def _source_view(src: TensorProxy, dst: TensorProxy, setitems: dict, info, actua
         value = made.args[2]
         if op is None or op.key is None or not isinstance(value, TensorProxy):
             return None
-        written = _actual_view(dst.name, info, actual, proxies, metas)
-        try:
-            written = written[op.key] if written is not None else None
-        except Exception:  # a key torch cannot apply: nothing to say
-            return None
-        return value, _actual_view(value.name, info, actual, proxies, metas), written
+        return value, _actual_view(value.name, info, actual, proxies, metas), _written_view(op, info, actual, proxies, metas)
     return src, _actual_view(src.name, info, actual, proxies, metas), _actual_view(dst.name, info, actual, proxies, metas)
 
 
