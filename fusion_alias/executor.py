@@ -168,7 +168,8 @@ class FusionAliasExecutor(FusionExecutor):
         inputs = [unvariableify(x) if isinstance(x, Variable) else x for x in region.inputs]
         outputs = [unvariableify(x) if isinstance(x, Variable) else x for x in region.outputs]
         bsyms = list(region.bound_symbols)
-        meta = self._regions.get(_region_key(bsyms))
+        key = getattr(region, "key", None)  # our regions carry it; one Thunder rebuilt does not
+        meta = self._regions.get(key if key is not None else _region_key(bsyms))
         if meta is None:  # rebuilt by someone else: assume every input may alias every other
             names = [p.name for p in inputs if isinstance(p, TensorProxy)]
             ctx = context.current()

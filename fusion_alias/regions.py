@@ -46,13 +46,14 @@ def fuse_regions(executor, prep, part, ctx, resolve_backend) -> tuple[list[Bound
         region_bsyms = [bsyms[i] for i in idx]
         inputs, outputs = _region_io(region_bsyms, pos, consumers)
         groups = _region_alias_groups(inputs, info)
-        executor._regions[_region_key(region_bsyms)] = _RegionMeta(
+        key = _region_key(region_bsyms)
+        executor._regions[key] = _RegionMeta(
             alias_groups=groups,
             view_key=lambda n, keys=info.view_key: keys.get(n, ("unknown", n)),
             backend=resolve_backend(ctx.backend, device),
             schedule=ctx.schedule,
         )
-        region = _Region(inputs=inputs, outputs=outputs, bound_symbols=region_bsyms)
+        region = _Region(inputs=inputs, outputs=outputs, bound_symbols=region_bsyms, key=key)
         out_bsyms.append(executor.fuse(region, counter))
         counter += 1
     return out_bsyms, counter
@@ -63,6 +64,7 @@ class _Region:
     inputs: list
     outputs: list
     bound_symbols: list
+    key: tuple | None = None  # ``_region_key(bound_symbols)``, computed once (Thunder's own regions have none)
 
 
 def _region_key(bsyms: Sequence[BoundSymbol]) -> tuple:

@@ -8,7 +8,7 @@ from thunder.core.proxies import TensorProxy, variableify
 from thunder.core.pytree import tree_flatten
 
 from fusion_alias import ops
-from fusion_alias.aliasing import proxy_outs
+from fusion_alias.aliasing import _proxies, proxy_outs
 
 
 # Note [which operands eager checks]
@@ -79,10 +79,12 @@ def _describe_inplace_op(bsym, renamed: dict) -> _InplaceOp | None:
         return None
     if name in _UNCHECKED_OPS:
         return _InplaceOp(name, written, None, ())
-    rest, _ = tree_flatten((bsym.args[1:], bsym.kwargs))
     if name == "setitem_":
         return _describe_setitem(written, bsym.args[1], actual(bsym.args[2]))
     rule = "any" if name in _ANY_OVERLAP_OPS else "partial"
+    # (the proxies among the other arguments: ``_proxies`` walks the tuples, lists and dicts ops take,
+    # without the cost of Thunder's general ``tree_flatten``, once per in-place op of the program)
+    rest = _proxies(bsym.kwargs, _proxies(bsym.args[1:], []))
     operands = tuple((actual(x), rule) for x in rest if isinstance(x, TensorProxy))
     return _InplaceOp(name, written, None, operands)
 
