@@ -45,7 +45,7 @@ def check_refusals(trace, flat, renamed: dict, info: AliasInfo, tensor_inputs, i
         _check_original_operands(ctx, actual)
     grad_inputs = {p.name for p in tensor_inputs if p.requires_grad} if torch.is_grad_enabled() else set()
     dtype_rules.check_inplace_dtypes((_traced_program() or trace).bound_symbols)
-    _check_writes(flat, info, actual, proxies, inplace_ops, grad_inputs)
+    _check_writes(flat, info, actual, proxies, inplace_ops, grad_inputs, frozenset(p.name for p in tensor_inputs))
     if grad_inputs:
         _check_aliased_inputs_with_gradients(flat, shared_storage_groups(actual.items()) or input_groups)
         _check_no_read_of_overwritten_values(flat)

@@ -76,7 +76,9 @@ class _ProducerLookup:
         return self._map.get(name, default)
 
 
-def _check_writes(bsyms, info: AliasInfo, actual: dict, proxies: dict, inplace_ops=None, grad_inputs=()) -> None:
+def _check_writes(
+    bsyms, info: AliasInfo, actual: dict, proxies: dict, inplace_ops=None, grad_inputs=(), input_names=None
+) -> None:
     """Reject in-place writes eager PyTorch rejects, with an error that names the problem.
 
     In program order: an in-place op whose operand overlaps what it writes
@@ -89,7 +91,8 @@ def _check_writes(bsyms, info: AliasInfo, actual: dict, proxies: dict, inplace_o
     an input with zero strides). The last is found exactly by replaying its view chain
     on the real input (or on a meta tensor of a fresh root's shape) and asking
     torch for internal overlap: ``a.expand(2, 6, 4).select(0, 1)`` is fine,
-    ``a.expand(2, 6, 4)`` is not.
+    ``a.expand(2, 6, 4)`` is not. ``input_names``: the trace's tensor inputs, for
+    ``_check_operand_overlap``.
     """
     producers = _ProducerLookup(bsyms)
     grad_members = info.members() if grad_inputs else {}
@@ -104,7 +107,7 @@ def _check_writes(bsyms, info: AliasInfo, actual: dict, proxies: dict, inplace_o
     for b in bsyms:
         for o in proxy_outs(b) if pending else ():
             if (op := pending.pop(o.name, None)) is not None:
-                _check_operand_overlap(op, info, actual, proxies, metas)
+                _check_operand_overlap(op, info, actual, proxies, metas, input_names)
         if grad_inputs:
             _propagate_differentiable(b, info, differentiable)
         if not ops.is_copy(b):
