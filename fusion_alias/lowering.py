@@ -257,8 +257,13 @@ def assemble_outputs(spec: RegionSpec, inputs: dict, emitted: Sequence) -> tuple
     for name, v in zip(emitted_outputs(spec), emitted):
         if isinstance(v, torch.Tensor):
             storage = v.untyped_storage().data_ptr() if v.numel() else None
-            if storage in input_storages or storage in taken or torch._debug_has_internal_overlap(v) == 1:
-                v = v.clone(memory_format=torch.contiguous_format)  # fresh: own memory, writable
+            if (storage in input_storages or storage in taken or not v.is_contiguous()
+                    or torch._debug_has_internal_overlap(v) == 1):
+                # fresh: own memory, writable, and contiguous as nvFuser allocates its outputs (a region's
+                # snapshot of a transposed input, returned as the value a fresh tensor was overwritten
+                # with, kept the input's strides: a later view(8, 2) of it then copied where eager's is
+                # a view, and a write through it was lost; fuzz seed 13014 #65)
+                v = v.clone(memory_format=torch.contiguous_format)
                 storage = v.untyped_storage().data_ptr() if v.numel() else None
             if storage is not None:
                 taken.add(storage)

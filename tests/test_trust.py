@@ -649,3 +649,21 @@ def test_overlap_through_an_opaque_view_is_refused_not_run(schedule):
             continue
         torch.testing.assert_close(jitted(got_a, x0.clone() + 1), _narrow_then_add(want_a, x0.clone() + 1))
         torch.testing.assert_close(got_a, want_a)
+
+
+def _copy_into_fresh_then_view(a, b):
+    t1 = a + 0.125
+    t2 = t1.copy_(b)  # t1 is contiguous in eager, whatever b's layout
+    t3 = t2.view(8, 2)  # so this is a view of t1 ...
+    t2.add_(0.25)  # ... and shows this write
+    return (t3,)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_fresh_output_overwritten_with_a_transposed_input_is_contiguous(schedule):
+    """Fuzz seed 13014 #65: the reference backend returned t1's final value (a snapshot of the
+    transposed b) with b's strides, so t2.view(8, 2) copied and lost the later write. Region outputs
+    are contiguous, as nvFuser allocates them."""
+    x0 = torch.arange(16.0).reshape(4, 4) / 7
+    for make in (lambda: (x0.clone(), x0.t().clone()), lambda: (x0.clone(), x0.clone() + 1)):
+        assert_like_eager(_copy_into_fresh_then_view, make, schedule)
