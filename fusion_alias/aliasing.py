@@ -106,6 +106,13 @@ def proxy_outs(bsym: BoundSymbol) -> list[Proxy]:
     return entry[2]
 
 
+def tensor_proxies_by_name(bsyms, inputs=()) -> dict[str, TensorProxy]:
+    """name -> the tensor proxy of that name, over the outputs of ``bsyms`` and the ``inputs``."""
+    by_name = {o.name: o for b in bsyms for o in proxy_outs(b) if isinstance(o, TensorProxy)}
+    by_name.update((p.name, p) for p in inputs)
+    return by_name
+
+
 def with_new_args(bsym: BoundSymbol, args: tuple) -> BoundSymbol:
     """``bsym.from_bsym(args=args)``, flattened on the way from what ``bsym``'s entry holds.
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 from thunder.core.proxies import TensorProxy, variableify
 
 from fusion_alias import ops
-from fusion_alias.aliasing import AliasInfo, proxy_outs
+from fusion_alias.aliasing import AliasInfo
 from fusion_alias.refusals.inplace_ops import _describe_setitem
 from fusion_alias.refusals.operands import _actual_view, _written_view
 
@@ -63,24 +63,11 @@ def _source_view(src: TensorProxy, dst: TensorProxy, setitems: dict, info, actua
     return src, _actual_view(src.name, info, actual, proxies, metas), _actual_view(dst.name, info, actual, proxies, metas)
 
 
-class _Producers:
-    """name -> the proxy of that name a symbol of ``flat`` makes: built on the first lookup
-    (``_actual_view`` asks it for the root of memory the program made)."""
-
-    def __init__(self, flat):
-        self._flat = flat
-        self._map = None
-
-    def get(self, name, default=None):
-        if self._map is None:
-            self._map = {o.name: o for b in self._flat for o in proxy_outs(b) if isinstance(o, TensorProxy)}
-        return self._map.get(name, default)
-
-
-def drop_copies_onto_themselves(flat: list, info: AliasInfo, actual: dict) -> list:
+def drop_copies_onto_themselves(flat: list, info: AliasInfo, actual: dict, proxies: dict) -> list:
     """``flat`` without the ``copy_`` bound symbols that copy memory onto itself
     (Note [a copy whose source is its own destination]); later uses of such a copy's result read its
-    destination instead."""
+    destination instead. ``proxies``: name -> tensor proxy (``aliasing.tensor_proxies_by_name``),
+    for the roots of memory the program made."""
     setitems = {b.output.name: b for b in flat if "setitem" in b.sym.name and isinstance(b.output, TensorProxy)}
     root = info.root.get
     copies = [
@@ -92,12 +79,11 @@ def drop_copies_onto_themselves(flat: list, info: AliasInfo, actual: dict) -> li
     ]
     if not copies:
         return flat
-    producers = _Producers(flat)
     metas: dict = {}
     drop = set()
     for b in copies:
         dst = b.args[1]
-        found = _source_view(b.args[0], dst, setitems, info, actual, producers, metas)
+        found = _source_view(b.args[0], dst, setitems, info, actual, proxies, metas)
         if found is None:
             continue
         value, read, written = found

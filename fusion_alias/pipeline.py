@@ -26,7 +26,7 @@ from thunder.core.proxies import TensorProxy
 from thunder.core.trace import TraceCtx, from_trace
 
 from fusion_alias import context, report
-from fusion_alias.aliasing import AliasInfo, analyze
+from fusion_alias.aliasing import AliasInfo, analyze, tensor_proxies_by_name
 from fusion_alias.dce import _dce
 from fusion_alias.flatten import _drop_update_aliases, flatten_trace, fusible_predicate
 from fusion_alias.functionalize import substitute_reads
@@ -68,8 +68,9 @@ def prepare(executor, trace: TraceCtx, input_groups=None) -> Prepared:
     same_inputs = identical_inputs(tensor_inputs, actual)
     flat = read_through_first(flat, same_inputs, tensor_inputs)
     info = analyze(flat, tensor_inputs, list(input_groups) + alias_facts, same_inputs)
-    flat = drop_copies_onto_themselves(flat, info, actual)
-    check_refusals(trace, flat, renamed, info, tensor_inputs, input_groups, actual, ctx)
+    proxies = tensor_proxies_by_name(flat, tensor_inputs)  # (a dropped copy's result stays in it, unused)
+    flat = drop_copies_onto_themselves(flat, info, actual, proxies)
+    check_refusals(trace, flat, renamed, info, tensor_inputs, input_groups, actual, ctx, proxies)
     fusible = fusible_predicate(executor, verdicts, tensor_inputs)
     bsyms = substitute_reads(trace, flat, info, fusible)
     bsyms = _dce(bsyms, trace)

@@ -17,10 +17,9 @@ operand checks need them: eager checks operands before any decomposition).
 from __future__ import annotations
 
 import torch
-from thunder.core.proxies import TensorProxy
 
 from fusion_alias import dtype_rules
-from fusion_alias.aliasing import AliasInfo, proxy_outs
+from fusion_alias.aliasing import AliasInfo, tensor_proxies_by_name
 from fusion_alias.errors import AliasInputError
 from fusion_alias.components import shared_storage_groups
 from fusion_alias.refusals.autograd import (
@@ -35,12 +34,15 @@ from fusion_alias.refusals.writes import _check_writes
 __all__ = ["AliasInputError", "check_refusals"]
 
 
-def check_refusals(trace, flat, renamed: dict, info: AliasInfo, tensor_inputs, input_groups, actual: dict, ctx) -> None:
+def check_refusals(
+    trace, flat, renamed: dict, info: AliasInfo, tensor_inputs, input_groups, actual: dict, ctx, proxies=None
+) -> None:
     """Raise ``AliasInputError`` for the first refused write of ``flat`` (the flattened trace, without
-    ``update_aliases``; ``renamed`` is what dropping them renamed), in program order."""
+    ``update_aliases``; ``renamed`` is what dropping them renamed), in program order. ``proxies``:
+    ``aliasing.tensor_proxies_by_name(flat, tensor_inputs)``, if the caller has it already."""
     inplace_ops = _inplace_ops_by_write(trace.bound_symbols, renamed)
-    proxies = {o.name: o for b in flat for o in proxy_outs(b) if isinstance(o, TensorProxy)}
-    proxies.update((p.name, p) for p in tensor_inputs)
+    if proxies is None:
+        proxies = tensor_proxies_by_name(flat, tensor_inputs)
     if _has_lost_its_inplace_ops(trace):
         _check_original_operands(ctx, actual)
     grad_inputs = {p.name for p in tensor_inputs if p.requires_grad} if torch.is_grad_enabled() else set()
