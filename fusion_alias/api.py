@@ -10,6 +10,7 @@ from thunder.core.pytree import tree_flatten
 from thunder.core.trace import is_tracing
 
 from fusion_alias import context, grad_inputs
+from fusion_alias.autograd_functionalize import FunctionalizeForAutograd, WrittenInputs, write_back
 from fusion_alias.backends.reference import SCHEDULES
 from fusion_alias.executor import BACKENDS, AliasInputError, executor
 from fusion_alias.components import shared_storage_groups
@@ -189,11 +190,18 @@ class AliasSpecializedFunction:
         # gradients of in-place programs come out wrong (checked on Thunder 0.2.6:
         # y = x * w; y.tanh_(); (y * w).sum()). So a call that needs gradients keeps
         # Thunder's pass and we read its update_aliases as alias facts.
+        options = dict(self._options)
+        if needs_grad:  # Note [functionalize before the autodiff] (autograd_functionalize.py)
+            options["transforms"] = [*(options.get("transforms") or ()), FunctionalizeForAutograd()]
+            # ThunderFX's per-output flags: Thunder checks them against the computation's outputs,
+            # which now end with the final values to write back; applied to the program's own
+            # outputs after the call instead (``_mark_non_differentiable``)
+            options.pop("is_differentiable_outputs", None)
         jfn = thunder.jit(
             grad_inputs.cloning(self._fn, cloned) if cloned else self._fn,
             executors=[executor],
-            skip_inplace_alias_updates=not needs_grad,
-            **self._options,
+            skip_inplace_alias_updates=True,
+            **options,
         )
         self._jitted.append(jfn)
         self._entries_seen[id(jfn)] = 0
@@ -257,7 +265,12 @@ class AliasSpecializedFunction:
         token = context.using(ctx)
         cache = jfn._lc_cs.interpreter_cache
         try:
-            return jfn(*args, **kwargs)
+            result = jfn(*args, **kwargs)
+            if ctx.writebacks is not None:
+                result = write_back(result, ctx.writebacks)
+            if needs_grad and self._options.get("is_differentiable_outputs") is not None:
+                result = _mark_non_differentiable(result, self._options["is_differentiable_outputs"])
+            return result
         except (_ReadsAliasDifferently, WriteIntoGradInput):
             raise
         except Exception as err:
@@ -290,8 +303,10 @@ class AliasSpecializedFunction:
         cache = jfn._lc_cs.interpreter_cache
         for pos in range(self._entries_seen[id(jfn)], len(cache)):
             entry = cache[pos]
-            if isinstance(entry.computation_fn, _GuardedComputation):
+            if isinstance(entry.computation_fn, (_GuardedComputation, WrittenInputs)):
                 continue
+            if ctx.written_positions is not None:  # functionalized: it returns final values to write back
+                entry = cache[pos] = entry._replace(computation_fn=WrittenInputs(entry.computation_fn, ctx.written_positions))
             if not _reads_beyond_arguments(entry.prologue_traces[-1], args, kwargs):
                 continue
             key = ctx.seen_inputs
@@ -318,6 +333,15 @@ class AliasSpecializedFunction:
     def compiled_structures(self) -> int:
         """How many input alias structures have been compiled for."""
         return len(self._jitted)
+
+
+def _mark_non_differentiable(result, flags):
+    """``result`` (a flat tuple or list of outputs, as a ThunderFX piece returns) with the outputs
+    whose ``flags`` entry is False detached, as Thunder's ``is_differentiable_outputs`` would mark them."""
+    if not isinstance(result, (tuple, list)) or len(result) != len(flags) or all(flags):
+        return result
+    out = [r.detach() if not keep and isinstance(r, torch.Tensor) else r for r, keep in zip(result, flags)]
+    return type(result)(out)
 
 
 def _raised_in_thunder_alias_pass(err: BaseException) -> bool:

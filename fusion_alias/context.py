@@ -27,6 +27,8 @@ class CompileContext:
         "has_call",
         "on_inputs",
         "seen_inputs",
+        "writebacks",
+        "written_positions",
     )
 
     def __init__(
@@ -49,6 +51,10 @@ class CompileContext:
         # to stop a compilation made under a wrong assumption (see api.AliasSpecializedFunction)
         self.on_inputs = on_inputs
         self.seen_inputs = None  # what on_inputs returned for this call's compilation
+        # a call that computes gradients, functionalized (autograd_functionalize.py): what to write
+        # back after this call, and, when it compiled, which inputs its new cache entry writes
+        self.writebacks = None
+        self.written_positions = None
 
     def saw_inputs(self, inputs) -> None:
         """The fusion pass learnt the actual tensors (and other values) the program reads."""

@@ -35,17 +35,30 @@ __all__ = ["AliasInputError", "check_refusals"]
 
 
 def check_refusals(
-    trace, flat, renamed: dict, info: AliasInfo, tensor_inputs, input_groups, actual: dict, ctx, proxies=None
+    trace,
+    flat,
+    renamed: dict,
+    info: AliasInfo,
+    tensor_inputs,
+    input_groups,
+    actual: dict,
+    ctx,
+    proxies=None,
+    autograd_refusals: bool = True,
 ) -> None:
     """Raise ``AliasInputError`` for the first refused write of ``flat`` (the flattened trace, without
     ``update_aliases``; ``renamed`` is what dropping them renamed), in program order. ``proxies``:
-    ``aliasing.tensor_proxies_by_name(flat, tensor_inputs)``, if the caller has it already."""
+    ``aliasing.tensor_proxies_by_name(flat, tensor_inputs)``, if the caller has it already.
+    ``autograd_refusals=False``: only what eager refuses (the program is functionalized before
+    Thunder's autodiff, ``autograd_functionalize.py``)."""
     inplace_ops = _inplace_ops_by_write(trace.bound_symbols, renamed)
     if proxies is None:
         proxies = tensor_proxies_by_name(flat, tensor_inputs)
     if _has_lost_its_inplace_ops(trace):
         _check_original_operands(ctx, actual)
-    grad_inputs = {p.name for p in tensor_inputs if p.requires_grad} if torch.is_grad_enabled() else set()
+    grad_inputs = (
+        {p.name for p in tensor_inputs if p.requires_grad} if autograd_refusals and torch.is_grad_enabled() else set()
+    )
     dtype_rules.check_inplace_dtypes((_traced_program() or trace).bound_symbols)
     _check_writes(flat, info, actual, proxies, inplace_ops, grad_inputs, frozenset(p.name for p in tensor_inputs))
     if grad_inputs:

@@ -1,0 +1,476 @@
+"""Functionalization before Thunder's autodiff: calls that compute gradients, with in-place writes.
+
+Note [functionalize before the autodiff]
+---------------------------------------
+Thunder 0.2.6 differentiates in-place programs through its own alias pass
+(``insert_alias_updates``), and gets many of them wrong without an error: a
+write into a tensor that has views, a value saved for the backward and then
+overwritten, two outputs that share written memory, a write into an input that
+requires grad (``refusals/autograd.py`` has one example per Note). So a call
+that computes gradients skips that pass and runs this one instead, as a
+``Transform`` whose ``transform_traces_pre_prologue`` Thunder calls before the
+forward/backward split. It rewrites the computation trace into a pure program,
+the way AOTAutograd functionalizes:
+
+* every memory (a root of ``aliasing.analyze``: a trace input, or a tensor the
+  program made) has a *current value*, at first the root itself;
+* a write ``copy_(src, dst)`` makes a new current value: ``src`` itself when
+  ``dst`` is the root, else the old value with ``src`` scattered in at the
+  positions of ``dst``'s view chain (``index_copy`` of the flattened value at the
+  chain replayed on ``iota``: one rule for every view prim);
+* a read of a name whose memory was written after the name was made reads the
+  name's view chain replayed on the current value;
+* a write under the program's ``torch.no_grad()`` (``copy_``'s ``grad_enabled``)
+  keeps the memory's autograd identity: ``(old - detach(old)) + detach(new)``:
+  the value is ``new`` exactly, the gradient goes to ``old`` unchanged, as eager
+  does for ``with torch.no_grad(): p.sub_(g * lr)`` then ``p * g``;
+* the trace returns ``(output, final values)``: the final value of each written
+  trace input. ``api`` writes them back into the caller's tensors **in eager**,
+  after Thunder's autograd function returned (``write_back``): eager's own
+  ``copy_`` then gives the caller's tensor eager's history (CopySlices for a
+  written view of a non-leaf), raises eager's error for a leaf that requires
+  grad, and bumps its version counter.
+
+Worked example (issue 13's silently wrong gradient), ``a`` from a leaf::
+
+    t0 = a * 0.5; t1 = t0.neg_(); t0.mul_(0.5); return t1, t0
+
+becomes ``t0 = a * 0.5; n = neg(t0); m = mul(n, 0.5); return m, m``: both outputs
+are the final value of ``t0``'s memory, so the gradients of the two outputs add
+up in ``a`` (eager: -1 per element for the loss ``o1.sum() + 3 * o2.sum()``).
+
+Not functionalized (refused with a message): a written memory that shares a
+storage with another root (inputs that overlap, an opaque view such as
+``torch.narrow``'s output), and a write the trace hides inside an opaque symbol.
+"""
+
+from __future__ import annotations
+
+import torch
+import thunder.core.dtypes as dtypes
+import thunder.core.prims as prims
+from thunder.core.compile_data import get_compile_data
+from thunder.core.proxies import ProxyTag, TensorProxy, variableify
+from thunder.core.pytree import tree_map
+from thunder.core.trace import from_trace, tracectx
+from thunder.core.transform_common import Transform
+
+from fusion_alias import context, ops
+from fusion_alias.aliasing import _view_symbols, analyze, may_write, tensor_proxies_by_name, with_new_args
+from fusion_alias.errors import AliasInputError
+
+
+class FunctionalizeForAutograd(Transform):
+    """Thunder ``Transform``: the computation trace made pure before the autodiff (module Note)."""
+
+    def transform_traces_pre_prologue(self, prologue_trc, computation_trc, epilogue_trc, **kwargs):
+        if not any(may_write(b) for b in computation_trc.bound_symbols):
+            return prologue_trc, computation_trc, epilogue_trc
+        computation_trc, epilogue_trc = functionalize(prologue_trc, computation_trc, epilogue_trc)
+        return prologue_trc, computation_trc, epilogue_trc
+
+
+class WriteBacks:
+    """What ``api`` writes back after a functionalized call: ``(caller's tensor, grad mode)`` per
+    final value the computation returns, in order."""
+
+    __slots__ = ("targets",)
+
+    def __init__(self, targets):
+        self.targets = targets
+
+
+def write_back(result, writebacks: WriteBacks):
+    """Copy the final values into the caller's tensors in eager, each under the grad mode of the
+    program's last write into it; return the program's own output."""
+    out, finals = result
+    for (tensor, grad_mode), value in zip(writebacks.targets, finals):
+        with torch.set_grad_enabled(grad_mode):
+            tensor.copy_(value)
+    return out
+
+
+class WrittenInputs:
+    """A cache entry's computation that records, per call, which of its inputs get the final values
+    (``api`` wraps functionalized entries in it; the compiling call records them itself)."""
+
+    __slots__ = ("fn", "positions")
+
+    def __init__(self, fn, positions):
+        self.fn = fn
+        self.positions = positions  # (input position, grad mode) per final value
+
+    def __call__(self, *inps):
+        context.current().writebacks = WriteBacks([(inps[i], mode) for i, mode in self.positions])
+        return self.fn(*inps)
+
+
+# Note [state updates inside an op run without grad]
+# ---------------------------------------------------
+# ``F.batch_norm`` in training mode writes its running statistics; eager's native
+# kernel does that without autograd, so the buffers never get a history. Thunder's
+# decomposition writes ``(1 - m) * running_mean + m * mean`` with ``grad_enabled=True``,
+# and ``mean`` depends on the input: written back in eager under grad mode, the buffer
+# would get a ``grad_fn`` and the next step's backward would run through the last
+# one ("Trying to backward through the graph a second time"). So writes inside these
+# ops (the running statistics of the norms, ``embedding``'s ``max_norm`` renorm) are
+# taken as writes under no_grad, as eager does them.
+_STATE_UPDATING_OPS = ("batch_norm", "instance_norm", "embedding")
+
+
+def _explicit_writes(bsyms, state_update: bool = False) -> list:
+    """``bsyms`` with every symbol that may write, or make a view, flattened until its writes are
+    ``copy_`` prims and its views are view prims (whose chains ``_scatter`` and ``read`` replay).
+    Writes inside the ops of Note [state updates inside an op run without grad] become no-grad writes."""
+    out = []
+    for b in bsyms:
+        if ops.is_copy(b):
+            if state_update and b.kwargs.get("grad_enabled", True):
+                b = b.from_bsym(kwargs={**b.kwargs, "grad_enabled": False})
+            out.append(b)
+        elif not ops.is_view(b) and b.subsymbols and (may_write(b) or b.sym in _view_symbols()):
+            inner = state_update or any(k in b.sym.name for k in _STATE_UPDATING_OPS)
+            out.extend(_explicit_writes(b.subsymbols, inner))
+        else:
+            out.append(b)
+    return out
+
+
+def _actual_inputs(prologue_trc, ctx):
+    """The computation's actual inputs for this call: the prologue, made callable, run on it.
+
+    Thunder makes the prologue callable only after the transforms; the checks that
+    run the prologue again (``refusals/operands.py``) find this one in the compile
+    stats meanwhile (Thunder replaces it with its own right after).
+    """
+    from thunder.common import transform_for_execution
+    from thunder.core.compile_data import _compile_data
+    from thunder.extend import get_executor
+
+    pro = transform_for_execution(prologue_trc, executors_list=(get_executor("python"),), use_del_last_used=False)[-1]
+    pro = pro.python_callable(include_decorators=False)
+    try:
+        _, cs = _compile_data.get()
+        cs.last_prologue = pro
+    except (LookupError, AttributeError, TypeError, ValueError):
+        pass
+    inps, _ = pro(*ctx.args, **ctx.kwargs)
+    return inps
+
+
+def functionalize(prologue_trc, trace, epilogue_trc):
+    """The pure computation trace of the module Note; records in the compile context what ``api``
+    writes back (``ctx.writebacks`` for this call, ``ctx.written_positions`` for the cache entry)."""
+    from fusion_alias.components import overlap_groups
+    from fusion_alias.executor import executor
+    from fusion_alias.input_groups import identical_inputs, read_through_first
+    from fusion_alias.layouts import copying_reshapes
+    from fusion_alias.noop_copies import drop_copies_onto_themselves
+    from fusion_alias.refusals import check_refusals
+    from fusion_alias.refusals.inplace_ops import _traced_program
+
+    ctx = context.current()
+    tensor_inputs = [a for a in trace.args if isinstance(a, TensorProxy)]
+    actual: dict = {}
+    input_groups: list = []
+    if ctx.has_call:
+        inps = _actual_inputs(prologue_trc, ctx)
+        ctx.saw_inputs(inps)
+        for p, x in zip(trace.args, inps):
+            if isinstance(p, TensorProxy) and isinstance(x, torch.Tensor):
+                actual[p.name] = x
+        names = [p.name for p in tensor_inputs]
+        known = [n for n in names if n in actual]
+        input_groups = [[known[i] for i in g] for g in overlap_groups([actual[n] for n in known])]
+        if len(known) < len(names):
+            input_groups.append(names)
+    elif len(tensor_inputs) > 1:
+        input_groups = [[p.name for p in tensor_inputs]]
+
+    *body, ret = trace.bound_symbols
+    flat = []
+    for b in body:
+        state_update = any(k in b.sym.name for k in _STATE_UPDATING_OPS)
+        flat.extend(_explicit_writes(executor._flatten(b, {})[0], state_update))
+    flat = copying_reshapes(trace, flat, actual, _traced_program())
+    same_inputs = identical_inputs(tensor_inputs, actual)
+    flat = read_through_first(flat, same_inputs, tensor_inputs)
+    info = analyze(flat, tensor_inputs, input_groups, same_inputs)
+    proxies = tensor_proxies_by_name(flat, tensor_inputs)
+    flat = drop_copies_onto_themselves(flat, info, actual, proxies)
+    check_refusals(trace, flat, {}, info, tensor_inputs, input_groups, actual, ctx, proxies, autograd_refusals=False)
+
+    new = from_trace(trace)
+    rewriter = _Rewriter(new, info, proxies)
+    cd = get_compile_data()
+    was_enabled = cd.is_grad_enabled if cd is not None else None
+    if cd is not None:
+        cd.is_grad_enabled = True  # what we emit is differentiable; no_grad writes detach explicitly
+    try:
+        with tracectx(new):
+            unpacks = 0
+            while unpacks < len(flat) and flat[unpacks].sym.id is prims.PrimIDs.UNPACK_TRIVIAL:
+                unpacks += 1
+            new.bound_symbols.extend(flat[:unpacks])
+            rewriter.clone_written_inputs(flat, tensor_inputs, actual)
+            for b in flat[unpacks:]:
+                rewriter.step(b)
+            written = [p for p in tensor_inputs if p.name in rewriter.last_mode and info.root[p.name] == p.name]
+            ret_value = ret.args[0]
+            outs = ret_value["output"] if isinstance(ret_value, dict) else ret_value
+            if not isinstance(outs, (tuple, list)):
+                raise AliasInputError("fusion_alias: unexpected computation return in a call that computes gradients")
+            # Thunder's computation returns each proxy once (its epilogue rebuilds the structure):
+            # a second use of one value (two outputs that were views of one memory) gets its own proxy
+            seen: set = set()
+            flat_out = [rewriter.distinct(rewriter.read(o), seen) for o in outs]
+            finals = [rewriter.distinct(rewriter.current[p.name], seen) for p in written]
+            new_value = tuple(flat_out) + tuple(finals)
+            if isinstance(ret_value, dict):
+                new_value = {**ret_value, "output": new_value}
+            new.bound_symbols.append(ret.from_bsym(args=(new_value,)))
+    finally:
+        if cd is not None:
+            cd.is_grad_enabled = was_enabled
+    new_epilogue = _epilogue_returning_finals(epilogue_trc, finals)
+
+    positions = {p.name: i for i, p in enumerate(trace.args) if isinstance(p, TensorProxy)}
+    written_positions = tuple((positions[p.name], rewriter.last_mode[p.name]) for p in written)
+    ctx.written_positions = written_positions
+    ctx.writebacks = WriteBacks([(actual[p.name], rewriter.last_mode[p.name]) for p in written if p.name in actual])
+    if len(ctx.writebacks.targets) < len(written):
+        raise AliasInputError(
+            "fusion_alias: a call that computes gradients writes into its inputs, but the actual tensors are "
+            "unknown (called outside fusion_alias.jit): not supported"
+        )
+    return new, new_epilogue
+
+
+def _epilogue_returning_finals(epilogue_trc, finals):
+    """Thunder's epilogue (flat outputs -> the program's return structure), taking the final values
+    after the outputs and returning ``(structure, finals)``."""
+    if epilogue_trc is None:
+        raise AliasInputError("fusion_alias: a call that computes gradients and writes in place needs Thunder's epilogue")
+    from thunder.core.codeutils import SigInfo
+
+    new = from_trace(epilogue_trc)
+    *body, ret = epilogue_trc.bound_symbols
+    with tracectx(new):
+        params = [TensorProxy(like=f) for f in finals]
+        new.bound_symbols = list(body)
+        unpacks = []
+        for p in params:
+            new.push_scope(unpacks)
+            prims.unpack_trivial(p, name=p.name)
+            new.pop_scope()
+    new.bound_symbols = unpacks + list(body) + [ret.from_bsym(args=((ret.args[0], tuple(params)),))]
+    si = SigInfo(epilogue_trc.siginfo().name)
+    si.args = list(epilogue_trc.siginfo().args) + [(p.name, None) for p in params]
+    new._siginfo = si
+    new.args = list(epilogue_trc.args) + params
+    return new
+
+
+class _Rewriter:
+    """Emits the pure program, one flattened symbol at a time (module Note)."""
+
+    def __init__(self, trace, info, proxies):
+        self.trace = trace
+        self.info = info
+        self.proxies = proxies  # name -> tensor proxy
+        self.current: dict[str, TensorProxy] = {}  # root -> its current value
+        self.version: dict[str, int] = {}  # root -> writes so far
+        self.made_at: dict[str, int] = {}  # name -> its root's version when the name was made
+        self.replayed: dict[tuple, TensorProxy] = {}  # (name, version) -> its value then
+        self.last_mode: dict[str, bool] = {}  # root -> grad mode of its last write
+        self._rooted: set[str] = set()  # roots checked to have no overlapping root
+
+    def _emit(self, bsym):
+        self.trace.bound_symbols.append(bsym)
+
+    def _root(self, name: str) -> str:
+        root = self.info.root.get(name, name)
+        if root not in self._rooted:
+            group = self.info.group(root)
+            others = sorted(r for r, g in ((r, self.info.group(r)) for r in set(self.info.root.values()))
+                            if g == group and r != root)
+            if others:
+                raise AliasInputError(
+                    f"fusion_alias: in a call that computes gradients, {root} is written in place and shares "
+                    f"memory with {', '.join(others[:3])} in a way fusion_alias cannot express as views of one "
+                    "tensor (inputs that overlap each other, or a view made by an op it cannot see through): "
+                    "not supported. Workarounds: pass clones, or run under torch.no_grad() when no gradient "
+                    "is needed"
+                )
+            self._rooted.add(root)
+        return root
+
+    def read(self, p):
+        """The value ``p`` names now: itself, or its view chain replayed on its memory's current value."""
+        if not isinstance(p, TensorProxy) or p.name not in self.info.root:
+            return p
+        root = self.info.root[p.name]
+        now = self.version.get(root, 0)
+        if self.made_at.get(p.name, 0) == now:
+            return p
+        key = (p.name, now)
+        value = self.replayed.get(key)
+        if value is None:
+            value = self.current[root]
+            for step in self.info.chain[p.name]:
+                out = TensorProxy(like=step.output)
+                out.tags.discard(ProxyTag.DETACHED_AUTOGRAD_GRAPH)
+                replay = step.from_bsym(args=(value, *step.args[1:]), output=out, subsymbols=[])
+                self._emit(replay)
+                value = out
+            self.replayed[key] = value
+        return value
+
+    def clone_written_inputs(self, flat, tensor_inputs, actual: dict) -> None:
+        """Start each input the program writes from a clone of it.
+
+        Note [the functional program reads clones of written inputs]: the caller's
+        tensor is overwritten after the call (``write_back``), so nothing the
+        backward saves may be it or a view of it. ``a[1:3].mul_(b[0:2])`` saves the
+        old ``a[1:3]`` for ``b``'s gradient; a view of ``a`` itself would change under
+        the write-back (autograd raises "modified by an inplace operation"), a view of
+        the clone does not. The clone is the memory's first current value, so every
+        read of the input, and of its views, reads the clone. Inputs that share a
+        storage with a written one are cloned too, written or not: views of one base
+        share its version counter, so writing ``base[:2]`` back invalidates a saved
+        ``base[2:]`` (``a.add_(1); return a * b`` with ``a, b = base[:2], base[2:]``).
+        """
+        inputs = {p.name: p for p in tensor_inputs}
+        written = []
+        for b in flat:
+            if ops.is_copy(b):
+                root = self.info.root.get(b.args[1].name)
+                if root in inputs and root not in written:
+                    written.append(root)
+        for root in written:
+            self._root(root)
+        storages = {_storage_of(actual.get(r)) for r in written} - {None}
+        for p in tensor_inputs:
+            if p.name not in written and self.info.root.get(p.name) == p.name and _storage_of(actual.get(p.name)) in storages:
+                written.append(p.name)
+        for root in written:
+            self.current[root] = prims.clone(inputs[root])
+            self.version[root] = 0.5  # neither 0 (never written) nor a write: every earlier name replays
+
+    def distinct(self, p, seen: set):
+        """``p``, or an identity copy of it when ``seen`` holds it already; adds it to ``seen``."""
+        if isinstance(p, TensorProxy):
+            if p.name in seen:
+                p = prims.convert_element_type(p, p.dtype)
+            seen.add(p.name)
+        return p
+
+    def _read_all(self, x):
+        if isinstance(x, TensorProxy):
+            return self.read(x)
+        if isinstance(x, (tuple, list)):
+            items = [self._read_all(y) for y in x]
+            return x if all(a is b for a, b in zip(items, x)) else type(x)(items)
+        return x
+
+    def _note_made(self, bsym):
+        for o in bsym.flat_outs:
+            if isinstance(o, TensorProxy) and o.name in self.info.root:
+                self.made_at[o.name] = self.version.get(self.info.root[o.name], 0)
+
+    def step(self, bsym) -> None:
+        if ops.is_copy(bsym):
+            self._write(bsym)
+            return
+        if may_write(bsym):
+            raise AliasInputError(
+                f"fusion_alias: {bsym.sym.name} writes in place inside an op fusion_alias cannot see into, "
+                "in a call that computes gradients: not supported"
+            )
+        swap = {}
+        for a in bsym.flat_args:
+            if isinstance(a, TensorProxy):
+                new = self.read(a)
+                if new is not a:
+                    swap[variableify(a)] = new
+        if swap:  # (subsymbols too: an executor may run a composite by its decomposition)
+            bsym = bsym.from_bsym_swap_proxies(swap, skip_output=True)
+        self._emit(bsym)
+        self._note_made(bsym)
+
+    def _write(self, bsym) -> None:
+        src, dst = bsym.args[0], bsym.args[1]
+        grad_mode = bool(bsym.kwargs.get("grad_enabled", True))
+        root = self._root(dst.name)
+        src = self.read(src)
+        if tuple(src.shape) != tuple(dst.shape):
+            src = prims.broadcast_in_dim(src, tuple(dst.shape), _trailing_dims(src, dst))
+        if src.dtype != dst.dtype:
+            src = prims.convert_element_type(src, dst.dtype)
+        old = self.current.get(root)
+        if old is None:
+            old = self.proxies[root]
+        chain = self.info.chain[dst.name]
+        if not chain:
+            new = src
+        else:
+            new = _scatter(old, chain, src)
+        if not grad_mode and dtypes.is_inexact_dtype(old.dtype):
+            new = _keep_identity(old, new)
+        self.current[root] = new
+        self.version[root] = int(self.version.get(root, 0)) + 1
+        self.last_mode[root] = grad_mode
+        for o in bsym.flat_outs:  # copy_'s result names dst's view of the memory: always replayed
+            if isinstance(o, TensorProxy):
+                self.made_at[o.name] = -1
+
+
+def _storage_of(t):
+    try:
+        return None if t is None else t.untyped_storage().data_ptr()
+    except Exception:  # a tensor without storage (a subclass)
+        return None
+
+
+def _trailing_dims(src, dst) -> tuple:
+    offset = len(dst.shape) - len(src.shape)
+    return tuple(range(offset, len(dst.shape)))
+
+
+def _detached(x: TensorProxy) -> TensorProxy:
+    """``x`` as a constant for Thunder's autodiff (its output tagged as made under no_grad)."""
+    out = prims.convert_element_type(x, x.dtype)
+    if out is x:
+        out = prims.mul(x, 1)
+    out.tags.add(ProxyTag.DETACHED_AUTOGRAD_GRAPH)
+    return out
+
+
+def _keep_identity(old: TensorProxy, new: TensorProxy) -> TensorProxy:
+    """``new``'s value, with ``old``'s gradient path: a write under the program's no_grad."""
+    zero = prims.sub(old, _detached(old))
+    return prims.add(zero, _detached(new))
+
+
+def _scatter(base: TensorProxy, chain, value: TensorProxy) -> TensorProxy:
+    """``base`` with ``value`` written at the elements ``chain`` (view prims from ``base``) names."""
+    numel = 1
+    for s in base.shape:
+        numel *= s
+    if numel == 0:
+        return base
+    positions = prims.iota(numel, start=0, step=1, device=base.device, dtype=dtypes.int64)
+    positions = prims.reshape(positions, tuple(base.shape))
+    for step in chain:
+        positions = step.sym(positions, *step.args[1:], **step.kwargs)
+    flat_positions = prims.reshape(positions, (_numel(positions),))
+    flat_value = prims.reshape(value, (_numel(value),))
+    flat_base = prims.reshape(base, (numel,))
+    return prims.reshape(prims.index_copy(flat_base, flat_positions, flat_value, 0), tuple(base.shape))
+
+
+def _numel(p) -> int:
+    n = 1
+    for s in p.shape:
+        n *= s
+    return n
