@@ -93,7 +93,9 @@ def read_through_first(flat: list, pairs: list[tuple[str, str]], tensor_inputs) 
     by_name = {p.name: p for p in tensor_inputs}
     swap = {variableify(by_name[name]): by_name[of] for name, of in pairs if name in by_name and of in by_name}
     renamed = {name for name, _ in pairs}
-    keep = (ops.PrimIDs.RETURN, ops.PrimIDs.UNPACK_TRIVIAL)  # the return, and where the inputs are bound
+    # the return, where the inputs are bound, and the joint trace's gradient markers (Thunder's
+    # split pairs ``get_grad(h0)`` with the output ``h0`` by name: renamed, it raised KeyError)
+    keep = (ops.PrimIDs.RETURN, ops.PrimIDs.UNPACK_TRIVIAL, ops.PrimIDs.GET_GRAD, ops.PrimIDs.PUT_GRAD)
     return [
         b if b.sym.id in keep or any(getattr(o, "name", None) in renamed for o in b.flat_outs)
         else b.from_bsym_swap_proxies(swap)
