@@ -278,7 +278,16 @@ def functionalize(prologue_trc, trace, epilogue_trc):
             # a second use of one value (two outputs that were views of one memory) gets its own proxy
             seen: set = set()
             flat_out = [rewriter.distinct(rewriter.read(o), seen) for o in outs]
+            for p in written:
+                rewriter.check_final(p.name)
             finals = [rewriter.distinct(rewriter._root_value(p.name), seen) for p in written]
+            # the last value of memory the program made and wrote is kept alive: Thunder's DCE drops a
+            # value nobody reads, and with it the error eager raises computing it (``t4.neg_()`` of a
+            # bool temporary, fuzz --grad seed 1 #48); ``write_back`` ignores these
+            inputs = {p.name for p in tensor_inputs}
+            kept = [v for m, v in rewriter.current.items()
+                    if m in rewriter.last_mode and m not in inputs and m not in rewriter.members and v.name not in seen]
+            finals += kept
             new_value = tuple(flat_out) + tuple(finals)
             if isinstance(ret_value, dict):
                 new_value = {**ret_value, "output": new_value}

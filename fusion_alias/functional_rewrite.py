@@ -36,7 +36,11 @@ class Rewriter:
         self.made_at: dict[str, int] = {}  # name -> its root's version when the name was made
         self.replayed: dict[tuple, TensorProxy] = {}  # (name, version) -> its value then
         self.last_mode: dict[str, bool] = {}  # memory -> grad mode of its last write
-        self._rooted: set[str] = set()  # roots checked to have no overlapping root
+        # Note [memory shared in ways the rewrite cannot follow]: writes per memory group and per
+        # memory, and both counts when each name was made
+        self.group_writes: dict[str, int] = {}
+        self.own_writes: dict[str, int] = {}
+        self.made_counts: dict[str, tuple[int, int]] = {}
         # Note [inputs that overlap, as views of one base]: root -> its memory's key, and the
         # positions of its elements in that memory's flat value (only for such inputs)
         self.memory: dict[str, str] = {}
@@ -48,27 +52,41 @@ class Rewriter:
         self.trace.bound_symbols.append(bsym)
 
     def _root(self, name: str) -> str:
-        root = self.info.root.get(name, name)
-        if root not in self._rooted:
-            group = self.info.group(root)
-            mem = self.memory.get(root, root)
-            others = sorted(r for r, g in ((r, self.info.group(r)) for r in set(self.info.root.values()))
-                            if g == group and r != root and self.memory.get(r, r) != mem)
-            if others:
-                raise AliasInputError(
-                    f"fusion_alias: in a call that computes gradients, {root} is written in place and shares "
-                    f"memory with {', '.join(others[:3])} in a way fusion_alias cannot express as views of one "
-                    "tensor (inputs that overlap each other, or a view made by an op it cannot see through): "
-                    "not supported. Workarounds: pass clones, or run under torch.no_grad() when no gradient "
-                    "is needed"
-                )
-            self._rooted.add(root)
-        return root
+        return self.info.root.get(name, name)
+
+    def _check_not_stale(self, name: str) -> None:
+        """Note [memory shared in ways the rewrite cannot follow]: two roots of one memory group
+        that are not one memory here (inputs that overlap without one autograd base, the result of
+        an op fusion_alias cannot see through, ``t1 = c.narrow(0, 1, 3)``) do not see each other's
+        writes. Reading one is fine as long as every write into the group since it was made went
+        to its own memory (``c.add_(c); t1 = c.narrow(0, 1, 3); return t1 * 2`` runs); otherwise
+        the value would be stale, and the call is refused."""
+        root = self.info.root[name]
+        mem = self.memory.get(root, root)
+        made_group, made_own = self.made_counts.get(name, (0, 0))
+        group_writes = self.group_writes.get(self.info.group(root), 0) - made_group
+        if group_writes and group_writes != self.own_writes.get(mem, 0) - made_own:
+            raise AliasInputError(
+                f"fusion_alias: in a call that computes gradients, {name} is read after a write into memory it "
+                "shares with another tensor in a way fusion_alias cannot express as views of one tensor (inputs "
+                "that overlap each other without one autograd base, or a view made by an op it cannot see "
+                "through, such as torch.narrow): not supported. Workarounds: pass clones, use slicing instead "
+                "of the op, or run under torch.no_grad() when no gradient is needed"
+            )
+
+    def check_final(self, root: str) -> None:
+        """Refuse a written input whose final value would miss a write the rewrite cannot follow."""
+        self._check_not_stale(root)
+
+    def _count_made(self, name: str, root: str) -> None:
+        mem = self.memory.get(root, root)
+        self.made_counts[name] = (self.group_writes.get(self.info.group(root), 0), self.own_writes.get(mem, 0))
 
     def read(self, p):
         """The value ``p`` names now: itself, or its view chain replayed on its memory's current value."""
         if not isinstance(p, TensorProxy) or p.name not in self.info.root:
             return p
+        self._check_not_stale(p.name)
         root = self.info.root[p.name]
         now = self.version.get(self.memory.get(root, root), 0)
         if self.made_at.get(p.name, 0) == now:
@@ -174,8 +192,7 @@ class Rewriter:
             self.current[root] = prims.clone(inputs[root])
             self.version[root] = 0.5  # neither 0 (never written) nor a write: every earlier name replays
         self.join_overlapping_inputs(self.input_groups, written, inputs, actual)
-        for root in written:
-            self._root(root)
+
 
     def distinct(self, p, seen: set):
         """``p``, or an identity copy of it when ``seen`` holds it already; adds it to ``seen``."""
@@ -198,6 +215,7 @@ class Rewriter:
             if isinstance(o, TensorProxy) and o.name in self.info.root:
                 root = self.info.root[o.name]
                 self.made_at[o.name] = self.version.get(self.memory.get(root, root), 0)
+                self._count_made(o.name, root)
 
     def step(self, bsym) -> None:
         if ops.is_copy(bsym):
@@ -245,6 +263,7 @@ class Rewriter:
         src, dst = bsym.args[0], bsym.args[1]
         grad_mode = bool(bsym.kwargs.get("grad_enabled", True))
         root = self._root(dst.name)
+        self._check_not_stale(root)  # the write lands in its memory's current value
         src = self.read(src)
         if tuple(src.shape) != tuple(dst.shape):
             src = prims.broadcast_in_dim(src, tuple(dst.shape), _trailing_dims(src, dst))
@@ -269,9 +288,13 @@ class Rewriter:
         self.current[mem] = new
         self.version[mem] = int(self.version.get(mem, 0)) + 1
         self.last_mode[mem] = grad_mode
+        group = self.info.group(root)
+        self.group_writes[group] = self.group_writes.get(group, 0) + 1
+        self.own_writes[mem] = self.own_writes.get(mem, 0) + 1
         for o in bsym.flat_outs:  # copy_'s result names dst's view of the memory: always replayed
             if isinstance(o, TensorProxy):
                 self.made_at[o.name] = -1
+                self._count_made(o.name, root)
 
 
 def _autograd_base(t: torch.Tensor) -> torch.Tensor:
