@@ -256,6 +256,7 @@ def functionalize(prologue_trc, trace, epilogue_trc):
     new = from_trace(trace)
     rewriter = Rewriter(new, info, proxies)
     rewriter.input_groups = input_groups
+    rewriter.input_names = frozenset(p.name for p in tensor_inputs)
     cd = get_compile_data()
     was_enabled = cd.is_grad_enabled if cd is not None else None
     if cd is not None:
@@ -278,8 +279,9 @@ def functionalize(prologue_trc, trace, epilogue_trc):
             # a second use of one value (two outputs that were views of one memory) gets its own proxy
             seen: set = set()
             flat_out = [rewriter.distinct(rewriter.read(o), seen) for o in outs]
-            for p in written:
-                rewriter.check_final(p.name)
+            for p in tensor_inputs:
+                if info.root.get(p.name) == p.name:
+                    rewriter.check_final(p.name)
             finals = [rewriter.distinct(rewriter._root_value(p.name), seen) for p in written]
             # the last value of memory the program made and wrote is kept alive: Thunder's DCE drops a
             # value nobody reads, and with it the error eager raises computing it (``t4.neg_()`` of a

@@ -41,6 +41,8 @@ class Rewriter:
         self.group_writes: dict[str, int] = {}
         self.own_writes: dict[str, int] = {}
         self.made_counts: dict[str, tuple[int, int]] = {}
+        self.unreturned_writes: dict[str, int] = {}  # memory group -> writes into program-made memory
+        self.input_names: frozenset = frozenset()
         # Note [inputs that overlap, as views of one base]: root -> its memory's key, and the
         # positions of its elements in that memory's flat value (only for such inputs)
         self.memory: dict[str, str] = {}
@@ -75,8 +77,17 @@ class Rewriter:
             )
 
     def check_final(self, root: str) -> None:
-        """Refuse a written input whose final value would miss a write the rewrite cannot follow."""
+        """Refuse a written input whose final value would miss a write the rewrite cannot follow, and
+        an input whose memory was written through a tensor that is not written back (the result of
+        ``a.narrow(1, 3, 1)`` written in place: eager's ``a`` changes, fuzz --grad seed 2 #1)."""
         self._check_not_stale(root)
+        if self.unreturned_writes.get(self.info.group(root)):
+            raise AliasInputError(
+                f"fusion_alias: in a call that computes gradients, the program writes into the memory of input "
+                f"{root} through a tensor made by an op fusion_alias cannot see through (such as torch.narrow): "
+                "not supported. Workarounds: slicing instead of the op, or run under torch.no_grad() when no "
+                "gradient is needed"
+            )
 
     def _count_made(self, name: str, root: str) -> None:
         mem = self.memory.get(root, root)
@@ -290,6 +301,8 @@ class Rewriter:
         self.last_mode[mem] = grad_mode
         group = self.info.group(root)
         self.group_writes[group] = self.group_writes.get(group, 0) + 1
+        if root not in self.input_names and mem == root:  # memory the program made: not written back
+            self.unreturned_writes[group] = self.unreturned_writes.get(group, 0) + 1
         self.own_writes[mem] = self.own_writes.get(mem, 0) + 1
         for o in bsym.flat_outs:  # copy_'s result names dst's view of the memory: always replayed
             if isinstance(o, TensorProxy):
