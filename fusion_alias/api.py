@@ -9,13 +9,11 @@ import torch
 from thunder.core.pytree import tree_flatten
 from thunder.core.trace import is_tracing
 
-from fusion_alias import context, grad_inputs
+from fusion_alias import context
 from fusion_alias.autograd_functionalize import FunctionalizeForAutograd, WrittenInputs, write_back
 from fusion_alias.backends.reference import SCHEDULES
 from fusion_alias.executor import BACKENDS, AliasInputError, executor
-from fusion_alias.components import shared_storage_groups
 from fusion_alias.guard import guard_key
-from fusion_alias.refusals.autograd import WriteIntoGradInput
 
 # Note [the guard covers every tensor the program reads]
 # -----------------------------------------------------
@@ -180,16 +178,12 @@ class AliasSpecializedFunction:
         self._jitted: list = []  # every Thunder function made, in order
         self._entries_seen: dict[int, int] = {}  # id(Thunder function) -> cache entries already inspected
         self._with_grad: dict[int, bool] = {}  # id(Thunder function) -> compiled to compute gradients
-        self._cloned: dict[tuple, dict] = {}  # (arguments' key, needs_grad) -> inputs cloned (grad_inputs.py)
         self._last = None
         functools.update_wrapper(self, fn)
 
-    def _compile(self, needs_grad: bool, cloned: dict | None = None):
-        # Note [autograd keeps Thunder's alias pass]: Thunder's autodiff relies on its own
-        # in-place functionalization (insert_alias_updates); with it skipped, the
-        # gradients of in-place programs come out wrong (checked on Thunder 0.2.6:
-        # y = x * w; y.tanh_(); (y * w).sum()). So a call that needs gradients keeps
-        # Thunder's pass and we read its update_aliases as alias facts.
+    def _compile(self, needs_grad: bool):
+        # Thunder's own alias pass (insert_alias_updates) never runs: without gradients the
+        # regions write in place; with them, the program is functionalized before the autodiff
         options = dict(self._options)
         if needs_grad:  # Note [functionalize before the autodiff] (autograd_functionalize.py)
             options["transforms"] = [*(options.get("transforms") or ()), FunctionalizeForAutograd()]
@@ -198,7 +192,7 @@ class AliasSpecializedFunction:
             # outputs after the call instead (``_mark_non_differentiable``)
             options.pop("is_differentiable_outputs", None)
         jfn = thunder.jit(
-            grad_inputs.cloning(self._fn, cloned) if cloned else self._fn,
+            self._fn,
             executors=[executor],
             skip_inplace_alias_updates=True,
             **options,
@@ -232,24 +226,14 @@ class AliasSpecializedFunction:
             jfn = self._by_key[slot] = self._compile(needs_grad)
         for _ in range(3 + len(flat)):
             try:
-                result = self._run(jfn, args, kwargs, flat)
-                cloned = self._cloned.get(slot) if needs_grad else None
-                return grad_inputs.write_back(result, args, cloned) if cloned else result
-            except WriteIntoGradInput as err:  # Note [cloned inputs, written back in eager] (grad_inputs.py)
-                cloned = self._cloned.setdefault(slot, {})
-                # a write under the program's no_grad is not: Thunder drops the gradient through it, clone or not
-                pos = grad_inputs.position_of(err.tensor, args, flat) if needs_grad and err.grad_enabled else None
-                if pos is None or pos in cloned:
-                    raise
-                cloned[pos] = err.grad_enabled
-                jfn = self._by_key[slot] = self._compile(needs_grad, cloned)
+                return self._run(jfn, args, kwargs, flat)
             except _ReadsAliasDifferently as miss:
                 # The tensors the program reads besides its arguments alias differently
                 # from what this program was compiled for: nothing ran yet.
                 variant = (slot, miss.key, miss.needs_grad)
                 other = self._variants.get(variant)
                 if other is None or other is jfn:
-                    other = self._variants[variant] = self._compile(needs_grad or miss.needs_grad, self._cloned.get(slot))
+                    other = self._variants[variant] = self._compile(needs_grad or miss.needs_grad)
                 jfn = self._by_key[slot] = other
         raise AliasInputError(
             "fusion_alias: the tensors this program reads besides its arguments (globals, closures, module "
@@ -271,12 +255,6 @@ class AliasSpecializedFunction:
             if needs_grad and self._options.get("is_differentiable_outputs") is not None:
                 result = _mark_non_differentiable(result, self._options["is_differentiable_outputs"])
             return result
-        except (_ReadsAliasDifferently, WriteIntoGradInput):
-            raise
-        except Exception as err:
-            if needs_grad and _raised_in_thunder_alias_pass(err):
-                _raise_if_thunder_alias_pass_failed(err, flat)
-            raise
         finally:
             context.reset(token)
             self._last = jfn
@@ -342,41 +320,6 @@ def _mark_non_differentiable(result, flags):
         return result
     out = [r.detach() if not keep and isinstance(r, torch.Tensor) else r for r, keep in zip(result, flags)]
     return type(result)(out)
-
-
-def _raised_in_thunder_alias_pass(err: BaseException) -> bool:
-    """Whether ``err`` came out of Thunder's ``insert_alias_updates`` (by its traceback)."""
-    tb = err.__traceback__
-    while tb is not None:
-        if tb.tb_frame.f_code.co_name == "insert_alias_updates":
-            return True
-        tb = tb.tb_next
-    return False
-
-
-def _raise_if_thunder_alias_pass_failed(err: Exception, flat: list) -> None:
-    """Name the problem when Thunder's alias pass (kept for autograd) fails on aliased inputs.
-
-    Thunder 0.2.6's ``insert_alias_updates`` reshapes one aliased input into
-    another's shape, which fails when their sizes differ (``x`` and ``x[0, 0]``),
-    and indexes the trace's arguments by the user's argument positions, which
-    fails (IndexError) when an argument is unused. Its messages name no input.
-    """
-    # by storage, overlapping or not (Thunder's notion of aliases); groups of different sizes first
-    groups = shared_storage_groups(
-        ((i, t) for i, t in enumerate(flat) if isinstance(t, torch.Tensor)), uninspectable_share=False
-    )
-    shared = sorted(groups, key=lambda p: len({flat[i].numel() for i in p}) == 1)
-    if not shared:
-        return
-    shapes = ", ".join(f"#{i} {tuple(flat[i].shape)}" for i in shared[0])
-    raise AliasInputError(
-        f"fusion_alias: this call computes gradients and its tensor arguments {shapes} (positions among the "
-        "flattened arguments) share a storage: not supported. With gradients, Thunder 0.2.6's own alias pass "
-        "runs (its autograd needs it), and it fails on these aliased inputs once the program has an in-place "
-        f"op (it raised {type(err).__name__}: {err}). Workarounds: pass a clone "
-        "of one of them so that they do not share memory, or run under torch.no_grad() when no gradient is needed"
-    ) from err
 
 
 class _SummedStats:

@@ -51,7 +51,7 @@ def write_through_view_of_grad_input(a, b):
 
 
 def test_write_into_a_non_leaf_input_that_requires_grad_matches_eager():
-    # Note [cloned inputs, written back in eager]: runs on a clone, written back in eager
+    # functionalized before the autodiff; the final value is written back in eager
     _grads_match(write_into_grad_input, fusion_alias.jit(write_into_grad_input))
 
 

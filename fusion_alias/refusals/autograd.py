@@ -40,15 +40,11 @@ from fusion_alias.errors import AliasInputError
 
 class WriteIntoGradInput(AliasInputError):
     """The refusal of Note [writes into inputs that require grad], naming the input written
-    (``tensor``: the caller's tensor, when the pass knows it). ``api`` catches it and
-    compiles the program again with that input cloned, then writes the clone back in eager.
+    (``tensor``: the caller's tensor, when the pass knows it).
 
-    Note [cloned inputs, written back in eager]: ``a.add_(1); return a * b`` with
-    ``a = w * 1`` runs as ``a2 = a.clone(); a2.add_(1); return a2 * b, a2``, which
-    Thunder differentiates right (a write into a tensor the program made), and
-    after the call ``a.copy_(a2)`` in eager: torch's own ``copy_`` gives ``a``
-    the history eager would (its gradient reaches ``w`` through ``a2``), under the
-    program's grad mode for that write.
+    ``fusion_alias.jit`` never meets it: calls that compute gradients are functionalized
+    before Thunder's autodiff (``autograd_functionalize.py``). Direct
+    ``thunder.jit(fn, executors=[fusion_alias.executor])`` keeps Thunder's alias pass, and gets it.
     """
 
     def __init__(self, message: str, tensor=None, grad_enabled: bool = True):
