@@ -43,6 +43,7 @@ class Rewriter:
         self.made_counts: dict[str, tuple[int, int]] = {}
         self.unreturned_writes: dict[str, int] = {}  # memory group -> writes into program-made memory
         self.input_names: frozenset = frozenset()
+        self.no_writeback: set[str] = set()  # joined inputs that overlap themselves (another covers them)
         # Note [inputs that overlap, as views of one base]: root -> its memory's key, and the
         # positions of its elements in that memory's flat value (only for such inputs)
         self.memory: dict[str, str] = {}
@@ -155,16 +156,40 @@ class Rewriter:
             mem = "memory of " + group[0]
             proto = inputs[group[0]]
             base = prims.full((hi - lo,), 0, device=proto.device, dtype=proto.dtype)
+            self._skip_self_overlapping(group, tensors, lo, hi)
             for name, t in zip(group, tensors):
                 pos = _positions(t, lo, proto.device)
                 self.positions[name] = pos
                 self.memory[name] = mem
+                if name in self.no_writeback:
+                    # the base takes its elements from the members that cover it: copied in from an
+                    # expand()ed input, each element would come back with its gradient once per copy
+                    continue
                 value = self.current.get(name, inputs[name])
                 base = prims.index_copy(base, prims.reshape(pos, (_numel(pos),)), prims.reshape(value, (_numel(value),)), 0)
             self.current[mem] = base
             self.version[mem] = 0.5
             self.members[mem] = group
             written.extend(n for n in group if n not in written)
+
+    def _skip_self_overlapping(self, group: list, tensors: list, lo: int, hi: int) -> None:
+        """Members whose elements share memory (``x[1, 2].expand(4)``) are not written back (eager
+        refuses that ``copy_``); the others must cover their memory, or the call is refused."""
+        overlapping = [n for n, t in zip(group, tensors) if _overlaps_itself(t)]
+        if not overlapping:
+            return
+        covered = torch.zeros(hi - lo, dtype=torch.bool)
+        for t in tensors:
+            if not _overlaps_itself(t):
+                torch.as_strided(covered, t.shape, t.stride(), t.storage_offset() - lo).fill_(True)
+        for n, t in zip(group, tensors):
+            if n in overlapping and not bool(torch.as_strided(covered, t.shape, t.stride(), t.storage_offset() - lo).all()):
+                raise AliasInputError(
+                    f"fusion_alias: in a call that computes gradients, input {n}, whose elements share memory with "
+                    "each other (an expand()ed tensor), shares memory with a written input and holds elements no "
+                    "other input covers: not supported. Workarounds: pass the tensor before expand(), or a clone"
+                )
+        self.no_writeback.update(overlapping)
 
     def clone_written_inputs(self, flat, tensor_inputs, actual: dict) -> None:
         """Start each input the program writes from a clone of it.

@@ -74,18 +74,6 @@ class TraceShapeError(RuntimeError):
 
 def _check_trace_consistency(name: str, bsyms) -> None:
     for b in bsyms:
-        info = ops.op_info(b)
-        if info is not None and info.kind == "elementwise" and isinstance(b.output, TensorProxy):
-            # the same bug unbroadcast: ``neg(add(t84, t44))`` declared 0-d, t44 of shape (4,)
-            out = tuple(b.output.shape)
-            for a in b.flat_args:
-                if isinstance(a, TensorProxy) and a.shape and tuple(a.shape) != out:
-                    raise TraceShapeError(
-                        f"fusion_alias: Thunder's trace applies {b.sym.name} to {a.name} of shape {tuple(a.shape)} "
-                        f"for a result of shape {out} (region {name}): Thunder 0.2.6 computed a wrong gradient "
-                        "for a 0-d intermediate used with a tensor; plain thunder.jit returns that wrong gradient "
-                        "without an error. Workaround: keep the reduced dimension (.reshape(1) of the 0-d value)"
-                    )
         if b.sym.id is ops.PrimIDs.BROADCAST_IN_DIM and isinstance(b.args[0], TensorProxy):
             have, dims = tuple(b.args[0].shape), tuple(b.args[2])
             if len(have) != len(dims):
