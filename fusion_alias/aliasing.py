@@ -63,12 +63,18 @@ _ARGS: dict[int, tuple] = {}
 
 
 def _flat(bsym: BoundSymbol) -> tuple:
-    args = _proxies(bsym.args, [])
+    args = []
+    for x in bsym.args:  # (_proxies, its first level inlined: most arguments are proxies or numbers)
+        if isinstance(x, Proxy):
+            args.append(x)
+        elif isinstance(x, (tuple, list, dict)):
+            _proxies(x, args)
     if bsym.kwargs:
         _proxies(bsym.kwargs, args)
-    outs = _proxies(bsym.output, [])
+    out = bsym.output
+    outs = [out] if isinstance(out, Proxy) else _proxies(out, [])
     t_args = [a for a in args if isinstance(a, TensorProxy)]
-    t_outs = [o for o in outs if isinstance(o, TensorProxy)]
+    t_outs = outs if len(outs) == 1 and isinstance(out, TensorProxy) else [o for o in outs if isinstance(o, TensorProxy)]
     entry = _ARGS[id(bsym)] = (bsym, args, outs, t_args, t_outs)
     return entry
 

@@ -110,45 +110,79 @@ def _feeder_set(n: int, b: BoundSymbol, feeders: list, producer_idx: dict, reads
     return acc
 
 
-class _Edges:
-    """Edges with their ``kinds`` and ``unsafe`` attributes, kept as networkx keeps them.
+# Edge kinds, as bits of an edge's code (``DependencyEdges.codes``).
+DATA, RAW, WAR, WAW, UNSAFE = 1, 2, 4, 8, 16
+_KIND_NAMES = ((DATA, "data"), (RAW, "raw"), (WAR, "war"), (WAW, "waw"))
 
-    Note [adjacency built in place]: ``DiGraph.add_edges_from`` copies every
-    edge's attribute dict into a new one and re-checks both ends: a third of
-    graph building at 100k bsyms. Here each edge's dict is made once and
-    shared by ``succ[u][v]`` and ``pred[v][u]``, the layout ``DiGraph`` keeps,
-    and :meth:`graph` installs the two maps through the ``_adj``/``_pred``
-    attributes, whose setters networkx provides for this (they reset its
-    cached views). Nodes and edges are inserted in the order ``add_nodes_from``
-    then ``add_edges_from`` would have used, so even iteration orders agree;
-    ``tests/test_scale_equivalence.py`` compares the two constructions.
+
+class DependencyEdges:
+    """The dependency graph as three parallel arrays: edge ``k`` goes from node ``us[k]`` to
+    ``vs[k]``, its kind and whether it is unsafe in ``codes[k]`` (``DATA | RAW | ... | UNSAFE`` bits).
+
+    Note [the graph as arrays]
+    --------------------------
+    The pass needs one algorithm on the graph, the partitioner's sweep over the
+    edges in node order (partition.py, Note [levels in one sweep over the
+    edges]); a ``networkx.DiGraph`` costs two dicts per node and a dict and a
+    set per edge, built and freed again on every compile (a third of graph
+    building and partitioning at 100k bsyms, and the garbage collector's time
+    after the pass). So the pass keeps the edges as arrays of ints, appended in
+    node order of their heads (every edge goes forward: ``u < v``), and
+    :meth:`to_networkx` builds the ``DiGraph`` for those who want one
+    (``Prepared.graph``: reports, pictures, the benchmarks' optimum search):
+    the same graph, nodes, edges, ``kinds`` and ``unsafe`` attributes and
+    iteration orders the pass built before (``tests/test_scale_equivalence.py``).
+    An edge may appear more than once in the arrays (a data edge and a hazard
+    between the same two nodes); :meth:`to_networkx` merges them, and the
+    sweep gets the same levels either way (a node's level is a maximum over its
+    edges).
     """
 
     def __init__(self, n: int):
         self.n = n
-        self.succ: dict[int, dict] = {i: {} for i in range(n)}
-        self.pred: dict[int, dict] = {i: {} for i in range(n)}
+        self.us: list[int] = []
+        self.vs: list[int] = []
+        self.codes: list[int] = []
 
-    def add(self, u: int, v: int, kind: str, unsafe: bool = False) -> None:
-        if u == v:
-            return
-        out = self.succ[u]
-        data = out.get(v)
-        if data is None:
-            out[v] = self.pred[v][u] = {"kinds": {kind}, "unsafe": unsafe}
-        else:
-            data["kinds"].add(kind)
-            data["unsafe"] = data["unsafe"] or unsafe
+    def add(self, u: int, v: int, code: int) -> None:
+        if u != v:
+            self.us.append(u)
+            self.vs.append(v)
+            self.codes.append(code)
 
-    def graph(self) -> nx.DiGraph:
+    def to_networkx(self) -> nx.DiGraph:
+        """The graph as a ``DiGraph`` whose edges carry ``kinds`` (a set of kind names) and ``unsafe``.
+
+        Data edges are inserted first, then hazards in the order they were found, as the
+        pass built it before Note [the graph as arrays]; each edge's attribute dict is shared
+        by ``succ[u][v]`` and ``pred[v][u]``, the layout ``DiGraph`` keeps, and installed
+        through the ``_adj``/``_pred`` attributes, whose setters networkx provides for this.
+        """
+        succ: dict[int, dict] = {i: {} for i in range(self.n)}
+        pred: dict[int, dict] = {i: {} for i in range(self.n)}
+        edges = list(zip(self.us, self.vs, self.codes))
+        for u, v, code in edges:
+            if code == DATA:
+                succ[u][v] = pred[v][u] = {"kinds": {"data"}, "unsafe": False}
+        for u, v, code in edges:
+            if code == DATA:
+                continue
+            kind = next(name for bit, name in _KIND_NAMES if code & bit)
+            unsafe = bool(code & UNSAFE)
+            data = succ[u].get(v)
+            if data is None:
+                succ[u][v] = pred[v][u] = {"kinds": {kind}, "unsafe": unsafe}
+            else:
+                data["kinds"].add(kind)
+                data["unsafe"] = data["unsafe"] or unsafe
         g = nx.DiGraph()
         g._node = {i: {} for i in range(self.n)}  # what add_nodes_from stores: no attributes
-        g._adj = self.succ  # (networkx's setter also points _succ here)
-        g._pred = self.pred
+        g._adj = succ  # (networkx's setter also points _succ here)
+        g._pred = pred
         return g
 
 
-def _data_edges_and_feeders(bsyms, edges: _Edges, reads_written, shapes: dict) -> tuple[dict[str, int], list]:
+def _data_edges_and_feeders(bsyms, edges: DependencyEdges, reads_written, shapes: dict) -> tuple[dict[str, int], list]:
     """Add a ``data`` edge from each producer to each consumer; return name → first
     producer, and each node's feeders (:func:`_feeder_set`).
 
@@ -159,28 +193,33 @@ def _data_edges_and_feeders(bsyms, edges: _Edges, reads_written, shapes: dict) -
     """
     producer_idx: dict[str, int] = {}
     feeders: list = [None] * len(bsyms)
-    succ, pred = edges.succ, edges.pred
+    us, vs, codes = edges.us, edges.vs, edges.codes
+    get = producer_idx.get
+    elementwise = _ELEMENTWISE_ADDRS
     for i, b in enumerate(bsyms):
         _, args, outs, _, _ = flattened(b)
-        into = pred[i]
+        start = len(us)  # the edges into node i are us[start:]: one per producer
         for a in args:
-            j = producer_idx.get(a.name)
-            if j is not None and j not in into:  # (edges.add, inlined: the first edges of node i)
-                succ[j][i] = into[j] = {"kinds": {"data"}, "unsafe": False}
+            j = get(a.name)
+            if j is not None and (len(us) == start or j not in us[start:]):
+                us.append(j)
+                vs.append(i)
+                codes.append(DATA)
         sym_id = b.sym.id
-        if sym_id is _SHALLOW_COPY or id(sym_id) in _ELEMENTWISE_ADDRS:  # the others have no feeders
+        if sym_id is _SHALLOW_COPY or id(sym_id) in elementwise:  # the others have no feeders
             feeders[i] = _feeder_set(i, b, feeders, producer_idx, reads_written, shapes)
         for o in outs:
-            producer_idx.setdefault(o.name, i)
+            if o.name not in producer_idx:
+                producer_idx[o.name] = i
     return producer_idx, feeders
 
 
-def build_graph(
+def build_edges(
     bsyms: Sequence[BoundSymbol],
     info: AliasInfo,
     is_fusible: Callable[[BoundSymbol], bool],
-) -> nx.DiGraph:
-    """Dependency graph of ``bsyms`` (see module docstring)."""
+) -> DependencyEdges:
+    """Dependency graph of ``bsyms`` (see module docstring), as arrays (Note [the graph as arrays])."""
     root = info.root
     group_of: dict[str, str] = {}  # name -> memory group: the groups are final here
 
@@ -194,13 +233,15 @@ def build_graph(
     writes = [memory_writes(b, op) for b, op in zip(bsyms, opaque)]
     written_groups = {group(d.name) for ds in writes for d in ds}
 
-    edges = _Edges(len(bsyms))
-    add = edges.add
+    edges = DependencyEdges(len(bsyms))
     shapes: dict[str, tuple] = {}
     producer_idx, feeders = _data_edges_and_feeders(
         bsyms, edges, lambda name: name in root and group(name) in written_groups, shapes
     )
+    if not written_groups:
+        return edges  # no write: no hazard
 
+    add = edges.add
     last_write: dict[str, int] = {}
     reads_since: dict[str, list[tuple[int, TensorProxy]]] = {}
     for i, b in enumerate(bsyms):
@@ -213,7 +254,7 @@ def build_graph(
                 continue  # no write to order it against: it would only sit in reads_since
             w = last_write.get(grp)
             if w is not None:
-                add(w, i, "raw", unsafe=True)
+                add(w, i, RAW | UNSAFE)
             since = reads_since.get(grp)
             if since is None:
                 reads_since[grp] = [(i, p)]
@@ -222,7 +263,16 @@ def build_graph(
         for d in writes[i]:
             _add_write_hazards(i, b, d, opaque[i], bsyms, info, group(d.name), last_write, reads_since,
                                producer_idx, feeders, shapes, add)
-    return edges.graph()
+    return edges
+
+
+def build_graph(
+    bsyms: Sequence[BoundSymbol],
+    info: AliasInfo,
+    is_fusible: Callable[[BoundSymbol], bool],
+) -> nx.DiGraph:
+    """Dependency graph of ``bsyms`` (see module docstring), as a ``networkx.DiGraph``."""
+    return build_edges(bsyms, info, is_fusible).to_networkx()
 
 
 def _add_write_hazards(i, b, d, opaque, bsyms, info, grp, last_write, reads_since, producer_idx, feeders, shapes, add):
@@ -230,7 +280,7 @@ def _add_write_hazards(i, b, d, opaque, bsyms, info, grp, last_write, reads_sinc
     w = last_write.get(grp)
     coalesced = w is not None and not opaque and _covers(bsyms[w], b, info)
     if w is not None:
-        add(w, i, "waw", unsafe=not coalesced)
+        add(w, i, WAW if coalesced else WAW | UNSAFE)
     if not coalesced:
         # Reads before the previous write are ordered before it (war edges to
         # it); a new chain of writes starts here.
@@ -253,7 +303,7 @@ def _add_write_hazards(i, b, d, opaque, bsyms, info, grp, last_write, reads_sinc
             and info.same_view(p.name, d.name)
             and _shape(p, shapes) == _shape(d, shapes)
         )
-        add(r, i, "war", unsafe=not safe)
+        add(r, i, WAR if safe else WAR | UNSAFE)
     last_write[grp] = i
 
 

@@ -32,6 +32,7 @@ import thunder.core.prims as prims
 
 from fusion_alias import ops
 from fusion_alias.aliasing import tensor_args, tensor_outs
+from fusion_alias.graph import UNSAFE, DependencyEdges
 
 
 @dataclass
@@ -87,11 +88,14 @@ def backward_nodes(bsyms: Sequence[BoundSymbol]) -> set[int]:
     return marked
 
 
-def _levels(n: int, graph: nx.DiGraph, fusible: list[bool], ignore_hazards: bool) -> list[int]:
+def _levels(n: int, graph, fusible: list[bool], ignore_hazards: bool) -> list[int]:
     """Stage of each fusible node, "last region it follows" for the others (module docstring).
 
-    Node indices are a topological order (program order).
+    Node indices are a topological order (program order). ``graph``: a ``networkx.DiGraph``
+    or the pass's ``graph.DependencyEdges`` (Note [the graph as arrays]).
     """
+    if isinstance(graph, DependencyEdges):
+        return _levels_of_arrays(graph, fusible, ignore_hazards)
     level = [0 if f else -1 for f in fusible]
     if list(graph) != list(range(n)):
         return _levels_node_by_node(n, graph, fusible, ignore_hazards)
@@ -105,6 +109,23 @@ def _levels(n: int, graph: nx.DiGraph, fusible: list[bool], ignore_hazards: bool
         if u >= v:
             return _levels_node_by_node(n, graph, fusible, ignore_hazards)
         need = _level_after(level[u], fusible[u], fusible[v], data["unsafe"] and not ignore_hazards)
+        if need > level[v]:
+            level[v] = need
+    return level
+
+
+def _levels_of_arrays(edges: DependencyEdges, fusible: list[bool], ignore_hazards: bool) -> list[int]:
+    """``_levels`` over the arrays, which hold the edges in node order of their heads, as
+    ``in_edges`` yields them (Note [levels in one sweep over the edges])."""
+    level = [0 if f else -1 for f in fusible]
+    cut_bits = 0 if ignore_hazards else UNSAFE
+    for u, v, code in zip(edges.us, edges.vs, edges.codes):
+        if u >= v:
+            return _levels_node_by_node(edges.n, edges.to_networkx(), fusible, ignore_hazards)
+        if fusible[v]:  # (_level_after, inlined)
+            need = level[u] + 1 if not fusible[u] or code & cut_bits else level[u]
+        else:
+            need = level[u]
         if need > level[v]:
             level[v] = need
     return level
@@ -133,7 +154,7 @@ def _levels_node_by_node(n: int, graph: nx.DiGraph, fusible: list[bool], ignore_
 
 def partition(
     bsyms: Sequence[BoundSymbol],
-    graph: nx.DiGraph,
+    graph,
     is_fusible: Callable[[BoundSymbol], bool],
     *,
     ignore_hazards: bool = False,

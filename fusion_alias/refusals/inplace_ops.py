@@ -8,7 +8,7 @@ from thunder.core.proxies import TensorProxy, variableify
 from thunder.core.pytree import tree_flatten
 
 from fusion_alias import ops
-from fusion_alias.aliasing import _proxies, proxy_outs
+from fusion_alias.aliasing import _proxies, tensor_outs
 
 
 # Note [which operands eager checks]
@@ -53,7 +53,7 @@ def _inplace_ops_by_write(top_bsyms, renamed: dict) -> dict[str, _InplaceOp]:
     for b in top_bsyms:
         if b.sym.id is ops.COPY_ID or not b.subsymbols:
             continue  # a bare prim copy_ is the trace's own write, not a user's op
-        writes = [o.name for c in _copies_in(b) for o in proxy_outs(c) if isinstance(o, TensorProxy)]
+        writes = [o.name for c in _copies_in(b) for o in tensor_outs(c)]
         if not writes:
             continue
         op = _describe_inplace_op(b, renamed)
@@ -63,15 +63,22 @@ def _inplace_ops_by_write(top_bsyms, renamed: dict) -> dict[str, _InplaceOp]:
 
 
 def _copies_in(bsym) -> list:
+    """The ``copy_`` prims in ``bsym``'s decomposition, in program order."""
     out = []
     for sub in bsym.subsymbols:
-        out.extend([sub] if ops.is_copy(sub) else _copies_in(sub))
+        if sub.sym.id is _COPY_ID:
+            out.append(sub)
+        elif sub.subsymbols:
+            out.extend(_copies_in(sub))
     return out
+
+
+_COPY_ID = ops.COPY_ID
 
 
 def _describe_inplace_op(bsym, renamed: dict) -> _InplaceOp | None:
     def actual(x):
-        return renamed.get(variableify(x), x) if isinstance(x, TensorProxy) else x
+        return renamed.get(variableify(x), x) if renamed and isinstance(x, TensorProxy) else x
 
     name = bsym.sym.name
     written = actual(bsym.args[0]) if bsym.args else None
