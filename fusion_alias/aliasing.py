@@ -34,7 +34,7 @@ a write of those groups.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from networkx.utils import UnionFind
@@ -112,11 +112,46 @@ def proxy_outs(bsym: BoundSymbol) -> list[Proxy]:
     return entry[2]
 
 
-def tensor_proxies_by_name(bsyms, inputs=()) -> dict[str, TensorProxy]:
-    """name -> the tensor proxy of that name, over the outputs of ``bsyms`` and the ``inputs``."""
-    by_name = {o.name: o for b in bsyms for o in proxy_outs(b) if isinstance(o, TensorProxy)}
-    by_name.update((p.name, p) for p in inputs)
-    return by_name
+def tensor_proxies_by_name(bsyms, inputs=()) -> "ProxiesByName":
+    """name -> the tensor proxy of that name, over the outputs of ``bsyms`` and the ``inputs``
+    (a read-only mapping, filled at its first question: most passes never ask one)."""
+    return ProxiesByName(bsyms, inputs)
+
+
+class ProxiesByName(Mapping):
+    """``tensor_proxies_by_name``'s answer: the dict is built when first read.
+
+    The checks that ask it (the roots of memory the program made, in the refusals and
+    ``noop_copies``) run on a few copies of a few programs; building it for every pass
+    cost a walk over all outputs (a tenth of a second at 100k bsyms).
+    """
+
+    def __init__(self, bsyms, inputs=()):
+        self._source: tuple | None = (bsyms, tuple(inputs))
+        self._map: dict[str, TensorProxy] = {}
+
+    def _built(self) -> dict:
+        if self._source is not None:
+            bsyms, inputs = self._source
+            self._map = {o.name: o for b in bsyms for o in tensor_outs(b)}
+            self._map.update((p.name, p) for p in inputs)
+            self._source = None
+        return self._map
+
+    def __getitem__(self, name):
+        return self._built()[name]
+
+    def __iter__(self):
+        return iter(self._built())
+
+    def __len__(self) -> int:
+        return len(self._built())
+
+    def __contains__(self, name) -> bool:
+        return name in self._built()
+
+    def get(self, name, default=None):
+        return self._built().get(name, default)
 
 
 def with_new_args(bsym: BoundSymbol, args: tuple) -> BoundSymbol:
@@ -186,10 +221,20 @@ class AliasInfo:
     chain: dict[str, tuple[BoundSymbol, ...]] = field(default_factory=dict)
     view_key: dict[str, tuple] = field(default_factory=dict)
     groups: UnionFind = field(default_factory=UnionFind)
+    # name -> group, as ``group`` answered it: groups only merge while ``analyze`` runs, before any
+    # question (``UnionFind.__getitem__`` is Python code, asked several times per name and stage)
+    _group_of: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     def group(self, name: str) -> str:
         """Canonical name of the memory group of ``name``."""
-        return self.groups[self.root[name]]
+        g = self._group_of.get(name)
+        if g is None:
+            g = self._group_of[name] = self.groups[self.root[name]]
+        return g
+
+    def forget_groups(self) -> None:
+        """Drop what ``group`` remembered (after merging groups)."""
+        self._group_of.clear()
 
     def same_view(self, a: str, b: str) -> bool:
         return self.view_key[a] == self.view_key[b]
@@ -207,6 +252,7 @@ class AliasInfo:
 
     # -- building ---------------------------------------------------------
     def add_root(self, name: str) -> None:
+        self._group_of.pop(name, None)
         self.root[name] = name
         self.chain[name] = ()
         self.view_key[name] = (name, ())
@@ -214,6 +260,7 @@ class AliasInfo:
 
     def add_alias(self, name: str, of: str, step: BoundSymbol | None) -> None:
         """``name`` is a view of ``of`` (``step`` None: the very same view)."""
+        self._group_of.pop(name, None)
         self.root[name] = self.root[of]
         if step is None or step.sym.id in ops.IDENTITY_VIEW_IDS:
             self.chain[name] = self.chain[of]
@@ -281,6 +328,7 @@ def analyze(
                 info.add_root(o.name)
                 if args and output_may_alias(bsym, o.name):
                     info.groups.union(o.name, *(info.root[a.name] for a in args))
+    info.forget_groups()
     return info
 
 

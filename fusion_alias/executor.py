@@ -100,7 +100,7 @@ class FusionAliasExecutor(FusionExecutor):
         for pid in ops.OP_TABLE:
             self.register_supported(pid, checker=self._checker)
         self._own_ids = frozenset(id(pid) for pid in ops.OP_TABLE)  # see can_execute
-        self._regions: dict[tuple, _RegionMeta] = {}
+        self._regions: dict = {}  # regions._RegionKey -> _RegionMeta, for this pass
         self.last_pass_seconds: float = 0.0
 
     # -- what we claim ------------------------------------------------------

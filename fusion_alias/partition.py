@@ -32,7 +32,7 @@ import thunder.core.prims as prims
 
 from fusion_alias import ops
 from fusion_alias.aliasing import tensor_args, tensor_outs
-from fusion_alias.graph import UNSAFE, DependencyEdges
+from fusion_alias.graph import DependencyEdges
 
 
 @dataclass
@@ -47,15 +47,22 @@ class Partition:
         return [idx for kind, idx in self.items if kind == "region"]
 
 
-def destination_views(bsyms: Sequence[BoundSymbol]) -> set[int]:
-    """Indices of view prims whose result (through more views) is a copy_ destination."""
-    stack = [b.args[1] for b in bsyms if ops.is_copy(b)]
+def destination_views(bsyms: Sequence[BoundSymbol], producer: dict[str, int] | None = None) -> set[int]:
+    """Indices of view prims whose result (through more views) is a copy_ destination.
+
+    ``producer``: name -> index of its first producer in ``bsyms``, if the caller has it
+    (``DependencyEdges.producer_idx``, over all proxy outputs: the tensor names in it are
+    those this function would find).
+    """
+    copy_id = ops.COPY_ID
+    stack = [b.args[1] for b in bsyms if b.sym.id is copy_id]
     if not stack:
         return set()
-    producer: dict[str, int] = {}
-    for i, b in enumerate(bsyms):
-        for o in tensor_outs(b):
-            producer.setdefault(o.name, i)
+    if producer is None:
+        producer = {}
+        for i, b in enumerate(bsyms):
+            for o in tensor_outs(b):
+                producer.setdefault(o.name, i)
     marked: set[int] = set()
     while stack:
         p = stack.pop()
@@ -81,8 +88,9 @@ def backward_nodes(bsyms: Sequence[BoundSymbol]) -> set[int]:
     """
     grads: set[str] = set()
     marked: set[int] = set()
+    get_grad = prims.PrimIDs.GET_GRAD
     for i, b in enumerate(bsyms):
-        if b.sym.id is prims.PrimIDs.GET_GRAD or any(a.name in grads for a in tensor_args(b)):
+        if b.sym.id is get_grad or (grads and any(a.name in grads for a in tensor_args(b))):
             marked.add(i)
             grads.update(o.name for o in tensor_outs(b))
     return marked
@@ -115,15 +123,14 @@ def _levels(n: int, graph, fusible: list[bool], ignore_hazards: bool) -> list[in
 
 
 def _levels_of_arrays(edges: DependencyEdges, fusible: list[bool], ignore_hazards: bool) -> list[int]:
-    """``_levels`` over the arrays, which hold the edges in node order of their heads, as
-    ``in_edges`` yields them (Note [levels in one sweep over the edges])."""
+    """``_levels`` over the arrays, their edges in node order of their heads, as ``in_edges``
+    yields them (Note [levels in one sweep over the edges])."""
     level = [0 if f else -1 for f in fusible]
-    cut_bits = 0 if ignore_hazards else UNSAFE
-    for u, v, code in zip(edges.us, edges.vs, edges.codes):
+    for u, v, unsafe in edges.in_node_order():
         if u >= v:
             return _levels_node_by_node(edges.n, edges.to_networkx(), fusible, ignore_hazards)
         if fusible[v]:  # (_level_after, inlined)
-            need = level[u] + 1 if not fusible[u] or code & cut_bits else level[u]
+            need = level[u] + 1 if not fusible[u] or (unsafe and not ignore_hazards) else level[u]
         else:
             need = level[u]
         if need > level[v]:
@@ -161,8 +168,15 @@ def partition(
 ) -> Partition:
     """Assign every fusible node a region (see module docstring)."""
     n = len(bsyms)
-    memory_views = destination_views(bsyms)
-    fusible = [is_fusible(b) and i not in memory_views for i, b in enumerate(bsyms)]
+    built = isinstance(graph, DependencyEdges) and graph.n == n
+    memory_views = destination_views(bsyms, graph.producer_idx if built else None)
+    if built and graph.is_fusible is is_fusible and graph.opaque is not None:
+        # what building the graph asked is_fusible already (the pass's own predicate)
+        fusible = [not opaque for opaque in graph.opaque]
+    else:
+        fusible = [is_fusible(b) for b in bsyms]
+    for i in memory_views:
+        fusible[i] = False
     level = _levels(n, graph, fusible, ignore_hazards)
 
     # A stage made of view prims only produces no kernel: run it on torch.
@@ -171,7 +185,12 @@ def partition(
     stages: dict[tuple[int, bool], list[int]] = {}
     for v in range(n):
         if fusible[v]:
-            stages.setdefault((level[v], v in backward), []).append(v)
+            key = (level[v], v in backward)
+            members = stages.get(key)
+            if members is None:
+                stages[key] = [v]
+            else:
+                members.append(v)
     result = Partition(stage={v: level[v] for v in range(n) if fusible[v]})
     keyed: list[tuple[tuple, str, list[int]]] = []
     for (s, is_backward), members in stages.items():
