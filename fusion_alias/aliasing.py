@@ -34,11 +34,13 @@ a write of those groups.
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from networkx.utils import UnionFind
 from thunder.core.proxies import Proxy, TensorProxy
+from thunder.core.compile_data import using_symbolic_values
 from thunder.core.symbol import BoundSymbol, gather_tags
 import thunder.core.prims as prims
 
@@ -110,6 +112,23 @@ def proxy_outs(bsym: BoundSymbol) -> list[Proxy]:
     if entry is None or entry[0] is not bsym:
         entry = _flat(bsym)
     return entry[2]
+
+
+def shape_reader():
+    """A function from a tensor proxy to its shape, as a tuple, for the stage that asks now.
+
+    Note [shapes read directly]: ``TensorProxy.shape`` asks Thunder's compile data
+    whether values are symbolic on every read (three Python calls; the pass reads a
+    shape or two per bound symbol). Unless they are, it returns the proxy's ``_shape``
+    tuple, which the function returned here then reads directly; the answer is the
+    one ``tuple(p.shape)`` gives.
+    """
+    if using_symbolic_values():
+        return lambda p: tuple(p.shape)
+    return _read_shape
+
+
+_read_shape = operator.attrgetter("_shape")
 
 
 def tensor_proxies_by_name(bsyms, inputs=()) -> "ProxiesByName":
@@ -299,18 +318,30 @@ def analyze(
             info.add_alias(name, of, None)
             info.groups.union(name, of)
 
-    root = info.root
+    root, chain, view_key, parents = info.root, info.chain, info.view_key, info.groups.parents
+    op_by_addr = ops._OP_BY_ADDR
     for bsym in bsyms:
         _, _, _, args, outs = flattened(bsym)
         for a in args:  # proxies we have not seen (e.g. produced by a prologue)
             if a.name not in root:
                 info.add_root(a.name)
-        op = ops.op_info(bsym)  # one lookup: its kind tells copy_, views and update_aliases apart
+        op = op_by_addr.get(id(bsym.sym.id))  # (ops.op_info) one lookup: its kind tells copy_, views and update_aliases apart
         kind = op.kind if op is not None else None
-        if kind == "write":  # copy_
-            dst = bsym.args[1]
-            for o in outs:
-                info.add_alias(o.name, dst.name, None)
+        if kind == "elementwise" or kind == "reduction" or kind == "creation":
+            for o in outs:  # (info.add_root, inlined: the most common case; no group asked yet to forget)
+                name = o.name
+                root[name] = name
+                chain[name] = ()
+                view_key[name] = (name, ())
+                if name not in parents:
+                    info.groups[name]  # registers the singleton
+        elif kind == "write":  # copy_
+            of = bsym.args[1].name
+            for o in outs:  # (info.add_alias(o.name, of, None), inlined)
+                name = o.name
+                root[name] = root[of]
+                chain[name] = chain[of]
+                view_key[name] = view_key[of]
         elif kind == "view":
             for o in outs:
                 info.add_alias(o.name, args[0].name, bsym)

@@ -105,6 +105,10 @@ class FusionAliasExecutor(FusionExecutor):
 
     # -- what we claim ------------------------------------------------------
     def _checker(self, *args, **kwargs) -> bool:
+        return self._claims(args, kwargs)
+
+    def _claims(self, args, kwargs) -> bool:
+        """``_checker(*args, **kwargs)``, without packing the arguments again."""
         tensors = _tensor_list(args, [])
         if kwargs:
             _tensor_list(kwargs.values(), tensors)
@@ -127,7 +131,7 @@ class FusionAliasExecutor(FusionExecutor):
         registered otherwise goes the general way.
         """
         if id(bsym.sym.id) in self._own_ids:
-            return self._checker(*bsym.args, **bsym.kwargs)
+            return self._claims(bsym.args, bsym.kwargs)
         return super().can_execute(bsym)
 
     def register_supported(self, sym_or_id, checker=None, **transforms):
@@ -144,23 +148,31 @@ class FusionAliasExecutor(FusionExecutor):
         One recursion (``can_fuse`` would re-walk every level), recording each
         leaf's fusibility in ``verdicts``.
         """
+        out: list[BoundSymbol] = []
+        if self._flatten_into(bsym, verdicts, out):
+            return out, True
+        return [bsym], False
+
+    def _flatten_into(self, bsym: BoundSymbol, verdicts: dict, out: list) -> bool:
+        """Append ``bsym``'s symbols that we claim to ``out`` and say True, if all of it is ours;
+        else leave ``out`` as it was and say False (``_flatten``, without a list per level)."""
         own = self._own_ids
         if own:  # can_execute, inlined: nothing but the op table registered (see can_execute)
-            ok = id(bsym.sym.id) in own and self._checker(*bsym.args, **bsym.kwargs)
+            ok = id(bsym.sym.id) in own and self._claims(bsym.args, bsym.kwargs)
         else:
             ok = self.can_execute(bsym)
         if ok:
             verdicts[id(bsym)] = (bsym, ops.op_info(bsym) is not None)
-            return [bsym], True
+            out.append(bsym)
+            return True
         if bsym.sym.is_fusion or not bsym.subsymbols:
-            return [bsym], False
-        out = []
+            return False
+        start = len(out)
         for sub in bsym.subsymbols:
-            part, ok = self._flatten(sub, verdicts)
-            if not ok:
-                return [bsym], False
-            out.extend(part)
-        return out, True
+            if not self._flatten_into(sub, verdicts, out):
+                del out[start:]
+                return False
+        return True
 
     def is_fusible(self, bsym: BoundSymbol) -> bool:
         return ops.op_info(bsym) is not None and self.can_execute(bsym)

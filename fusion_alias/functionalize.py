@@ -43,7 +43,7 @@ from thunder.core.symbol import BoundSymbol
 from thunder.core.trace import TraceCtx, tracectx
 
 from fusion_alias import ops
-from fusion_alias.aliasing import AliasInfo, may_write, tensor_args, with_new_args
+from fusion_alias.aliasing import AliasInfo, may_write, shape_reader, tensor_args, with_new_args
 
 
 def substitute_reads(
@@ -128,6 +128,7 @@ def substitute_reads(
         return with_new_args(bsym, tuple(new_args))
 
     copy_id, update_aliases_id, view_addrs = ops.COPY_ID, ops.UPDATE_ALIASES_ID, ops._VIEW_ADDRS
+    shape_of = shape_reader()
     for bsym in bsyms:
         sym_id = bsym.sym.id
         if sym_id is copy_id:
@@ -139,7 +140,7 @@ def substitute_reads(
             src = new.args[0]
             # a broadcasting write (``b.copy_(s)`` with a 0-dim ``s``) leaves a value of dst's shape,
             # not ``s``: later reads keep reading the written buffer (fuzz seed 1 #1249)
-            if isinstance(src, TensorProxy) and tuple(src.shape) == tuple(dst.shape):
+            if isinstance(src, TensorProxy) and shape_of(src) == shape_of(dst):
                 remember(group, info.view_key[dst.name], src)
             continue
         if id(sym_id) in view_addrs or sym_id is update_aliases_id:  # (ops.is_view, ops.is_update_aliases)

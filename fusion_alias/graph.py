@@ -34,7 +34,7 @@ from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import BoundSymbol
 
 from fusion_alias import ops
-from fusion_alias.aliasing import AliasInfo, flattened, may_write, tensor_args
+from fusion_alias.aliasing import AliasInfo, flattened, may_write, shape_reader, tensor_args
 
 
 def memory_reads(bsym: BoundSymbol) -> list[TensorProxy]:
@@ -69,10 +69,11 @@ _NOTHING: list = []  # (shared: most symbols write nothing)
 
 
 def _shape(p: TensorProxy, shapes: dict) -> tuple:
-    """``tuple(p.shape)``, remembered by name in ``shapes`` (``TensorProxy.shape`` is not free)."""
+    """``tuple(p.shape)``, remembered by name in ``shapes`` (``TensorProxy.shape`` is not free;
+    ``shapes[None]`` holds the stage's ``aliasing.shape_reader()``)."""
     shape = shapes.get(p.name)
     if shape is None:
-        shape = shapes[p.name] = tuple(p.shape)
+        shape = shapes[p.name] = shapes[None](p)
     return shape
 
 
@@ -265,11 +266,13 @@ def build_edges(
     group = info.group
 
     opaque = [not is_fusible(b) for b in bsyms]
-    writes = [memory_writes(b, op) for b, op in zip(bsyms, opaque)]
+    copy_id = ops.COPY_ID
+    writes = [[b.args[1]] if b.sym.id is copy_id else memory_writes(b, op) if op else _NOTHING
+              for b, op in zip(bsyms, opaque)]  # (memory_writes, its cheap cases inlined)
     written_groups = {group(d.name) for ds in writes if ds for d in ds}
 
     edges = DependencyEdges(len(bsyms), is_fusible, opaque)
-    shapes: dict[str, tuple] = {}
+    shapes: dict = {None: shape_reader()}
     producer_idx, feeders = _data_edges_and_feeders(
         bsyms, edges, lambda name: name in root and group(name) in written_groups, shapes
     )
@@ -280,8 +283,21 @@ def build_edges(
     add = edges.add
     last_write: dict[str, int] = {}
     reads_since: dict[str, list[tuple[int, TensorProxy]]] = {}
+    op_by_addr, reshape = ops._OP_BY_ADDR, ops.PrimIDs.RESHAPE
     for i, b in enumerate(bsyms):
-        for p in memory_reads(b):
+        # (memory_reads, inlined)
+        op = op_by_addr.get(id(b.sym.id))
+        kind = op.kind if op is not None else None
+        if kind == "elementwise" or kind == "reduction" or kind is None or kind == "creation":
+            reads = flattened(b)[3]  # the tensor arguments
+        elif kind == "write":
+            src = b.args[0]
+            reads = (src,) if isinstance(src, TensorProxy) else ()
+        elif kind == "view" and b.sym.id is reshape:
+            reads = (b.args[0],)  # torch's reshape copies when the layout is not viewable: a read, conservatively
+        else:  # other views, update_aliases
+            reads = ()
+        for p in reads:
             name = p.name
             if name not in root:
                 continue

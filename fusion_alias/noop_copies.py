@@ -70,9 +70,10 @@ def drop_copies_onto_themselves(flat: list, info: AliasInfo, actual: dict, proxi
     for the roots of memory the program made."""
     setitems = {b.output.name: b for b in flat if "setitem" in b.sym.name and isinstance(b.output, TensorProxy)}
     root = info.root.get
+    copy_id = ops.COPY_ID
     copies = [
         b for b in flat
-        if ops.is_copy(b) and isinstance(b.args[1], TensorProxy) and isinstance(b.args[0], TensorProxy)
+        if b.sym.id is copy_id and isinstance(b.args[1], TensorProxy) and isinstance(b.args[0], TensorProxy)
         and root(b.args[0].name) is not None
         and (b.args[0].name in setitems or root(b.args[0].name) == root(b.args[1].name)
              or (root(b.args[0].name) in actual and root(b.args[1].name) in actual))

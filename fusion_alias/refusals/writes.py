@@ -50,7 +50,7 @@ import torch
 from thunder.core.proxies import TensorProxy
 
 from fusion_alias import ops
-from fusion_alias.aliasing import AliasInfo, flattened, proxy_outs, tensor_outs
+from fusion_alias.aliasing import AliasInfo, flattened, proxy_outs, shape_reader, tensor_outs
 from fusion_alias.errors import AliasInputError
 from fusion_alias.refusals.autograd import (
     WriteIntoGradInput,
@@ -106,13 +106,14 @@ def _check_writes(
     ops_by_write = inplace_ops or {}
     pending = dict(ops_by_write)
     metas: dict = {}
+    shape_of = shape_reader()
     # the names made so far, in program order (the inputs first): only the gradient checks ask
     made = set(info.root) - {o.name for b in bsyms for o in tensor_outs(b)} if grad_inputs else None
     for b in bsyms:
         _, _, outs, _, t_outs = flattened(b)
         if pending:
             for o in outs:
-                if (op := pending.pop(o.name, None)) is not None:
+                if (op := pending.pop(o.name, None)) is not None and op.operands:  # (none: nothing to check)
                     _check_operand_overlap(op, info, actual, proxies, metas, input_names)
         if grad_inputs:
             _propagate_differentiable(b, info, differentiable)
@@ -120,8 +121,9 @@ def _check_writes(
         if b.sym.id is not _COPY_ID:
             continue
         dst = b.args[1]
-        src_shape = tuple(b.args[0].shape) if isinstance(b.args[0], TensorProxy) else ()
-        fits = src_shape == tuple(dst.shape) or _broadcasts_to(src_shape, tuple(dst.shape))
+        src_shape = shape_of(b.args[0]) if isinstance(b.args[0], TensorProxy) else ()
+        dst_shape = shape_of(dst)
+        fits = src_shape == dst_shape or _broadcasts_to(src_shape, dst_shape)
         if not fits:
             raise AliasInputError(
                 f"fusion_alias: output with shape {list(dst.shape)} doesn't match the broadcast shape "
