@@ -36,6 +36,8 @@ def fuse_regions(executor, prep, part, ctx, resolve_backend) -> tuple[list[Bound
             for a in proxy_args(bsyms[i]):
                 consumers[a.name] = pos
     device = tensor_inputs[0].device.type if tensor_inputs else None
+    backend = None  # the same for every region of the pass: asked at the first
+    view_key = lambda n, keys=info.view_key: keys.get(n, ("unknown", n))  # noqa: E731
     out_bsyms: list[BoundSymbol] = []
     counter = 0
     for pos, (kind, idx) in enumerate(part.items):
@@ -46,12 +48,9 @@ def fuse_regions(executor, prep, part, ctx, resolve_backend) -> tuple[list[Bound
         inputs, outputs = _region_io(region_bsyms, pos, consumers)
         groups = _region_alias_groups(inputs, info)
         key = _region_key(region_bsyms)
-        executor._regions[key] = _RegionMeta(
-            alias_groups=groups,
-            view_key=lambda n, keys=info.view_key: keys.get(n, ("unknown", n)),
-            backend=resolve_backend(ctx.backend, device),
-            schedule=ctx.schedule,
-        )
+        if backend is None:
+            backend = resolve_backend(ctx.backend, device)
+        executor._regions[key] = _RegionMeta(alias_groups=groups, view_key=view_key, backend=backend, schedule=ctx.schedule)
         region = _Region(inputs=inputs, outputs=outputs, bound_symbols=region_bsyms, key=key)
         out_bsyms.append(executor.fuse(region, counter))
         counter += 1
@@ -72,7 +71,17 @@ def _region_key(bsyms: Sequence[BoundSymbol]) -> "_RegionKey":
 
 
 def _full_key(bsyms: Sequence[BoundSymbol]) -> tuple:
-    return tuple((b.sym.name, tuple(o.name for o in proxy_outs(b))) for b in bsyms)
+    return tuple([_entry_key(b) for b in bsyms])
+
+
+def _entry_key(b: BoundSymbol) -> tuple:
+    return b.sym.name, tuple([o.name for o in proxy_outs(b)])
+
+
+def _end_name(b: BoundSymbol) -> str:
+    """A name of ``_entry_key(b)`` for the hash: its first output's, else its symbol's."""
+    outs = proxy_outs(b)
+    return outs[0].name if outs else b.sym.name
 
 
 class _RegionKey:
@@ -81,7 +90,9 @@ class _RegionKey:
     A region of a 100k-bsym trace has a 100k-entry key, built and hashed for one dict
     entry that ``fuse`` finds again through the very same key object (``_Region.key``);
     only a region Thunder rebuilt is looked up by a new key, and compared in full then.
-    The hash covers the length and the first and last symbols: equal keys hash alike.
+    The hash covers the length and the first and last entries' first names: equal keys hash alike, and
+    keys of one pass hash apart (the output names of a trace are unique; hashing only the
+    symbol names put the 50k two-symbol regions of the aliased 100k bench in one bucket).
     """
 
     __slots__ = ("bsyms", "_full", "_hash")
@@ -89,7 +100,8 @@ class _RegionKey:
     def __init__(self, bsyms: Sequence[BoundSymbol]):
         self.bsyms = list(bsyms)
         self._full: tuple | None = None
-        self._hash = hash((len(self.bsyms), _full_key(self.bsyms[:1]), _full_key(self.bsyms[-1:])))
+        ends = (_end_name(self.bsyms[0]), _end_name(self.bsyms[-1])) if self.bsyms else ()
+        self._hash = hash((len(self.bsyms), ends))
 
     def full(self) -> tuple:
         if self._full is None:

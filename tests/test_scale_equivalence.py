@@ -114,3 +114,20 @@ def test_level_sweep_falls_back_on_unordered_nodes():
     g.add_edge(1, 2, kinds={"data"}, unsafe=False)
     fusible = [True, True, True]
     assert _levels(3, g, fusible, False) == _levels_node_by_node(3, g, fusible, False) == [0, 1, 1]
+
+
+def test_region_keys_compare_in_full_and_hash_apart():
+    # regions._RegionKey: the same symbols make equal keys (a region Thunder rebuilt finds its
+    # facts), and the many small regions of an aliased trace do not share a hash bucket
+    from fusion_alias.regions import _full_key, _region_key
+
+    prep = _prepared("chain", True)
+    pairs = [prep.bsyms[i:i + 2] for i in range(0, len(prep.bsyms) - 1, 2)]
+    keys = [_region_key(p) for p in pairs]
+    assert len({hash(k) for k in keys}) == len(keys)
+    for p, k in zip(pairs, keys):
+        again = _region_key(list(p))
+        assert again is not k and again == k and hash(again) == hash(k) and again.full() == _full_key(p)
+    assert keys[0] != keys[1] and _region_key(pairs[0][:1]) != keys[0]
+    meta = {k: i for i, k in enumerate(keys)}
+    assert [meta[_region_key(list(p))] for p in pairs] == list(range(len(pairs)))
