@@ -92,7 +92,7 @@ class _RegionKey:
     only a region Thunder rebuilt is looked up by a new key, and compared in full then.
     The hash covers the length and the first and last entries' first names: equal keys hash alike, and
     keys of one pass hash apart (the output names of a trace are unique; hashing only the
-    symbol names put the 50k two-symbol regions of the aliased 100k bench in one bucket).
+    symbol names put the 40k two-symbol regions of the aliased 100k bench in one bucket).
     """
 
     __slots__ = ("bsyms", "_full", "_hash")
