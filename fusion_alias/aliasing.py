@@ -34,11 +34,13 @@ a write of those groups.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Sequence
+import operator
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from networkx.utils import UnionFind
 from thunder.core.proxies import Proxy, TensorProxy
+from thunder.core.compile_data import using_symbolic_values
 from thunder.core.symbol import BoundSymbol, gather_tags
 import thunder.core.prims as prims
 
@@ -63,12 +65,18 @@ _ARGS: dict[int, tuple] = {}
 
 
 def _flat(bsym: BoundSymbol) -> tuple:
-    args = _proxies(bsym.args, [])
+    args = []
+    for x in bsym.args:  # (_proxies, its first level inlined: most arguments are proxies or numbers)
+        if isinstance(x, Proxy):
+            args.append(x)
+        elif isinstance(x, (tuple, list, dict)):
+            _proxies(x, args)
     if bsym.kwargs:
         _proxies(bsym.kwargs, args)
-    outs = _proxies(bsym.output, [])
+    out = bsym.output
+    outs = [out] if isinstance(out, Proxy) else _proxies(out, [])
     t_args = [a for a in args if isinstance(a, TensorProxy)]
-    t_outs = [o for o in outs if isinstance(o, TensorProxy)]
+    t_outs = outs if len(outs) == 1 and isinstance(out, TensorProxy) else [o for o in outs if isinstance(o, TensorProxy)]
     entry = _ARGS[id(bsym)] = (bsym, args, outs, t_args, t_outs)
     return entry
 
@@ -106,11 +114,63 @@ def proxy_outs(bsym: BoundSymbol) -> list[Proxy]:
     return entry[2]
 
 
-def tensor_proxies_by_name(bsyms, inputs=()) -> dict[str, TensorProxy]:
-    """name -> the tensor proxy of that name, over the outputs of ``bsyms`` and the ``inputs``."""
-    by_name = {o.name: o for b in bsyms for o in proxy_outs(b) if isinstance(o, TensorProxy)}
-    by_name.update((p.name, p) for p in inputs)
-    return by_name
+def shape_reader():
+    """A function from a tensor proxy to its shape, as a tuple, for the stage that asks now.
+
+    Note [shapes read directly]: ``TensorProxy.shape`` asks Thunder's compile data
+    whether values are symbolic on every read (three Python calls; the pass reads a
+    shape or two per bound symbol). Unless they are, it returns the proxy's ``_shape``
+    tuple, which the function returned here then reads directly; the answer is the
+    one ``tuple(p.shape)`` gives.
+    """
+    if using_symbolic_values():
+        return lambda p: tuple(p.shape)
+    return _read_shape
+
+
+_read_shape = operator.attrgetter("_shape")
+
+
+def tensor_proxies_by_name(bsyms, inputs=()) -> "ProxiesByName":
+    """name -> the tensor proxy of that name, over the outputs of ``bsyms`` and the ``inputs``
+    (a read-only mapping, filled at its first question: most passes never ask one)."""
+    return ProxiesByName(bsyms, inputs)
+
+
+class ProxiesByName(Mapping):
+    """``tensor_proxies_by_name``'s answer: the dict is built when first read.
+
+    The checks that ask it (the roots of memory the program made, in the refusals and
+    ``noop_copies``) run on a few copies of a few programs; building it for every pass
+    cost a walk over all outputs (a tenth of a second at 100k bsyms).
+    """
+
+    def __init__(self, bsyms, inputs=()):
+        self._source: tuple | None = (bsyms, tuple(inputs))
+        self._map: dict[str, TensorProxy] = {}
+
+    def _built(self) -> dict:
+        if self._source is not None:
+            bsyms, inputs = self._source
+            self._map = {o.name: o for b in bsyms for o in tensor_outs(b)}
+            self._map.update((p.name, p) for p in inputs)
+            self._source = None
+        return self._map
+
+    def __getitem__(self, name):
+        return self._built()[name]
+
+    def __iter__(self):
+        return iter(self._built())
+
+    def __len__(self) -> int:
+        return len(self._built())
+
+    def __contains__(self, name) -> bool:
+        return name in self._built()
+
+    def get(self, name, default=None):
+        return self._built().get(name, default)
 
 
 def with_new_args(bsym: BoundSymbol, args: tuple) -> BoundSymbol:
@@ -180,10 +240,20 @@ class AliasInfo:
     chain: dict[str, tuple[BoundSymbol, ...]] = field(default_factory=dict)
     view_key: dict[str, tuple] = field(default_factory=dict)
     groups: UnionFind = field(default_factory=UnionFind)
+    # name -> group, as ``group`` answered it: groups only merge while ``analyze`` runs, before any
+    # question (``UnionFind.__getitem__`` is Python code, asked several times per name and stage)
+    _group_of: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     def group(self, name: str) -> str:
         """Canonical name of the memory group of ``name``."""
-        return self.groups[self.root[name]]
+        g = self._group_of.get(name)
+        if g is None:
+            g = self._group_of[name] = self.groups[self.root[name]]
+        return g
+
+    def forget_groups(self) -> None:
+        """Drop what ``group`` remembered (after merging groups)."""
+        self._group_of.clear()
 
     def same_view(self, a: str, b: str) -> bool:
         return self.view_key[a] == self.view_key[b]
@@ -201,6 +271,7 @@ class AliasInfo:
 
     # -- building ---------------------------------------------------------
     def add_root(self, name: str) -> None:
+        self._group_of.pop(name, None)
         self.root[name] = name
         self.chain[name] = ()
         self.view_key[name] = (name, ())
@@ -208,6 +279,7 @@ class AliasInfo:
 
     def add_alias(self, name: str, of: str, step: BoundSymbol | None) -> None:
         """``name`` is a view of ``of`` (``step`` None: the very same view)."""
+        self._group_of.pop(name, None)
         self.root[name] = self.root[of]
         if step is None or step.sym.id in ops.IDENTITY_VIEW_IDS:
             self.chain[name] = self.chain[of]
@@ -246,18 +318,30 @@ def analyze(
             info.add_alias(name, of, None)
             info.groups.union(name, of)
 
-    root = info.root
+    root, chain, view_key, parents = info.root, info.chain, info.view_key, info.groups.parents
+    op_by_addr = ops._OP_BY_ADDR
     for bsym in bsyms:
         _, _, _, args, outs = flattened(bsym)
         for a in args:  # proxies we have not seen (e.g. produced by a prologue)
             if a.name not in root:
                 info.add_root(a.name)
-        op = ops.op_info(bsym)  # one lookup: its kind tells copy_, views and update_aliases apart
+        op = op_by_addr.get(id(bsym.sym.id))  # (ops.op_info) one lookup: its kind tells copy_, views and update_aliases apart
         kind = op.kind if op is not None else None
-        if kind == "write":  # copy_
-            dst = bsym.args[1]
-            for o in outs:
-                info.add_alias(o.name, dst.name, None)
+        if kind == "elementwise" or kind == "reduction" or kind == "creation":
+            for o in outs:  # (info.add_root, inlined: the most common case; no group asked yet to forget)
+                name = o.name
+                root[name] = name
+                chain[name] = ()
+                view_key[name] = (name, ())
+                if name not in parents:
+                    info.groups[name]  # registers the singleton
+        elif kind == "write":  # copy_
+            of = bsym.args[1].name
+            for o in outs:  # (info.add_alias(o.name, of, None), inlined)
+                name = o.name
+                root[name] = root[of]
+                chain[name] = chain[of]
+                view_key[name] = view_key[of]
         elif kind == "view":
             for o in outs:
                 info.add_alias(o.name, args[0].name, bsym)
@@ -275,6 +359,7 @@ def analyze(
                 info.add_root(o.name)
                 if args and output_may_alias(bsym, o.name):
                     info.groups.union(o.name, *(info.root[a.name] for a in args))
+    info.forget_groups()
     return info
 
 

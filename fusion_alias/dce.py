@@ -17,11 +17,19 @@ def _dce(bsyms: list[BoundSymbol], trace: TraceCtx) -> list[BoundSymbol]:
     flat_out, _ = tree_flatten(trace.output)
     needed.update(x.name for x in flat_out if isinstance(x, Proxy))
     keep = []
+    add = needed.add
+    side_effects = (ops.COPY_ID, ops.UPDATE_ALIASES_ID)
     for b in reversed(bsyms):
         _, args, outs, _, _ = flattened(b)  # one cache lookup for both lists
-        if outs and not any(o.name in needed for o in outs):
-            if ops.op_info(b) is not None and not ops.is_copy(b) and not ops.is_update_aliases(b):
-                continue  # fusible, side-effect free, and nobody reads it
+        if outs:
+            for o in outs:
+                if o.name in needed:
+                    break
+            else:  # nobody reads it
+                if ops.op_info(b) is not None and b.sym.id not in side_effects:
+                    continue  # fusible and side-effect free
         keep.append(b)
-        needed.update(a.name for a in args)
-    return list(reversed(keep))
+        for a in args:
+            add(a.name)
+    keep.reverse()
+    return keep

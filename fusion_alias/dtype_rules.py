@@ -101,12 +101,19 @@ def check_inplace_dtypes(top_bsyms) -> None:
         if name in _CASTING_OPS:
             continue
         # the cast Thunder puts before copy_ is a direct subsymbol; without one, nothing to look through
-        casts = any(sub.sym.id is prims.PrimIDs.CONVERT_ELEMENT_TYPE for sub in b.subsymbols)
-        produced = _producers(b) if casts else {}
+        convert = prims.PrimIDs.CONVERT_ELEMENT_TYPE
+        casts = False
+        for sub in b.subsymbols:
+            if sub.sym.id is convert:
+                casts = True
+                break
+        produced = _producers(b) if casts else None
         for c in _copies_in(b):
-            src, dst = _before_cast(c.args[0], produced), c.args[1]
+            src, dst = (_before_cast(c.args[0], produced) if produced else c.args[0]), c.args[1]
             if not (isinstance(src, TensorProxy) and isinstance(dst, TensorProxy)):
                 continue
+            if src.dtype is dst.dtype and name not in _COMPLEX_REFUSED:
+                continue  # one dtype: torch.can_cast(d, d) holds
             have, want = _torch_dtype(src), _torch_dtype(dst)
             if have is None or want is None:
                 continue

@@ -48,12 +48,14 @@ def _gc_paused():
             gc.enable()
 
 
-def _tensor_proxies(xs):
+def _tensor_list(xs, out: list) -> list:
+    """The tensor proxies in ``xs`` (nested tuples and lists), appended to ``out`` in order."""
     for x in xs:
         if isinstance(x, TensorProxy):
-            yield x
+            out.append(x)
         elif isinstance(x, (list, tuple)):
-            yield from _tensor_proxies(x)
+            _tensor_list(x, out)
+    return out
 
 
 _DTYPE_OK: dict = {}
@@ -97,17 +99,44 @@ class FusionAliasExecutor(FusionExecutor):
         super().__init__(name, version="0.1.0")
         for pid in ops.OP_TABLE:
             self.register_supported(pid, checker=self._checker)
-        self._regions: dict[tuple, _RegionMeta] = {}
+        self._own_ids = frozenset(id(pid) for pid in ops.OP_TABLE)  # see can_execute
+        self._regions: dict = {}  # regions._RegionKey -> _RegionMeta, for this pass
         self.last_pass_seconds: float = 0.0
 
     # -- what we claim ------------------------------------------------------
     def _checker(self, *args, **kwargs) -> bool:
-        tensors = list(_tensor_proxies(args)) + list(_tensor_proxies(kwargs.values()))
-        if not all(_fusible_dtype(t) for t in tensors):
-            return False
+        return self._claims(args, kwargs)
+
+    def _claims(self, args, kwargs) -> bool:
+        """``_checker(*args, **kwargs)``, without packing the arguments again."""
+        tensors = _tensor_list(args, [])
+        if kwargs:
+            _tensor_list(kwargs.values(), tensors)
+        for t in tensors:
+            ok = _DTYPE_OK.get(t.dtype)
+            if ok is None:
+                ok = _fusible_dtype(t)
+            if not ok:
+                return False
         if context.current().backend == "nvfuser":
             return all(t.device.type == "cuda" for t in tensors)
         return True
+
+    def can_execute(self, bsym: BoundSymbol) -> bool:
+        """Thunder's ``Executor.can_execute``, with the registry looked up by identity.
+
+        Note [prim lookups by identity] (ops.py): every symbol of the trace is asked,
+        some twice, and ``PrimIDs.__hash__`` is Python code. The registry holds the op
+        table's prims, each with ``_checker``, so the answer is the same; anything
+        registered otherwise goes the general way.
+        """
+        if id(bsym.sym.id) in self._own_ids:
+            return self._claims(bsym.args, bsym.kwargs)
+        return super().can_execute(bsym)
+
+    def register_supported(self, sym_or_id, checker=None, **transforms):
+        self._own_ids = frozenset()  # (a registration after ours: can_execute asks Thunder's way)
+        return super().register_supported(sym_or_id, checker, **transforms)
 
     def flatten(self, bsym: BoundSymbol) -> list[BoundSymbol]:
         """``bsym`` as the pass sees it: the symbols we claim, or itself when it is not all ours."""
@@ -119,18 +148,31 @@ class FusionAliasExecutor(FusionExecutor):
         One recursion (``can_fuse`` would re-walk every level), recording each
         leaf's fusibility in ``verdicts``.
         """
-        if self.can_execute(bsym):
+        out: list[BoundSymbol] = []
+        if self._flatten_into(bsym, verdicts, out):
+            return out, True
+        return [bsym], False
+
+    def _flatten_into(self, bsym: BoundSymbol, verdicts: dict, out: list) -> bool:
+        """Append ``bsym``'s symbols that we claim to ``out`` and say True, if all of it is ours;
+        else leave ``out`` as it was and say False (``_flatten``, without a list per level)."""
+        own = self._own_ids
+        if own:  # can_execute, inlined: nothing but the op table registered (see can_execute)
+            ok = id(bsym.sym.id) in own and self._claims(bsym.args, bsym.kwargs)
+        else:
+            ok = self.can_execute(bsym)
+        if ok:
             verdicts[id(bsym)] = (bsym, ops.op_info(bsym) is not None)
-            return [bsym], True
+            out.append(bsym)
+            return True
         if bsym.sym.is_fusion or not bsym.subsymbols:
-            return [bsym], False
-        out = []
+            return False
+        start = len(out)
         for sub in bsym.subsymbols:
-            part, ok = self._flatten(sub, verdicts)
-            if not ok:
-                return [bsym], False
-            out.extend(part)
-        return out, True
+            if not self._flatten_into(sub, verdicts, out):
+                del out[start:]
+                return False
+        return True
 
     def is_fusible(self, bsym: BoundSymbol) -> bool:
         return ops.op_info(bsym) is not None and self.can_execute(bsym)

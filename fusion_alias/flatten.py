@@ -18,8 +18,10 @@ def flatten_trace(executor, trace: TraceCtx) -> tuple[list[BoundSymbol], dict]:
     forget_flattened()
     verdicts: dict[int, tuple] = {}  # id -> (bsym, fusible), for this pass: the checker is not free
     flat: list[BoundSymbol] = []
+    flatten_into = executor._flatten_into
     for b in trace.bound_symbols:
-        flat.extend(executor._flatten(b, verdicts)[0])
+        if not flatten_into(b, verdicts, flat):  # (executor._flatten, appending to flat)
+            flat.append(b)
     return flat, verdicts
 
 
@@ -36,16 +38,21 @@ def _drop_update_aliases(bsyms: list[BoundSymbol]) -> tuple[list[BoundSymbol], l
     swap: dict = {}
     facts: list[list[str]] = []
     out = []
+    update_aliases_id, copy_id = ops.UPDATE_ALIASES_ID, ops.COPY_ID
     for b in bsyms:
         if swap:
             b = b.from_bsym_swap_proxies(swap, skip_output=True)
-        if ops.is_update_aliases(b):
+        sym_id = b.sym.id
+        if sym_id is not update_aliases_id and sym_id is not copy_id:
+            out.append(b)  # (neither of the two below)
+            continue
+        if sym_id is update_aliases_id:  # (ops.is_update_aliases)
             ins = [x for x in b.args[0]]
             facts.append([x.name for x in ins if isinstance(x, TensorProxy)])
             for o, i in zip(proxy_outs(b), ins):
                 swap[variableify(o)] = i
             continue
-        if ops.is_copy(b) and isinstance(b.args[1], TensorProxy) and getattr(b.args[0], "name", None) == b.args[1].name:
+        if isinstance(b.args[1], TensorProxy) and getattr(b.args[0], "name", None) == b.args[1].name:  # a copy_
             swap[variableify(b.output)] = b.args[1]
             continue
         out.append(b)

@@ -43,7 +43,7 @@ from thunder.core.symbol import BoundSymbol
 from thunder.core.trace import TraceCtx, tracectx
 
 from fusion_alias import ops
-from fusion_alias.aliasing import AliasInfo, may_write, tensor_args, with_new_args
+from fusion_alias.aliasing import AliasInfo, may_write, shape_reader, tensor_args, with_new_args
 
 
 def substitute_reads(
@@ -74,14 +74,17 @@ def substitute_reads(
         known.setdefault(group, {})[key] = value
         holders.setdefault(info.group(value.name), set()).add((group, key))
 
+    root, group_of = info.root, info.group
+
     def resolve(p: TensorProxy) -> TensorProxy:
-        if p.name not in info.root:
+        name = p.name
+        if name not in root or not known:
             return p
-        group = info.group(p.name)
+        group = group_of(name)
         entry = known.get(group)
         if not entry:
             return p
-        key = info.view_key[p.name]
+        key = info.view_key[name]
         if key in entry:
             return entry[key]
         root_key = (info.root[p.name], ())
@@ -115,7 +118,7 @@ def substitute_reads(
         args = bsym.args
         new_args = None  # a copy of args, made at the first change
         for i, a in enumerate(args[:1] if first_only else args):
-            new = rewrite(a)
+            new = resolve(a) if isinstance(a, TensorProxy) else rewrite(a)  # (rewrite's first test, inlined)
             if new is not a:
                 if new_args is None:
                     new_args = list(args)
@@ -124,24 +127,27 @@ def substitute_reads(
             return bsym
         return with_new_args(bsym, tuple(new_args))
 
+    copy_id, update_aliases_id, view_addrs = ops.COPY_ID, ops.UPDATE_ALIASES_ID, ops._VIEW_ADDRS
+    shape_of = shape_reader()
     for bsym in bsyms:
-        if ops.is_copy(bsym):
+        sym_id = bsym.sym.id
+        if sym_id is copy_id:
             new = rewrite_args(bsym, True)
             out.append(new)
             dst = bsym.args[1]
-            group = info.group(dst.name)
+            group = group_of(dst.name)
             forget(group)
             src = new.args[0]
             # a broadcasting write (``b.copy_(s)`` with a 0-dim ``s``) leaves a value of dst's shape,
             # not ``s``: later reads keep reading the written buffer (fuzz seed 1 #1249)
-            if isinstance(src, TensorProxy) and tuple(src.shape) == tuple(dst.shape):
+            if isinstance(src, TensorProxy) and shape_of(src) == shape_of(dst):
                 remember(group, info.view_key[dst.name], src)
             continue
-        if ops.is_view(bsym) or ops.is_update_aliases(bsym):
+        if id(sym_id) in view_addrs or sym_id is update_aliases_id:  # (ops.is_view, ops.is_update_aliases)
             out.append(bsym)
             continue
         if is_fusible(bsym):
-            out.append(rewrite_args(bsym, False))
+            out.append(rewrite_args(bsym, False) if known else bsym)  # (nothing known: nothing to rewrite)
             continue
         out.append(bsym)
         if may_write(bsym):

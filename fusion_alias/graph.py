@@ -34,13 +34,15 @@ from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import BoundSymbol
 
 from fusion_alias import ops
-from fusion_alias.aliasing import AliasInfo, flattened, may_write, tensor_args
+from fusion_alias.aliasing import AliasInfo, flattened, may_write, shape_reader, tensor_args
 
 
 def memory_reads(bsym: BoundSymbol) -> list[TensorProxy]:
     """Tensor arguments whose *memory* the symbol reads (do not mutate the list)."""
     info = ops.op_info(bsym)
     kind = info.kind if info is not None else None
+    if kind == "elementwise":
+        return tensor_args(bsym)
     if kind == "view":
         if bsym.sym.id is ops.PrimIDs.RESHAPE:
             # torch's reshape copies when the layout is not viewable: a read, conservatively
@@ -55,18 +57,23 @@ def memory_reads(bsym: BoundSymbol) -> list[TensorProxy]:
 
 
 def memory_writes(bsym: BoundSymbol, opaque: bool) -> list[TensorProxy]:
-    if ops.is_copy(bsym):
+    """Tensor arguments whose memory the symbol writes (do not mutate the list)."""
+    if bsym.sym.id is ops.COPY_ID:
         return [bsym.args[1]]
     if opaque and may_write(bsym):
         return tensor_args(bsym)
-    return []
+    return _NOTHING
+
+
+_NOTHING: list = []  # (shared: most symbols write nothing)
 
 
 def _shape(p: TensorProxy, shapes: dict) -> tuple:
-    """``tuple(p.shape)``, remembered by name in ``shapes`` (``TensorProxy.shape`` is not free)."""
+    """``tuple(p.shape)``, remembered by name in ``shapes`` (``TensorProxy.shape`` is not free;
+    ``shapes[None]`` holds the stage's ``aliasing.shape_reader()``)."""
     shape = shapes.get(p.name)
     if shape is None:
-        shape = shapes[p.name] = tuple(p.shape)
+        shape = shapes[p.name] = shapes[None](p)
     return shape
 
 
@@ -87,68 +94,138 @@ def _feeder_set(n: int, b: BoundSymbol, feeders: list, producer_idx: dict, reads
     question asked of a feeder entry alike (nothing feeds through, ``r in`` is
     False), so empty sets are stored as None, and a node none of whose
     arguments reads written memory or is fed costs no shape comparison.
+
+    Note [feeder sets are shared]: no entry is changed once stored, so a node fed
+    by one producer only (an elementwise chain: ``tanh(tanh(tanh(a)))``) stores
+    that producer's very set instead of a copy.
     """
     if b.sym.id is _SHALLOW_COPY:
         # the same elements at the same indices: feeds through (addcmul_ makes these)
         j = producer_idx.get(b.args[0].name)
-        return set(feeders[j]) if j is not None and feeders[j] else None
+        return feeders[j] if j is not None and feeders[j] else None
     if not isinstance(b.output, TensorProxy):
         return None
     acc = None
+    owned = False  # whether acc is a set made here, or one of feeders' (never changed once stored)
     shape = None
     for a in tensor_args(b):
         name = a.name
         if reads_written(name):
-            acc = acc or set()
+            if not owned:
+                acc, owned = (set(acc) if acc else set()), True
             acc.add(n)
         j = producer_idx.get(name)
-        if j is not None and feeders[j]:
+        fed = feeders[j] if j is not None else None
+        if fed and fed is not acc:
             shape = shape or shapes.get(b.output.name) or _shape(b.output, shapes)
             if (shapes.get(name) or _shape(a, shapes)) == shape:
-                acc = acc or set()
-                acc |= feeders[j]
+                if acc is None:
+                    acc = fed  # shared: Note [feeder sets are shared]
+                else:
+                    if not owned:
+                        acc, owned = set(acc), True
+                    acc |= fed
     return acc
 
 
-class _Edges:
-    """Edges with their ``kinds`` and ``unsafe`` attributes, kept as networkx keeps them.
+# Hazard kinds, as bits of a hazard edge's code (``DependencyEdges.hazard_code``).
+RAW, WAR, WAW, UNSAFE = 2, 4, 8, 16
+_KIND_NAMES = ((RAW, "raw"), (WAR, "war"), (WAW, "waw"))
 
-    Note [adjacency built in place]: ``DiGraph.add_edges_from`` copies every
-    edge's attribute dict into a new one and re-checks both ends: a third of
-    graph building at 100k bsyms. Here each edge's dict is made once and
-    shared by ``succ[u][v]`` and ``pred[v][u]``, the layout ``DiGraph`` keeps,
-    and :meth:`graph` installs the two maps through the ``_adj``/``_pred``
-    attributes, whose setters networkx provides for this (they reset its
-    cached views). Nodes and edges are inserted in the order ``add_nodes_from``
-    then ``add_edges_from`` would have used, so even iteration orders agree;
-    ``tests/test_scale_equivalence.py`` compares the two constructions.
+
+class DependencyEdges:
+    """The dependency graph as arrays: data edge ``k`` goes from node ``data_u[k]`` to
+    ``data_v[k]``; hazard edge ``k`` from ``hazard_u[k]`` to ``hazard_v[k]``, its kind and
+    whether it is unsafe in ``hazard_code[k]`` (``RAW | WAR | WAW``, ``| UNSAFE``).
+
+    Note [the graph as arrays]
+    --------------------------
+    The pass needs one algorithm on the graph, the partitioner's sweep over the
+    edges in node order (partition.py, Note [levels in one sweep over the
+    edges]); a ``networkx.DiGraph`` costs two dicts per node and a dict and a
+    set per edge, built and freed again on every compile (a third of graph
+    building and partitioning at 100k bsyms, and the garbage collector's time
+    after the pass). So the pass keeps the edges as arrays of ints, each kind
+    appended in node order of the heads (every edge goes forward: ``u < v``):
+    :meth:`in_node_order` merges the two into the order the sweep needs, and
+    :meth:`to_networkx` builds the ``DiGraph`` for those who want one
+    (``Prepared.graph``: reports, pictures, the benchmarks' optimum search):
+    the same graph, nodes, edges, ``kinds`` and ``unsafe`` attributes and
+    iteration orders the pass built before (``tests/test_scale_equivalence.py``).
+    A node pair may have a data edge and hazards, or several hazards;
+    :meth:`to_networkx` merges them into one edge, and the sweep gets the same
+    levels either way (a node's level is a maximum over its edges).
     """
 
-    def __init__(self, n: int):
+    def __init__(self, n: int, is_fusible=None, opaque=None):
         self.n = n
-        self.succ: dict[int, dict] = {i: {} for i in range(n)}
-        self.pred: dict[int, dict] = {i: {} for i in range(n)}
+        self.data_u: list[int] = []
+        self.data_v: list[int] = []
+        self.hazard_u: list[int] = []
+        self.hazard_v: list[int] = []
+        self.hazard_code: list[int] = []
+        # what building found on the way, for the partitioner: the predicate it was built with,
+        # ``not is_fusible(b)`` per node, and each name's first producer (a node index)
+        self.is_fusible = is_fusible
+        self.opaque: list[bool] | None = opaque
+        self.producer_idx: dict[str, int] = {}
 
-    def add(self, u: int, v: int, kind: str, unsafe: bool = False) -> None:
-        if u == v:
-            return
-        out = self.succ[u]
-        data = out.get(v)
-        if data is None:
-            out[v] = self.pred[v][u] = {"kinds": {kind}, "unsafe": unsafe}
-        else:
-            data["kinds"].add(kind)
-            data["unsafe"] = data["unsafe"] or unsafe
+    def add(self, u: int, v: int, code: int) -> None:
+        """A hazard edge (a data edge is appended to ``data_u``/``data_v`` by the builder)."""
+        if u != v:
+            self.hazard_u.append(u)
+            self.hazard_v.append(v)
+            self.hazard_code.append(code)
 
-    def graph(self) -> nx.DiGraph:
+    def __len__(self) -> int:
+        """The number of edges in the arrays (a pair joined twice counts twice)."""
+        return len(self.data_u) + len(self.hazard_u)
+
+    def in_node_order(self):
+        """``(u, v, unsafe)`` for every edge of the arrays, heads ``v`` in ascending order."""
+        du, dv, hu, hv, hc = self.data_u, self.data_v, self.hazard_u, self.hazard_v, self.hazard_code
+        nd, nh = len(dv), len(hv)
+        i = j = 0
+        while i < nd:
+            v = dv[i]
+            while j < nh and hv[j] < v:
+                yield hu[j], hv[j], hc[j] & UNSAFE
+                j += 1
+            yield du[i], v, 0
+            i += 1
+        while j < nh:
+            yield hu[j], hv[j], hc[j] & UNSAFE
+            j += 1
+
+    def to_networkx(self) -> nx.DiGraph:
+        """The graph as a ``DiGraph`` whose edges carry ``kinds`` (a set of kind names) and ``unsafe``.
+
+        Data edges are inserted first, then hazards in the order they were found, as the
+        pass built it before Note [the graph as arrays]; each edge's attribute dict is shared
+        by ``succ[u][v]`` and ``pred[v][u]``, the layout ``DiGraph`` keeps, and installed
+        through the ``_adj``/``_pred`` attributes, whose setters networkx provides for this.
+        """
+        succ: dict[int, dict] = {i: {} for i in range(self.n)}
+        pred: dict[int, dict] = {i: {} for i in range(self.n)}
+        for u, v in zip(self.data_u, self.data_v):
+            succ[u][v] = pred[v][u] = {"kinds": {"data"}, "unsafe": False}
+        for u, v, code in zip(self.hazard_u, self.hazard_v, self.hazard_code):
+            kind = next(name for bit, name in _KIND_NAMES if code & bit)
+            unsafe = bool(code & UNSAFE)
+            data = succ[u].get(v)
+            if data is None:
+                succ[u][v] = pred[v][u] = {"kinds": {kind}, "unsafe": unsafe}
+            else:
+                data["kinds"].add(kind)
+                data["unsafe"] = data["unsafe"] or unsafe
         g = nx.DiGraph()
         g._node = {i: {} for i in range(self.n)}  # what add_nodes_from stores: no attributes
-        g._adj = self.succ  # (networkx's setter also points _succ here)
-        g._pred = self.pred
+        g._adj = succ  # (networkx's setter also points _succ here)
+        g._pred = pred
         return g
 
 
-def _data_edges_and_feeders(bsyms, edges: _Edges, reads_written, shapes: dict) -> tuple[dict[str, int], list]:
+def _data_edges_and_feeders(bsyms, edges: DependencyEdges, reads_written, shapes: dict) -> tuple[dict[str, int], list]:
     """Add a ``data`` edge from each producer to each consumer; return name → first
     producer, and each node's feeders (:func:`_feeder_set`).
 
@@ -159,52 +236,68 @@ def _data_edges_and_feeders(bsyms, edges: _Edges, reads_written, shapes: dict) -
     """
     producer_idx: dict[str, int] = {}
     feeders: list = [None] * len(bsyms)
-    succ, pred = edges.succ, edges.pred
+    us, vs = edges.data_u, edges.data_v
+    get = producer_idx.get
+    elementwise = _ELEMENTWISE_ADDRS
     for i, b in enumerate(bsyms):
         _, args, outs, _, _ = flattened(b)
-        into = pred[i]
+        start = len(us)  # the edges into node i are us[start:]: one per producer
         for a in args:
-            j = producer_idx.get(a.name)
-            if j is not None and j not in into:  # (edges.add, inlined: the first edges of node i)
-                succ[j][i] = into[j] = {"kinds": {"data"}, "unsafe": False}
+            j = get(a.name)
+            if j is not None and (len(us) == start or j not in us[start:]):
+                us.append(j)
+                vs.append(i)
         sym_id = b.sym.id
-        if sym_id is _SHALLOW_COPY or id(sym_id) in _ELEMENTWISE_ADDRS:  # the others have no feeders
+        if sym_id is _SHALLOW_COPY or id(sym_id) in elementwise:  # the others have no feeders
             feeders[i] = _feeder_set(i, b, feeders, producer_idx, reads_written, shapes)
         for o in outs:
-            producer_idx.setdefault(o.name, i)
+            if o.name not in producer_idx:
+                producer_idx[o.name] = i
     return producer_idx, feeders
 
 
-def build_graph(
+def build_edges(
     bsyms: Sequence[BoundSymbol],
     info: AliasInfo,
     is_fusible: Callable[[BoundSymbol], bool],
-) -> nx.DiGraph:
-    """Dependency graph of ``bsyms`` (see module docstring)."""
+) -> DependencyEdges:
+    """Dependency graph of ``bsyms`` (see module docstring), as arrays (Note [the graph as arrays])."""
     root = info.root
-    group_of: dict[str, str] = {}  # name -> memory group: the groups are final here
-
-    def group(name: str) -> str:
-        g = group_of.get(name)
-        if g is None:
-            g = group_of[name] = info.group(name)
-        return g
+    group = info.group
 
     opaque = [not is_fusible(b) for b in bsyms]
-    writes = [memory_writes(b, op) for b, op in zip(bsyms, opaque)]
-    written_groups = {group(d.name) for ds in writes for d in ds}
+    copy_id = ops.COPY_ID
+    writes = [[b.args[1]] if b.sym.id is copy_id else memory_writes(b, op) if op else _NOTHING
+              for b, op in zip(bsyms, opaque)]  # (memory_writes, its cheap cases inlined)
+    written_groups = {group(d.name) for ds in writes if ds for d in ds}
 
-    edges = _Edges(len(bsyms))
-    add = edges.add
-    shapes: dict[str, tuple] = {}
+    edges = DependencyEdges(len(bsyms), is_fusible, opaque)
+    shapes: dict = {None: shape_reader()}
     producer_idx, feeders = _data_edges_and_feeders(
         bsyms, edges, lambda name: name in root and group(name) in written_groups, shapes
     )
+    edges.producer_idx = producer_idx
+    if not written_groups:
+        return edges  # no write: no hazard
 
+    add = edges.add
     last_write: dict[str, int] = {}
     reads_since: dict[str, list[tuple[int, TensorProxy]]] = {}
+    op_by_addr, reshape = ops._OP_BY_ADDR, ops.PrimIDs.RESHAPE
     for i, b in enumerate(bsyms):
-        for p in memory_reads(b):
+        # (memory_reads, inlined)
+        op = op_by_addr.get(id(b.sym.id))
+        kind = op.kind if op is not None else None
+        if kind == "elementwise" or kind == "reduction" or kind is None or kind == "creation":
+            reads = flattened(b)[3]  # the tensor arguments
+        elif kind == "write":
+            src = b.args[0]
+            reads = (src,) if isinstance(src, TensorProxy) else ()
+        elif kind == "view" and b.sym.id is reshape:
+            reads = (b.args[0],)  # torch's reshape copies when the layout is not viewable: a read, conservatively
+        else:  # other views, update_aliases
+            reads = ()
+        for p in reads:
             name = p.name
             if name not in root:
                 continue
@@ -213,16 +306,27 @@ def build_graph(
                 continue  # no write to order it against: it would only sit in reads_since
             w = last_write.get(grp)
             if w is not None:
-                add(w, i, "raw", unsafe=True)
+                add(w, i, RAW | UNSAFE)
             since = reads_since.get(grp)
             if since is None:
                 reads_since[grp] = [(i, p)]
             else:
                 since.append((i, p))
-        for d in writes[i]:
-            _add_write_hazards(i, b, d, opaque[i], bsyms, info, group(d.name), last_write, reads_since,
-                               producer_idx, feeders, shapes, add)
-    return edges.graph()
+        ds = writes[i]
+        if ds:
+            for d in ds:
+                _add_write_hazards(i, b, d, opaque[i], bsyms, info, group(d.name), last_write, reads_since,
+                                   producer_idx, feeders, shapes, add)
+    return edges
+
+
+def build_graph(
+    bsyms: Sequence[BoundSymbol],
+    info: AliasInfo,
+    is_fusible: Callable[[BoundSymbol], bool],
+) -> nx.DiGraph:
+    """Dependency graph of ``bsyms`` (see module docstring), as a ``networkx.DiGraph``."""
+    return build_edges(bsyms, info, is_fusible).to_networkx()
 
 
 def _add_write_hazards(i, b, d, opaque, bsyms, info, grp, last_write, reads_since, producer_idx, feeders, shapes, add):
@@ -230,7 +334,7 @@ def _add_write_hazards(i, b, d, opaque, bsyms, info, grp, last_write, reads_sinc
     w = last_write.get(grp)
     coalesced = w is not None and not opaque and _covers(bsyms[w], b, info)
     if w is not None:
-        add(w, i, "waw", unsafe=not coalesced)
+        add(w, i, WAW if coalesced else WAW | UNSAFE)
     if not coalesced:
         # Reads before the previous write are ordered before it (war edges to
         # it); a new chain of writes starts here.
@@ -239,26 +343,32 @@ def _add_write_hazards(i, b, d, opaque, bsyms, info, grp, last_write, reads_sinc
     # previous write-back, so a read that was safe only because it fed that
     # write is checked again against this one (``a.neg_(); a.zero_()``:
     # neg's read of a does not feed zero's write-back, which nvFuser may land first).
-    src = b.args[0] if ops.is_copy(b) else None
-    j = producer_idx.get(src.name) if isinstance(src, TensorProxy) else None
-    fed_by = feeders[j] if j is not None and feeders[j] is not None else ()
-    for r, p in reads_since.get(grp, ()):
-        if r == i:
-            continue
-        # (cheapest tests first: the conjunction has no side effects)
-        safe = (
-            not opaque
-            and r in fed_by
-            and _shape(src, shapes) == _shape(d, shapes)
-            and info.same_view(p.name, d.name)
-            and _shape(p, shapes) == _shape(d, shapes)
-        )
-        add(r, i, "war", unsafe=not safe)
+    since = reads_since.get(grp)
+    if since:
+        src = b.args[0] if b.sym.id is ops.COPY_ID else None
+        j = producer_idx.get(src.name) if isinstance(src, TensorProxy) else None
+        fed_by = feeders[j] if j is not None and feeders[j] is not None else ()
+        view_key = info.view_key
+        d_shape = src_fits = d_key = None  # computed at the first read that may be safe
+        for r, p in since:
+            if r == i:
+                continue
+            # (cheapest tests first: the conjunction has no side effects)
+            safe = False
+            if not opaque and r in fed_by:
+                if d_shape is None:
+                    d_shape = _shape(d, shapes)
+                    src_fits = _shape(src, shapes) == d_shape
+                if src_fits:
+                    if d_key is None:
+                        d_key = view_key[d.name]
+                    safe = view_key[p.name] == d_key and _shape(p, shapes) == d_shape  # (info.same_view)
+            add(r, i, WAR if safe else WAR | UNSAFE)
     last_write[grp] = i
 
 
 def _covers(earlier: BoundSymbol, later: BoundSymbol, info: AliasInfo) -> bool:
-    if not (ops.is_copy(earlier) and ops.is_copy(later)):
+    if earlier.sym.id is not ops.COPY_ID or later.sym.id is not ops.COPY_ID:
         return False
     d1, d2 = earlier.args[1].name, later.args[1].name
     if info.same_view(d1, d2):

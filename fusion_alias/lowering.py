@@ -73,8 +73,9 @@ class TraceShapeError(RuntimeError):
 
 
 def _check_trace_consistency(name: str, bsyms) -> None:
+    broadcast_in_dim = ops.PrimIDs.BROADCAST_IN_DIM
     for b in bsyms:
-        if b.sym.id is ops.PrimIDs.BROADCAST_IN_DIM and isinstance(b.args[0], TensorProxy):
+        if b.sym.id is broadcast_in_dim and isinstance(b.args[0], TensorProxy):
             have, dims = tuple(b.args[0].shape), tuple(b.args[2])
             if len(have) != len(dims):
                 raise TraceShapeError(
@@ -102,7 +103,8 @@ def plan_region(
     """
     _check_trace_consistency(name, bsyms)
     view_key = view_key or (lambda name: name)
-    copies = [i for i, b in enumerate(bsyms) if ops.is_copy(b)]
+    copy_id = ops.COPY_ID
+    copies = [i for i, b in enumerate(bsyms) if b.sym.id is copy_id]
     # Coalesce (Note [one write-back per memory]): a write is dropped when a later
     # write of the region covers it.
     writebacks = []
@@ -119,9 +121,8 @@ def plan_region(
 
     produced_by = {}
     for b in bsyms:
-        for o in proxy_outs(b):
-            if isinstance(o, Proxy):
-                produced_by[o.name] = b
+        for o in proxy_outs(b):  # (proxies only)
+            produced_by[o.name] = b
     input_names = {p.name for p in inputs}
 
     # Last write of each destination produced inside the region (no write-back: its

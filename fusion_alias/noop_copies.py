@@ -70,13 +70,19 @@ def drop_copies_onto_themselves(flat: list, info: AliasInfo, actual: dict, proxi
     for the roots of memory the program made."""
     setitems = {b.output.name: b for b in flat if "setitem" in b.sym.name and isinstance(b.output, TensorProxy)}
     root = info.root.get
-    copies = [
-        b for b in flat
-        if ops.is_copy(b) and isinstance(b.args[1], TensorProxy) and isinstance(b.args[0], TensorProxy)
-        and root(b.args[0].name) is not None
-        and (b.args[0].name in setitems or root(b.args[0].name) == root(b.args[1].name)
-             or (root(b.args[0].name) in actual and root(b.args[1].name) in actual))
-    ]
+    copy_id = ops.COPY_ID
+    copies = []
+    for b in flat:
+        if b.sym.id is not copy_id:
+            continue
+        src, dst = b.args[0], b.args[1]
+        if not (isinstance(dst, TensorProxy) and isinstance(src, TensorProxy)):
+            continue
+        src_root = root(src.name)
+        if src_root is None:
+            continue
+        if src.name in setitems or src_root == root(dst.name) or (src_root in actual and root(dst.name) in actual):
+            copies.append(b)
     if not copies:
         return flat
     metas: dict = {}

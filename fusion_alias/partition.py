@@ -32,6 +32,7 @@ import thunder.core.prims as prims
 
 from fusion_alias import ops
 from fusion_alias.aliasing import tensor_args, tensor_outs
+from fusion_alias.graph import DependencyEdges
 
 
 @dataclass
@@ -46,15 +47,22 @@ class Partition:
         return [idx for kind, idx in self.items if kind == "region"]
 
 
-def destination_views(bsyms: Sequence[BoundSymbol]) -> set[int]:
-    """Indices of view prims whose result (through more views) is a copy_ destination."""
-    stack = [b.args[1] for b in bsyms if ops.is_copy(b)]
+def destination_views(bsyms: Sequence[BoundSymbol], producer: dict[str, int] | None = None) -> set[int]:
+    """Indices of view prims whose result (through more views) is a copy_ destination.
+
+    ``producer``: name -> index of its first producer in ``bsyms``, if the caller has it
+    (``DependencyEdges.producer_idx``, over all proxy outputs: the tensor names in it are
+    those this function would find).
+    """
+    copy_id = ops.COPY_ID
+    stack = [b.args[1] for b in bsyms if b.sym.id is copy_id]
     if not stack:
         return set()
-    producer: dict[str, int] = {}
-    for i, b in enumerate(bsyms):
-        for o in tensor_outs(b):
-            producer.setdefault(o.name, i)
+    if producer is None:
+        producer = {}
+        for i, b in enumerate(bsyms):
+            for o in tensor_outs(b):
+                producer.setdefault(o.name, i)
     marked: set[int] = set()
     while stack:
         p = stack.pop()
@@ -80,18 +88,22 @@ def backward_nodes(bsyms: Sequence[BoundSymbol]) -> set[int]:
     """
     grads: set[str] = set()
     marked: set[int] = set()
+    get_grad = prims.PrimIDs.GET_GRAD
     for i, b in enumerate(bsyms):
-        if b.sym.id is prims.PrimIDs.GET_GRAD or any(a.name in grads for a in tensor_args(b)):
+        if b.sym.id is get_grad or (grads and any(a.name in grads for a in tensor_args(b))):
             marked.add(i)
             grads.update(o.name for o in tensor_outs(b))
     return marked
 
 
-def _levels(n: int, graph: nx.DiGraph, fusible: list[bool], ignore_hazards: bool) -> list[int]:
+def _levels(n: int, graph, fusible: list[bool], ignore_hazards: bool) -> list[int]:
     """Stage of each fusible node, "last region it follows" for the others (module docstring).
 
-    Node indices are a topological order (program order).
+    Node indices are a topological order (program order). ``graph``: a ``networkx.DiGraph``
+    or the pass's ``graph.DependencyEdges`` (Note [the graph as arrays]).
     """
+    if isinstance(graph, DependencyEdges):
+        return _levels_of_arrays(graph, fusible, ignore_hazards)
     level = [0 if f else -1 for f in fusible]
     if list(graph) != list(range(n)):
         return _levels_node_by_node(n, graph, fusible, ignore_hazards)
@@ -105,6 +117,22 @@ def _levels(n: int, graph: nx.DiGraph, fusible: list[bool], ignore_hazards: bool
         if u >= v:
             return _levels_node_by_node(n, graph, fusible, ignore_hazards)
         need = _level_after(level[u], fusible[u], fusible[v], data["unsafe"] and not ignore_hazards)
+        if need > level[v]:
+            level[v] = need
+    return level
+
+
+def _levels_of_arrays(edges: DependencyEdges, fusible: list[bool], ignore_hazards: bool) -> list[int]:
+    """``_levels`` over the arrays, their edges in node order of their heads, as ``in_edges``
+    yields them (Note [levels in one sweep over the edges])."""
+    level = [0 if f else -1 for f in fusible]
+    for u, v, unsafe in edges.in_node_order():
+        if u >= v:
+            return _levels_node_by_node(edges.n, edges.to_networkx(), fusible, ignore_hazards)
+        if fusible[v]:  # (_level_after, inlined)
+            need = level[u] + 1 if not fusible[u] or (unsafe and not ignore_hazards) else level[u]
+        else:
+            need = level[u]
         if need > level[v]:
             level[v] = need
     return level
@@ -133,15 +161,22 @@ def _levels_node_by_node(n: int, graph: nx.DiGraph, fusible: list[bool], ignore_
 
 def partition(
     bsyms: Sequence[BoundSymbol],
-    graph: nx.DiGraph,
+    graph,
     is_fusible: Callable[[BoundSymbol], bool],
     *,
     ignore_hazards: bool = False,
 ) -> Partition:
     """Assign every fusible node a region (see module docstring)."""
     n = len(bsyms)
-    memory_views = destination_views(bsyms)
-    fusible = [is_fusible(b) and i not in memory_views for i, b in enumerate(bsyms)]
+    built = isinstance(graph, DependencyEdges) and graph.n == n
+    memory_views = destination_views(bsyms, graph.producer_idx if built else None)
+    if built and graph.is_fusible is is_fusible and graph.opaque is not None:
+        # what building the graph asked is_fusible already (the pass's own predicate)
+        fusible = [not opaque for opaque in graph.opaque]
+    else:
+        fusible = [is_fusible(b) for b in bsyms]
+    for i in memory_views:
+        fusible[i] = False
     level = _levels(n, graph, fusible, ignore_hazards)
 
     # A stage made of view prims only produces no kernel: run it on torch.
@@ -150,7 +185,12 @@ def partition(
     stages: dict[tuple[int, bool], list[int]] = {}
     for v in range(n):
         if fusible[v]:
-            stages.setdefault((level[v], v in backward), []).append(v)
+            key = (level[v], v in backward)
+            members = stages.get(key)
+            if members is None:
+                stages[key] = [v]
+            else:
+                members.append(v)
     result = Partition(stage={v: level[v] for v in range(n) if fusible[v]})
     keyed: list[tuple[tuple, str, list[int]]] = []
     for (s, is_backward), members in stages.items():

@@ -12,7 +12,7 @@ partitioning and region assembly. Each stage is a function in its own module:
 5. ``refusals.check_refusals``: programs eager rejects, or Thunder's autodiff gets wrong.
 6. ``functionalize.substitute_reads``: reads of written memory become reads of the write's value.
 7. ``dce._dce``: fusible symbols nobody reads, dropped.
-8. ``graph.build_graph``: data edges plus alias-hazard edges (DESIGN.md §4).
+8. ``graph.build_edges``: data edges plus alias-hazard edges (DESIGN.md §4), as arrays.
 9. ``partition.partition``: regions that keep every hazard edge outside or ordered.
 10. ``regions.fuse_regions``: one fusion bound symbol per region (``FusionAliasExecutor.fuse``).
 """
@@ -20,7 +20,10 @@ partitioning and region assembly. Each stage is a function in its own module:
 from __future__ import annotations
 
 from dataclasses import dataclass
+import functools
 import time
+
+import networkx as nx
 
 from thunder.core.proxies import TensorProxy
 from thunder.core.trace import TraceCtx, from_trace
@@ -30,7 +33,7 @@ from fusion_alias.aliasing import AliasInfo, analyze, tensor_proxies_by_name
 from fusion_alias.dce import _dce
 from fusion_alias.flatten import _drop_update_aliases, flatten_trace, fusible_predicate
 from fusion_alias.functionalize import substitute_reads
-from fusion_alias.graph import build_graph
+from fusion_alias.graph import DependencyEdges, build_edges
 from fusion_alias.input_groups import _input_groups, identical_inputs, read_through_first
 from fusion_alias.layouts import copying_reshapes
 from fusion_alias.noop_copies import drop_copies_onto_themselves
@@ -44,10 +47,15 @@ from fusion_alias.regions import fuse_regions
 class Prepared:
     bsyms: list
     info: AliasInfo
-    graph: object
+    edges: DependencyEdges  # the dependency graph as the pass keeps it (graph.py, Note [the graph as arrays])
     tensor_inputs: list
     seconds: dict
     is_fusible: object = None
+
+    @functools.cached_property
+    def graph(self) -> nx.DiGraph:
+        """The dependency graph as a ``networkx.DiGraph``, built when first asked for."""
+        return self.edges.to_networkx()
 
 
 def prepare(executor, trace: TraceCtx, input_groups=None) -> Prepared:
@@ -75,9 +83,9 @@ def prepare(executor, trace: TraceCtx, input_groups=None) -> Prepared:
     bsyms = substitute_reads(trace, flat, info, fusible)
     bsyms = _dce(bsyms, trace)
     t1 = time.perf_counter()
-    graph = build_graph(bsyms, info, fusible)
+    edges = build_edges(bsyms, info, fusible)
     t2 = time.perf_counter()
-    return Prepared(bsyms, info, graph, tensor_inputs, {"analysis": t1 - t0, "graph": t2 - t1}, fusible)
+    return Prepared(bsyms, info, edges, tensor_inputs, {"analysis": t1 - t0, "graph": t2 - t1}, fusible)
 
 
 def fusion_pass(executor, trace: TraceCtx, resolve_backend) -> tuple[TraceCtx, int]:
@@ -89,7 +97,7 @@ def fusion_pass(executor, trace: TraceCtx, resolve_backend) -> tuple[TraceCtx, i
     """
     ctx = context.current()
     prep = executor.prepare(trace)
-    part = partition(prep.bsyms, prep.graph, prep.is_fusible, ignore_hazards=ctx.ignore_hazards)
+    part = partition(prep.bsyms, prep.edges, prep.is_fusible, ignore_hazards=ctx.ignore_hazards)
     new_trace = from_trace(trace)
     new_trace.bound_symbols, count = fuse_regions(executor, prep, part, ctx, resolve_backend)
     report.observe(trace, prep, part, new_trace, ctx.ignore_hazards)  # FUSION_ALIAS_LOG, pictures

@@ -104,7 +104,7 @@ def run(
             "*gc after − before* = the `gc.collect()` right after it less one right before it (the pass runs with the "
             "cyclic GC paused: this is what collecting its objects costs), **total** = whole pass + that difference (the figure the targets use; "
             "aliased = every input may overlap every other, as when Thunder reports aliased arguments). The stages "
-            "alone: *analysis* = alias analysis + read substitution + DCE, *graph* = dependency graph (networkx), "
+            "alone: *analysis* = alias analysis + read substitution + DCE, *graph* = dependency graph (as arrays, `graph.build_edges`), "
             "*partition* = stage assignment. "
             "Thunder: `fuse_bound_symbols` on the same flattened trace (consecutive = `thunder.jit`'s default; "
             "dataflow only up to 20k), and Thunder's own alias pass `insert_alias_updates` on the aliased trace, "

@@ -208,7 +208,7 @@ def measure_synthetic(syn: Synthetic, aliased: bool, *, dataflow_limit: int = 20
     del fused
     # ... then its stages alone, for the breakdown
     prep = executor.prepare(syn.trace, input_groups=groups)
-    part, row.partition = _timed(lambda: partition(prep.bsyms, prep.graph, prep.is_fusible))
+    part, row.partition = _timed(lambda: partition(prep.bsyms, prep.edges, prep.is_fusible))  # as the pass does
     row.analysis, row.graph = prep.seconds["analysis"], prep.seconds["graph"]
     if not aliased:  # Thunder's grouping does not see aliasing without its alias pass
         from thunder.executors.data_dependent_partition import consecutive_fusion, dataflow_fusion

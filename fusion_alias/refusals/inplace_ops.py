@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from thunder.core.proxies import TensorProxy, variableify
 from thunder.core.pytree import tree_flatten
 
 from fusion_alias import ops
-from fusion_alias.aliasing import _proxies, proxy_outs
+from fusion_alias.aliasing import _proxies, tensor_outs
 
 
 # Note [which operands eager checks]
@@ -35,9 +35,11 @@ _ANY_OVERLAP_OPS = frozenset({"index_add_", "index_copy_", "index_put_", "scatte
 _UNCHECKED_OPS = frozenset({"masked_fill_"})
 
 
-@dataclass(frozen=True)
-class _InplaceOp:
-    """One in-place op as the user called it (``a.add_(b, alpha=2)``, ``a[0:2] = v``)."""
+class _InplaceOp(NamedTuple):
+    """One in-place op as the user called it (``a.add_(b, alpha=2)``, ``a[0:2] = v``).
+
+    (A named tuple: one is made per in-place op of the program, tens of thousands on large traces.)
+    """
 
     name: str  # "add_", "setitem_", ...
     written: TensorProxy  # ``self``, the tensor the op writes (for setitem_, indexed by ``key``)
@@ -51,9 +53,9 @@ def _inplace_ops_by_write(top_bsyms, renamed: dict) -> dict[str, _InplaceOp]:
     variableified names of dropped ``update_aliases`` outputs to the proxies they stand for."""
     found: dict[str, _InplaceOp] = {}
     for b in top_bsyms:
-        if b.sym.id is ops.COPY_ID or not b.subsymbols:
+        if not b.subsymbols or b.sym.id is _COPY_ID:
             continue  # a bare prim copy_ is the trace's own write, not a user's op
-        writes = [o.name for c in _copies_in(b) for o in proxy_outs(c) if isinstance(o, TensorProxy)]
+        writes = [o.name for c in _copies_in(b) for o in tensor_outs(c)]
         if not writes:
             continue
         op = _describe_inplace_op(b, renamed)
@@ -63,15 +65,22 @@ def _inplace_ops_by_write(top_bsyms, renamed: dict) -> dict[str, _InplaceOp]:
 
 
 def _copies_in(bsym) -> list:
+    """The ``copy_`` prims in ``bsym``'s decomposition, in program order."""
     out = []
     for sub in bsym.subsymbols:
-        out.extend([sub] if ops.is_copy(sub) else _copies_in(sub))
+        if sub.sym.id is _COPY_ID:
+            out.append(sub)
+        elif sub.subsymbols:
+            out.extend(_copies_in(sub))
     return out
+
+
+_COPY_ID = ops.COPY_ID
 
 
 def _describe_inplace_op(bsym, renamed: dict) -> _InplaceOp | None:
     def actual(x):
-        return renamed.get(variableify(x), x) if isinstance(x, TensorProxy) else x
+        return renamed.get(variableify(x), x) if renamed and isinstance(x, TensorProxy) else x
 
     name = bsym.sym.name
     written = actual(bsym.args[0]) if bsym.args else None

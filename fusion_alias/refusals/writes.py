@@ -50,7 +50,7 @@ import torch
 from thunder.core.proxies import TensorProxy
 
 from fusion_alias import ops
-from fusion_alias.aliasing import AliasInfo, proxy_outs
+from fusion_alias.aliasing import AliasInfo, flattened, proxy_outs, shape_reader, tensor_outs
 from fusion_alias.errors import AliasInputError
 from fusion_alias.refusals.autograd import (
     WriteIntoGradInput,
@@ -61,6 +61,9 @@ from fusion_alias.refusals.autograd import (
 from fusion_alias.refusals.inplace_ops import _describe_setitem
 from fusion_alias.refusals.operands import _check_operand_overlap, _written_view
 from fusion_alias.views import replay_view
+
+
+_COPY_ID = ops.COPY_ID
 
 
 class _ProducerLookup:
@@ -103,20 +106,24 @@ def _check_writes(
     ops_by_write = inplace_ops or {}
     pending = dict(ops_by_write)
     metas: dict = {}
-    made = set(info.root) - {o.name for b in bsyms for o in proxy_outs(b) if isinstance(o, TensorProxy)}  # inputs
+    shape_of = shape_reader()
+    # the names made so far, in program order (the inputs first): only the gradient checks ask
+    made = set(info.root) - {o.name for b in bsyms for o in tensor_outs(b)} if grad_inputs else None
     for b in bsyms:
-        for o in proxy_outs(b) if pending else ():
-            if (op := pending.pop(o.name, None)) is not None:
-                _check_operand_overlap(op, info, actual, proxies, metas, input_names)
+        _, _, outs, _, t_outs = flattened(b)
+        if pending:
+            for o in outs:
+                if (op := pending.pop(o.name, None)) is not None and op.operands:  # (none: nothing to check)
+                    _check_operand_overlap(op, info, actual, proxies, metas, input_names)
         if grad_inputs:
             _propagate_differentiable(b, info, differentiable)
-        if not ops.is_copy(b):
-            made.update(o.name for o in proxy_outs(b) if isinstance(o, TensorProxy))
+            made.update(o.name for o in t_outs)
+        if b.sym.id is not _COPY_ID:
             continue
-        made.update(o.name for o in proxy_outs(b) if isinstance(o, TensorProxy))
         dst = b.args[1]
-        src_shape = tuple(b.args[0].shape) if isinstance(b.args[0], TensorProxy) else ()
-        fits = src_shape == tuple(dst.shape) or _broadcasts_to(src_shape, tuple(dst.shape))
+        src_shape = shape_of(b.args[0]) if isinstance(b.args[0], TensorProxy) else ()
+        dst_shape = shape_of(dst)
+        fits = src_shape == dst_shape or _broadcasts_to(src_shape, dst_shape)
         if not fits:
             raise AliasInputError(
                 f"fusion_alias: output with shape {list(dst.shape)} doesn't match the broadcast shape "
