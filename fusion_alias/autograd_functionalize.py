@@ -83,14 +83,26 @@ class WriteBacks:
 def write_back(result, writebacks: WriteBacks):
     """Copy the final values into the caller's tensors in eager, each under the grad mode of the
     program's last write into it; return the program's own output."""
-    out, finals, constants = result
+    out, finals, constants, differentiable = result
     for (tensor, grad_mode), value in zip(writebacks.targets, finals):
         with torch.set_grad_enabled(grad_mode):
             tensor.copy_(value)
-    if constants:  # Note [outputs no gradient reaches]
-        ids = {id(t) for t in constants}
-        out = _map_tensors(out, lambda t: t.detach() if id(t) in ids else t)
+    # Note [outputs no gradient reaches]: eager's requires_grad on each output
+    constant_ids = {id(t) for t in constants}
+    differentiable_ids = {id(t) for t in differentiable if not t.requires_grad and t.grad_fn is None}
+    if constant_ids or differentiable_ids:
+        out = _map_tensors(out, lambda t: _as_eager_marks(t, constant_ids, differentiable_ids))
     return out
+
+
+def _as_eager_marks(t: torch.Tensor, constant_ids: set, differentiable_ids: set) -> torch.Tensor:
+    if id(t) in constant_ids:
+        return t.detach()
+    if id(t) in differentiable_ids and not t.requires_grad and t.grad_fn is None:
+        # a value no input's gradient reaches (``b.zero_()`` of ``b`` that requires grad): eager's
+        # result still requires grad, with a zero gradient; Thunder returned it as a plain tensor
+        return t.requires_grad_(True)
+    return t
 
 
 def _map_tensors(x, fn):
@@ -103,22 +115,39 @@ def _map_tensors(x, fn):
     return x
 
 
-def _constant_outputs(bsyms, tensor_inputs, outs) -> list[int]:
+def _constant_outputs(flat, info, tensor_inputs, outs) -> list[int]:
     """Note [outputs no gradient reaches]: Thunder's autograd function marks every output as
-    requiring grad; eager does not for an output computed from no tensor that requires grad
-    (``b.zero_()`` of a plain complex input, then returned: a loss over the outputs that
-    require grad then failed on it, fuzz --grad seed 2 #321). The positions among ``outs`` of
-    outputs no gradient can reach: made from no input that requires grad, integer or boolean,
-    or detached."""
-    reach = {p.name for p in tensor_inputs if p.requires_grad}
-    for b in bsyms:
-        if any(isinstance(a, TensorProxy) and a.name in reach for a in b.flat_args):
+    requiring grad; eager does not for an output no gradient can reach (``b.zero_()`` of a plain
+    complex input, then returned: a loss over the outputs that require grad then failed on it,
+    fuzz --grad seed 2 #321). Worked out on the program before the rewrite, with eager's rules for
+    memory: a write keeps a tensor that requires grad requiring it (``b.zero_()`` of ``b`` that
+    requires grad still does, and so do views of ``b``), and a write of a value that requires grad
+    makes the memory require it. Returns the positions among ``outs`` (the program's outputs) of
+    those no gradient reaches, or that are not floating point."""
+    root = info.root
+    memory = {root.get(p.name, p.name) for p in tensor_inputs if p.requires_grad}  # memories that require grad
+    values: set = set()  # names computed from something that requires grad
+
+    def requires(n: str) -> bool:
+        return n in values or root.get(n, n) in memory
+
+    for b in flat:
+        if ops.is_copy(b):
+            src, dst = b.args[0], b.args[1]
+            if isinstance(src, TensorProxy) and requires(src.name) and b.kwargs.get("grad_enabled", True):
+                memory.add(root.get(dst.name, dst.name))
+            continue
+        if ops.is_view(b):
+            continue  # a view requires grad when its memory does
+        if any(isinstance(a, TensorProxy) and requires(a.name) for a in b.flat_args):
             for o in b.flat_outs:
                 if isinstance(o, TensorProxy) and ProxyTag.DETACHED_AUTOGRAD_GRAPH not in o.tags:
-                    reach.add(o.name)
+                    values.add(o.name)
+                    if root.get(o.name) == o.name:
+                        memory.add(o.name)
     return [
         i for i, o in enumerate(outs)
-        if isinstance(o, TensorProxy) and (o.name not in reach or not dtypes.is_inexact_dtype(o.dtype))
+        if isinstance(o, TensorProxy) and (not requires(o.name) or not dtypes.is_inexact_dtype(o.dtype))
     ]
 
 
@@ -340,8 +369,9 @@ def functionalize(prologue_trc, trace, epilogue_trc):
     finally:
         if cd is not None:
             cd.is_grad_enabled = was_enabled
-    constants = _constant_outputs(new.bound_symbols, tensor_inputs, flat_out)
-    new_epilogue = _epilogue_returning_finals(epilogue_trc, finals, constants, len(flat_out))
+    constants = _constant_outputs(flat, info, tensor_inputs, outs)
+    differentiable = [i for i, o in enumerate(outs) if isinstance(o, TensorProxy) and i not in constants]
+    new_epilogue = _epilogue_returning_finals(epilogue_trc, finals, constants, differentiable, len(flat_out))
 
     positions = {p.name: i for i, p in enumerate(trace.args) if isinstance(p, TensorProxy)}
     written_positions = tuple((positions[p.name], rewriter.mode_of(p.name)) for p in written)
@@ -355,9 +385,10 @@ def functionalize(prologue_trc, trace, epilogue_trc):
     return new, new_epilogue
 
 
-def _epilogue_returning_finals(epilogue_trc, finals, constants=(), n_outputs=0):
+def _epilogue_returning_finals(epilogue_trc, finals, constants=(), differentiable=(), n_outputs=0):
     """Thunder's epilogue (flat outputs -> the program's return structure), taking the final values
-    after the outputs and returning ``(structure, finals, the outputs at positions constants)``."""
+    after the outputs and returning ``(structure, finals, the outputs at positions constants, the
+    outputs at positions differentiable)``."""
     if epilogue_trc is None:
         raise AliasInputError("fusion_alias: a call that computes gradients and writes in place needs Thunder's epilogue")
     from thunder.core.codeutils import SigInfo
@@ -384,7 +415,9 @@ def _epilogue_returning_finals(epilogue_trc, finals, constants=(), n_outputs=0):
             new.pop_scope()
     outputs = list(epilogue_trc.args)[len(epilogue_trc.args) - n_outputs:] if n_outputs else []
     constant_params = tuple(outputs[i] for i in constants if i < len(outputs))
-    new.bound_symbols = unpacks + list(body) + [ret.from_bsym(args=((ret.args[0], tuple(params), constant_params),))]
+    differentiable_params = tuple(outputs[i] for i in differentiable if i < len(outputs))
+    marks = (ret.args[0], tuple(params), constant_params, differentiable_params)
+    new.bound_symbols = unpacks + list(body) + [ret.from_bsym(args=(marks,))]
     si = SigInfo(epilogue_trc.siginfo().name)
     si.args = list(epilogue_trc.siginfo().args) + [(p.name, None) for p in params]
     new._siginfo = si
