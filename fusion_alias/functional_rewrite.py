@@ -24,6 +24,10 @@ _ELEMENTWISE_NAMES = frozenset(
 )
 
 
+_STEP_PRIMS = frozenset({prims.PrimIDs.TRUNC, prims.PrimIDs.FLOOR, prims.PrimIDs.CEIL, prims.PrimIDs.ROUND,
+                         prims.PrimIDs.SIGN})
+
+
 class Rewriter:
     """Emits the pure program, one flattened symbol at a time (module Note)."""
 
@@ -271,6 +275,14 @@ class Rewriter:
         self._broadcast_0d_operands(bsym, swap)
         if swap:  # (subsymbols too: an executor may run a composite by its decomposition)
             bsym = bsym.from_bsym_swap_proxies(swap, skip_output=True)
+        if bsym.sym.id in _STEP_PRIMS or (bsym.sym.name in ("div", "floor_divide") and bsym.kwargs.get("rounding_mode")):
+            # Note [step functions are constants for the autodiff]: ``t1.div_(d, rounding_mode="trunc")``
+            # hands Thunder's autodiff ``div`` with a rounding mode, down to ``prims.trunc``, for which
+            # Thunder 0.2.6 has no grad rule ("Failed to find a gradient transform", fuzz --grad seed
+            # 14011 #48); its gradient is zero (eager's too), which is what a constant gets
+            for o in bsym.flat_outs:
+                if isinstance(o, TensorProxy):
+                    o.tags.add(ProxyTag.DETACHED_AUTOGRAD_GRAPH)
         self._emit(bsym)
         self._note_made(bsym)
 
