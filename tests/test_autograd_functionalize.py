@@ -125,3 +125,30 @@ def test_functionalized_forward_still_fuses_into_one_region():
     jitted(*[w * 1 for w in ws])
     assert fusion_alias.regions(jitted)  # the forward's regions
     assert len(fusion_alias.regions(jitted)) == 1
+
+
+def test_no_grad_write_into_a_module_parameter_matches_eager():
+    # a parameter (a leaf that requires grad) updated under the program's no_grad, then read
+    class Step(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.p = torch.nn.Parameter(torch.linspace(-1, 1, 4))
+
+        def forward(self, g):
+            with torch.no_grad():
+                self.p.sub_(g * 0.1)
+            return self.p * g
+
+    def run(jit):
+        module = Step()
+        fn = fusion_alias.jit(module, backend="reference") if jit else module
+        results = []
+        for _ in range(2):  # first and cached call
+            g = torch.linspace(0, 1, 4).requires_grad_()
+            out = fn(g * 1)
+            out.sum().backward()
+            results += [out.detach(), module.p.detach().clone(), module.p.grad.clone(), g.grad]
+        return results
+
+    for got, want in zip(run(True), run(False)):
+        torch.testing.assert_close(got, want)
