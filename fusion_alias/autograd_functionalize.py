@@ -151,6 +151,13 @@ def _constant_outputs(flat, info, tensor_inputs, outs) -> list[int]:
     ]
 
 
+def _narrow(t: torch.Tensor, dims: tuple) -> torch.Tensor:
+    """``t`` narrowed to size 1 along ``dims`` (Note [a written input that expands one memory])."""
+    for d in dims:
+        t = t.narrow(d, 0, 1)
+    return t
+
+
 class WrittenInputs:
     """A cache entry's computation that records, per call, which of its inputs get the final values
     (``api`` wraps functionalized entries in it; the compiling call records them itself)."""
@@ -159,10 +166,10 @@ class WrittenInputs:
 
     def __init__(self, fn, positions):
         self.fn = fn
-        self.positions = positions  # (input position, grad mode) per final value
+        self.positions = positions  # (input position, grad mode, dimensions narrowed to 1) per final value
 
     def __call__(self, *inps):
-        context.current().writebacks = WriteBacks([(inps[i], mode) for i, mode in self.positions])
+        context.current().writebacks = WriteBacks([(_narrow(inps[i], dims), mode) for i, mode, dims in self.positions])
         return self.fn(*inps)
 
 
@@ -354,7 +361,7 @@ def functionalize(prologue_trc, trace, epilogue_trc):
             for p in tensor_inputs:
                 if info.root.get(p.name) == p.name:
                     rewriter.check_final(p.name)
-            finals = [rewriter.distinct(rewriter._root_value(p.name), seen) for p in written]
+            finals = [rewriter.distinct(rewriter.final_value(p.name), seen) for p in written]
             # the last value of memory the program made and wrote is kept alive: Thunder's DCE drops a
             # value nobody reads, and with it the error eager raises computing it (``t4.neg_()`` of a
             # bool temporary, fuzz --grad seed 1 #48); ``write_back`` ignores these
@@ -374,9 +381,12 @@ def functionalize(prologue_trc, trace, epilogue_trc):
     new_epilogue = _epilogue_returning_finals(epilogue_trc, finals, constants, differentiable, len(flat_out))
 
     positions = {p.name: i for i, p in enumerate(trace.args) if isinstance(p, TensorProxy)}
-    written_positions = tuple((positions[p.name], rewriter.mode_of(p.name)) for p in written)
+    narrowed = {name: dims for name, (dims, _, _) in rewriter.narrowed.items()}
+    written_positions = tuple((positions[p.name], rewriter.mode_of(p.name), narrowed.get(p.name, ())) for p in written)
     ctx.written_positions = written_positions
-    ctx.writebacks = WriteBacks([(actual[p.name], rewriter.mode_of(p.name)) for p in written if p.name in actual])
+    ctx.writebacks = WriteBacks(
+        [(_narrow(actual[p.name], narrowed.get(p.name, ())), rewriter.mode_of(p.name)) for p in written if p.name in actual]
+    )
     if len(ctx.writebacks.targets) < len(written):
         raise AliasInputError(
             "fusion_alias: a call that computes gradients writes into its inputs, but the actual tensors are "

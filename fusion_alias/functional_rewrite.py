@@ -48,6 +48,9 @@ class Rewriter:
         self.unreturned_writes: dict[str, int] = {}  # memory group -> writes into program-made memory
         self.input_names: frozenset = frozenset()
         self.no_writeback: set[str] = set()  # joined inputs that overlap themselves (another covers them)
+        # Note [a written input that expands one memory]: root -> (its stride-0 dimensions, the
+        # positions of its canonical part, that part's shape)
+        self.narrowed: dict[str, tuple] = {}
         # Note [inputs that overlap, as views of one base]: root -> its memory's key, and the
         # positions of its elements in that memory's flat value (only for such inputs)
         self.memory: dict[str, str] = {}
@@ -176,6 +179,51 @@ class Rewriter:
             self.members[mem] = group
             written.extend(n for n in group if n not in written)
 
+    def _join_expanded(self, root: str, t: torch.Tensor, inputs: dict) -> None:
+        """Note [a written input that expands one memory]: ``h[3].mul_(s)`` with
+        ``h = x[0].expand(4, 4)`` writes one memory row, which every row of ``h`` reads (eager
+        accepts it: the row's own elements do not overlap). ``h`` becomes a view of a flat base of
+        its memory, as in Note [inputs that overlap, as views of one base]; the base is filled from
+        ``h`` narrowed to size 1 along each dimension of stride 0 (its canonical part: every memory
+        element once, so each one's gradient comes back once), and that part is what is written
+        back (``h.narrow(0, 0, 1).copy_(...)`` in eager: eager's CopySlices on ``h``'s base)."""
+        dims = tuple(d for d, (n, st) in enumerate(zip(t.shape, t.stride())) if st == 0 and n > 1)
+        canonical = t
+        for d in dims:
+            canonical = canonical.narrow(d, 0, 1)
+        if not dims or _overlaps_itself(canonical):
+            raise AliasInputError(
+                f"fusion_alias: in a call that computes gradients, the program writes into {root}, whose "
+                "elements share memory with each other in a way other than expand(): not supported. "
+                "Workarounds: pass a clone"
+            )
+        lo = t.storage_offset()
+        hi = lo + sum((n - 1) * st for n, st in zip(t.shape, t.stride()) if n > 0) + 1
+        proto = inputs[root]
+        mem = "memory of " + root
+        value = self.current.get(root, proto)
+        shape = tuple(t.shape)
+        part = prims.slice_prim(value, [0] * len(shape), [1 if d in dims else n for d, n in enumerate(shape)], [1] * len(shape))
+        part_positions = _positions(canonical, lo, proto.device)
+        base = prims.full((hi - lo,), 0, device=proto.device, dtype=proto.dtype)
+        base = prims.index_copy(base, prims.reshape(part_positions, (_numel(part_positions),)),
+                                prims.reshape(part, (_numel(part),)), 0)
+        self.positions[root] = _positions(t, lo, proto.device)
+        self.memory[root] = mem
+        self.current[mem] = base
+        self.version[mem] = 0.5
+        self.members[mem] = [root]
+        self.narrowed[root] = (dims, part_positions, tuple(canonical.shape))
+
+    def final_value(self, root: str) -> TensorProxy:
+        """What is written back into ``root``: its value, or its canonical part for an expanded input."""
+        narrowed = self.narrowed.get(root)
+        if narrowed is None:
+            return self._root_value(root)
+        _, positions, shape = narrowed
+        mem = self.memory[root]
+        return prims.reshape(prims.take(self.current[mem], prims.reshape(positions, (_numel(positions),)), 0), shape)
+
     def _skip_self_overlapping(self, group: list, tensors: list, lo: int, hi: int) -> None:
         """Members whose elements share memory (``x[1, 2].expand(4)``) are not written back (eager
         refuses that ``copy_``); the others must cover their memory, or the call is refused."""
@@ -216,14 +264,7 @@ class Rewriter:
                 root = self.info.root.get(b.args[1].name)
                 if root in inputs and root not in written:
                     written.append(root)
-        for root in written:
-            t = actual.get(root)
-            if t is not None and _overlaps_itself(t):
-                raise AliasInputError(
-                    f"fusion_alias: in a call that computes gradients, the program writes into {root}, whose "
-                    "elements share memory with each other (an expand()ed tensor), through a part of it: not "
-                    "supported. Workarounds: pass the tensor before expand(), or a clone"
-                )
+        self_overlapping = [r for r in written if actual.get(r) is not None and _overlaps_itself(actual[r])]
         storages = {_storage_of(actual.get(r)) for r in written} - {None}
         for p in tensor_inputs:
             if p.name not in written and self.info.root.get(p.name) == p.name and _storage_of(actual.get(p.name)) in storages:
@@ -232,6 +273,9 @@ class Rewriter:
             self.current[root] = prims.clone(inputs[root])
             self.version[root] = 0.5  # neither 0 (never written) nor a write: every earlier name replays
         self.join_overlapping_inputs(self.input_groups, written, inputs, actual)
+        for root in self_overlapping:
+            if root not in self.memory:
+                self._join_expanded(root, actual[root], inputs)
 
 
     def distinct(self, p, seen: set):
