@@ -115,7 +115,7 @@ def _map_tensors(x, fn):
     return x
 
 
-def _constant_outputs(flat, info, tensor_inputs, outs) -> list[int]:
+def _constant_outputs(flat, info, tensor_inputs, outs, step_outputs=frozenset()) -> list[int]:
     """Note [outputs no gradient reaches]: Thunder's autograd function marks every output as
     requiring grad; eager does not for an output no gradient can reach (``b.zero_()`` of a plain
     complex input, then returned: a loss over the outputs that require grad then failed on it,
@@ -141,7 +141,8 @@ def _constant_outputs(flat, info, tensor_inputs, outs) -> list[int]:
             continue  # a view requires grad when its memory does
         if any(isinstance(a, TensorProxy) and requires(a.name) for a in b.flat_args):
             for o in b.flat_outs:
-                if isinstance(o, TensorProxy) and ProxyTag.DETACHED_AUTOGRAD_GRAPH not in o.tags:
+                detached = ProxyTag.DETACHED_AUTOGRAD_GRAPH in o.tags if isinstance(o, TensorProxy) else True
+                if isinstance(o, TensorProxy) and (not detached or o.name in step_outputs):
                     values.add(o.name)
                     if root.get(o.name) == o.name:
                         memory.add(o.name)
@@ -376,7 +377,7 @@ def functionalize(prologue_trc, trace, epilogue_trc):
     finally:
         if cd is not None:
             cd.is_grad_enabled = was_enabled
-    constants = _constant_outputs(flat, info, tensor_inputs, outs)
+    constants = _constant_outputs(flat, info, tensor_inputs, outs, rewriter.step_outputs)
     differentiable = [i for i, o in enumerate(outs) if isinstance(o, TensorProxy) and i not in constants]
     new_epilogue = _epilogue_returning_finals(epilogue_trc, finals, constants, differentiable, len(flat_out))
 

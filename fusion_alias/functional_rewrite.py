@@ -51,6 +51,7 @@ class Rewriter:
         # Note [a written input that expands one memory]: root -> (its stride-0 dimensions, the
         # positions of its canonical part, that part's shape)
         self.narrowed: dict[str, tuple] = {}
+        self.step_outputs: set[str] = set()  # Note [step functions are constants for the autodiff]
         # Note [inputs that overlap, as views of one base]: root -> its memory's key, and the
         # positions of its elements in that memory's flat value (only for such inputs)
         self.memory: dict[str, str] = {}
@@ -327,6 +328,7 @@ class Rewriter:
             for o in bsym.flat_outs:
                 if isinstance(o, TensorProxy):
                     o.tags.add(ProxyTag.DETACHED_AUTOGRAD_GRAPH)
+                    self.step_outputs.add(o.name)  # eager's result still requires grad (a zero one)
         self._emit(bsym)
         self._note_made(bsym)
 
