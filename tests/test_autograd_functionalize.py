@@ -154,3 +154,84 @@ def test_no_grad_write_into_a_module_parameter_matches_eager():
 
     for got, want in zip(run(True), run(False)):
         torch.testing.assert_close(got, want)
+
+
+# Regressions from this session's `fuzz --grad` campaigns (seed and program in each name's comment)
+
+
+def _clone_before_view(a, b):  # 14006 #7: the program's own clone() before a view was taken for an inserted one
+    t1 = b.clone()
+    t2 = t1.view(-1)
+    t2.add_(t2, alpha=2.0)
+    return t1, a * b
+
+
+def _zeroed_input_still_requires_grad(a, b):  # seed 2 #467: eager's b.zero_() result requires grad
+    t1 = b.transpose(1, 2).unsqueeze(-3)
+    b.zero_()
+    return b, t1, a
+
+
+def _trunc_division(b):  # seed 1 #293, 14011 #48: no grad rule for prims.trunc; eager's gradient is 0
+    b.abs_()
+    return torch.div(b, 3, rounding_mode="trunc"), b
+
+
+def _expanded_member(a, o):  # seed 1 #160: an expand()ed input joined with the input it views
+    t0 = a.abs_()
+    t0[2:] = o
+    t0[0] = -1.5
+    return t0, o.expand(2, 4)
+
+
+@pytest.mark.parametrize(
+    "fn, make",
+    [
+        (_clone_before_view, lambda: (lambda ws: (ws, [ws[0] * 1] * 2))(_leaves((4, 4)))),
+        (_trunc_division, _derived((6,))),
+        (_expanded_member, lambda: (lambda ws: (ws, [ws[0] * 1, (ws[0] * 1)[1, 2].expand(4)]))(_leaves((4, 4)))),
+    ],
+    ids=["clone_before_view", "trunc_division", "expanded_member"],
+)
+def test_fuzz_grad_findings_match_eager(fn, make):
+    assert_matches_eager(fn, make)
+
+
+def test_write_through_narrow_into_an_input_is_refused():
+    # seed 2 #1: torch.narrow's result written in place; the write never reached `a`
+    def fn(a, b):
+        t0 = a.narrow(1, 3, 1)
+        t0.sub_(t0)
+        return b * 2
+
+    with pytest.raises(fusion_alias.AliasInputError, match="cannot see through"):
+        fusion_alias.jit(fn)(*_derived((4, 4), (4,))()[1])
+
+
+def test_dead_write_keeps_eagers_error():
+    # seed 1 #48: the neg_() of a bool temporary nobody reads still raises eager's error
+    def fn(b, c):
+        t4 = (b // -2).bool()
+        t4.neg_()
+        return c * 2
+
+    with pytest.raises(RuntimeError, match="Negation"):
+        fusion_alias.jit(fn)(torch.randint(-8, 9, (4,), dtype=torch.int32), _derived((4,))()[1][0])
+
+
+def test_outputs_require_grad_as_in_eager():
+    # seed 2 #467: b.zero_() of a b that requires grad still requires grad in eager (a zero gradient);
+    # Note [outputs no gradient reaches]. Gradients compared with None as zeros, as the fuzzer does.
+    def run(fn):
+        ws = _leaves((4, 1, 6), (2, 3, 4))
+        outs = fn(*[w * 1 for w in ws])
+        flags = [o.requires_grad for o in outs]
+        sum((o * (i + 1)).sum() for i, o in enumerate(outs) if o.requires_grad).backward()
+        grads = [torch.zeros_like(w) if w.grad is None else w.grad for w in ws]
+        return [o.detach() for o in outs], flags, grads
+
+    want = run(_zeroed_input_still_requires_grad)
+    got = run(fusion_alias.jit(_zeroed_input_still_requires_grad, backend="reference"))
+    assert got[1] == want[1]
+    for g, w in zip(got[0] + got[2], want[0] + want[2]):
+        torch.testing.assert_close(g, w)
