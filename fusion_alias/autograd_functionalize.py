@@ -265,53 +265,31 @@ def _clone_before(flat: list, copied: set, trace) -> list:
     return out
 
 
-def _actual_inputs(prologue_trc, ctx):
-    """The computation's actual inputs for this call: the prologue, made callable, run on it.
-
-    Thunder makes the prologue callable only after the transforms; the checks that
-    run the prologue again (``refusals/operands.py``) find this one in the compile
-    stats meanwhile (Thunder replaces it with its own right after).
-    """
+def _install_prologue(prologue_trc) -> None:
+    """Make this compilation's prologue callable and put it where ``input_groups._input_groups`` (and
+    the operand checks) look for it. Thunder makes the prologue callable only after the transforms,
+    and replaces this one with its own right after."""
     from thunder.common import transform_for_execution
     from thunder.core.compile_data import _compile_data
     from thunder.extend import get_executor
 
     pro = transform_for_execution(prologue_trc, executors_list=(get_executor("python"),), use_del_last_used=False)[-1]
-    pro = pro.python_callable(include_decorators=False)
-    try:
-        _, cs = _compile_data.get()
-        cs.last_prologue = pro
-    except (LookupError, AttributeError, TypeError, ValueError):
-        pass
-    inps, _ = pro(*ctx.args, **ctx.kwargs)
-    return inps
+    _, cs = _compile_data.get()
+    cs.last_prologue = pro.python_callable(include_decorators=False)
 
 
 def functionalize(prologue_trc, trace, epilogue_trc):
     """The pure computation trace of the module Note; records in the compile context what ``api``
     writes back (``ctx.writebacks`` for this call, ``ctx.written_positions`` for the cache entry)."""
-    from fusion_alias.components import overlap_groups
     from fusion_alias.flatten import _drop_update_aliases
-    from fusion_alias.input_groups import identical_inputs, read_through_first
+    from fusion_alias.input_groups import _input_groups, identical_inputs, read_through_first
     from fusion_alias.noop_copies import drop_copies_onto_themselves
 
     ctx = context.current()
     tensor_inputs = [a for a in trace.args if isinstance(a, TensorProxy)]
-    actual: dict = {}
-    input_groups: list = []
     if ctx.has_call:
-        inps = _actual_inputs(prologue_trc, ctx)
-        ctx.saw_inputs(inps)
-        for p, x in zip(trace.args, inps):
-            if isinstance(p, TensorProxy) and isinstance(x, torch.Tensor):
-                actual[p.name] = x
-        names = [p.name for p in tensor_inputs]
-        known = [n for n in names if n in actual]
-        input_groups = [[known[i] for i in g] for g in overlap_groups([actual[n] for n in known])]
-        if len(known) < len(names):
-            input_groups.append(names)
-    elif len(tensor_inputs) > 1:
-        input_groups = [[p.name for p in tensor_inputs]]
+        _install_prologue(prologue_trc)  # what _input_groups runs on the call, as in the fusion pass
+    input_groups, actual = _input_groups(trace, ctx, tensor_inputs)
 
     *body, ret = trace.bound_symbols
     flat = []
