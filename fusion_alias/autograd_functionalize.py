@@ -51,6 +51,7 @@ import thunder.core.prims as prims
 from thunder.core.compile_data import get_compile_data
 import thunder.core.dtypes as dtypes
 from thunder.core.proxies import ProxyTag, TensorProxy
+from thunder.core.pytree import tree_map
 from thunder.core.trace import from_trace, tracectx
 from thunder.core.transform_common import Transform
 
@@ -91,7 +92,7 @@ def write_back(result, writebacks: WriteBacks):
     constant_ids = {id(t) for t in constants}
     differentiable_ids = {id(t) for t in differentiable if not t.requires_grad and t.grad_fn is None}
     if constant_ids or differentiable_ids:
-        out = _map_tensors(out, lambda t: _as_eager_marks(t, constant_ids, differentiable_ids))
+        out = tree_map(lambda t: _as_eager_marks(t, constant_ids, differentiable_ids) if isinstance(t, torch.Tensor) else t, out)
     return out
 
 
@@ -103,16 +104,6 @@ def _as_eager_marks(t: torch.Tensor, constant_ids: set, differentiable_ids: set)
         # result still requires grad, with a zero gradient; Thunder returned it as a plain tensor
         return t.requires_grad_(True)
     return t
-
-
-def _map_tensors(x, fn):
-    if isinstance(x, torch.Tensor):
-        return fn(x)
-    if type(x) in (list, tuple):
-        return type(x)(_map_tensors(i, fn) for i in x)
-    if type(x) is dict:
-        return {k: _map_tensors(v, fn) for k, v in x.items()}
-    return x
 
 
 def _constant_outputs(flat, info, tensor_inputs, outs, step_outputs=frozenset()) -> list[int]:
@@ -212,7 +203,7 @@ def _explicit_writes(bsyms, state_update: bool = False) -> list:
     return out
 
 
-def _checked_as_the_fusion_pass_sees_it(trace, body, ret, tensor_inputs, input_groups, actual, ctx) -> set:
+def _checked_as_the_fusion_pass_sees_it(trace, explicit, ret, tensor_inputs, input_groups, actual, ctx) -> set:
     """Eager's refusals, checked on the trace flattened the fusion pass's way (down to compute
     prims, whose layout rules ``layouts`` knows: ``t1 * 0.5`` of a transposed ``t1`` is transposed
     in eager, so its ``view(-1)`` raises), as ``pipeline.prepare`` checks it; returns the output
@@ -229,7 +220,7 @@ def _checked_as_the_fusion_pass_sees_it(trace, body, ret, tensor_inputs, input_g
     from fusion_alias.refusals.inplace_ops import _traced_program
 
     full = []
-    for b in _explicit_writes(body):  # views and writes first: a getitem kept whole is an opaque view
+    for b in explicit:  # ``_explicit_writes``'s: a getitem kept whole would be an opaque view
         full.extend(executor._flatten(b, {})[0])
     full, alias_facts, renamed = _drop_update_aliases(full + [ret])
     before = {id(b) for b in full}
@@ -292,15 +283,12 @@ def functionalize(prologue_trc, trace, epilogue_trc):
     input_groups, actual = _input_groups(trace, ctx, tensor_inputs)
 
     *body, ret = trace.bound_symbols
-    flat = []
-    for b in body:
-        state_update = any(k in b.sym.name for k in _STATE_UPDATING_OPS)
-        # only writes and views are flattened: Thunder's autodiff needs the composites (a prim's
-        # grad rule assumes what its composite ensured: ``mul`` of a 0-d tensor and a vector reached
-        # ``prims.mul`` unbroadcast, and the 0-d input's gradient came back unsummed)
-        flat.extend(_explicit_writes([b], state_update))
+    # only writes and views are flattened: Thunder's autodiff needs the composites (a prim's grad rule
+    # assumes what its composite ensured: ``mul`` of a 0-d tensor and a vector reached ``prims.mul``
+    # unbroadcast, and the 0-d input's gradient came back unsummed)
+    flat = _explicit_writes(body)
+    copied = _checked_as_the_fusion_pass_sees_it(trace, flat, ret, tensor_inputs, input_groups, actual, ctx)
     flat.append(ret)  # the stages below rename its uses too (a dropped self-copy's result)
-    copied = _checked_as_the_fusion_pass_sees_it(trace, body, ret, tensor_inputs, input_groups, actual, ctx)
     flat, alias_facts, _ = _drop_update_aliases(flat)
     flat = _clone_before(flat, copied, trace)
     same_inputs = identical_inputs(tensor_inputs, actual)

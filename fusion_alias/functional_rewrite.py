@@ -451,9 +451,7 @@ def _keep_identity(old: TensorProxy, new: TensorProxy) -> TensorProxy:
 
 def _scatter(base: TensorProxy, chain, value: TensorProxy) -> TensorProxy:
     """``base`` with ``value`` written at the elements ``chain`` (view prims from ``base``) names."""
-    numel = 1
-    for s in base.shape:
-        numel *= s
+    numel = _numel(base)
     if numel == 0:
         return base
     positions = prims.iota(numel, start=0, step=1, device=base.device, dtype=dtypes.int64)
