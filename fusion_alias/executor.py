@@ -92,6 +92,15 @@ def resolve_backend(backend: str, device_type: str | None = None) -> str:
     return backend
 
 
+_PAD = ops.PrimIDs.PAD
+
+
+def _plain_pad(bsym: BoundSymbol) -> bool:
+    """A ``prims.pad`` that only adds elements (no negative, no interior padding): nvFuser's ``pad``."""
+    config = bsym.args[2] if len(bsym.args) > 2 else bsym.kwargs.get("padding_config", ())
+    return all(isinstance(x, int) and x >= 0 and interior == 0 for lo, hi, interior in config for x in (lo, hi))
+
+
 class FusionAliasExecutor(FusionExecutor):
     """Fuses in-place programs on aliased tensors without alias hazards inside a region."""
 
@@ -131,8 +140,8 @@ class FusionAliasExecutor(FusionExecutor):
         registered otherwise goes the general way.
         """
         if id(bsym.sym.id) in self._own_ids:
-            return self._claims(bsym.args, bsym.kwargs)
-        return super().can_execute(bsym)
+            return self._claims(bsym.args, bsym.kwargs) and (bsym.sym.id is not _PAD or _plain_pad(bsym))
+        return super().can_execute(bsym) and (bsym.sym.id is not _PAD or _plain_pad(bsym))
 
     def register_supported(self, sym_or_id, checker=None, **transforms):
         self._own_ids = frozenset()  # (a registration after ours: can_execute asks Thunder's way)
@@ -158,7 +167,8 @@ class FusionAliasExecutor(FusionExecutor):
         else leave ``out`` as it was and say False (``_flatten``, without a list per level)."""
         own = self._own_ids
         if own:  # can_execute, inlined: nothing but the op table registered (see can_execute)
-            ok = id(bsym.sym.id) in own and self._claims(bsym.args, bsym.kwargs)
+            ok = id(bsym.sym.id) in own and self._claims(bsym.args, bsym.kwargs) and (
+                bsym.sym.id is not _PAD or _plain_pad(bsym))
         else:
             ok = self.can_execute(bsym)
         if ok:

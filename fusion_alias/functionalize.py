@@ -51,8 +51,12 @@ def substitute_reads(
     bsyms: Sequence[BoundSymbol],
     info: AliasInfo,
     is_fusible: Callable[[BoundSymbol], bool],
+    written_views: dict | None = None,
 ) -> list[BoundSymbol]:
     """Return ``bsyms`` with reads rewritten to known values (see module Note).
+
+    ``written_views`` (``base_updates.rewrite``): a write's result name -> ``(view, value)``, a view
+    of the written memory whose contents the write also makes known.
 
     New view prims (replays) are inserted right before the read that needs
     them; ``info`` is extended with their outputs.
@@ -91,14 +95,10 @@ def substitute_reads(
         base = entry.get(root_key)
         if base is None:
             return p
-        value = base
-        for step in info.chain[p.name]:
-            with tracectx(trace):
-                new_out = TensorProxy(like=step.output)
-            replay = step.from_bsym(args=(value, *step.args[1:]), output=new_out, subsymbols=[])
-            out.append(replay)
-            info.add_alias(new_out.name, value.name, replay)
-            value = new_out
+        chain = info.chain[p.name]
+        value = _pushed_down(trace, out, base, chain, info, is_fusible, _PUSH_DEPTH) if chain else None
+        if value is None:
+            value = _replay(trace, out, len(out), base, chain, info)
         remember(group, key, value)
         return value
 
@@ -142,6 +142,10 @@ def substitute_reads(
             # not ``s``: later reads keep reading the written buffer (fuzz seed 1 #1249)
             if isinstance(src, TensorProxy) and shape_of(src) == shape_of(dst):
                 remember(group, info.view_key[dst.name], src)
+            extra = written_views.get(bsym.output.name) if written_views else None
+            if extra is not None:
+                view, value = extra
+                remember(group, info.view_key[view], resolve(value) if isinstance(value, TensorProxy) else value)
             continue
         if id(sym_id) in view_addrs or sym_id is update_aliases_id:  # (ops.is_view, ops.is_update_aliases)
             out.append(bsym)
@@ -154,3 +158,88 @@ def substitute_reads(
             for a in tensor_args(bsym):
                 forget(info.group(a.name))
     return out
+
+
+def _replay(trace, out: list, at: int, value: TensorProxy, chain, info: AliasInfo) -> TensorProxy:
+    """``chain`` replayed on ``value``, its symbols inserted into ``out`` at ``at``; the last view."""
+    made = []
+    for step in chain:
+        with tracectx(trace):
+            new_out = TensorProxy(like=step.output)
+        replay = step.from_bsym(args=(value, *step.args[1:]), output=new_out, subsymbols=[])
+        made.append(replay)
+        info.add_alias(new_out.name, value.name, replay)
+        value = new_out
+    out[at:at] = made
+    return value
+
+
+_PUSH_DEPTH = 4
+
+
+def _pushed_down(trace, out: list, base: TensorProxy, chain, info: AliasInfo, is_fusible, depth: int):
+    """Note [a view of a value is computed from the view of its operands]
+    ----------------------------------------------------------------------
+    A read of ``b = a[0, 0]`` after ``t2 = exp(a); copy_(t2, a)`` is ``t2``'s view,
+    ``squeeze(slice(t2))``: it moves elements of a value computed from ``a``, so
+    it cannot share a region with the write (graph.py, Note [elements moved
+    from written memory]), and ``t2`` (all of it) is handed over in a buffer.
+    Where ``t2`` is an elementwise op of operands of its own shape, the view is
+    computed instead as that op of the operands' views, placed right after the
+    op (where the operands hold what the op read)::
+
+        t2 = exp(a); e = exp(squeeze(slice(a))); copy_(t2, a); ... tanh(e)
+
+    The region that reads ``a[0, 0]`` now reads one element, before the write;
+    the one that writes ``a`` reads ``a`` only elementwise. Done only where the
+    view is smaller than the value (a recomputation of the few elements read),
+    through at most ``_PUSH_DEPTH`` elementwise ops; None otherwise.
+    """
+    if depth == 0 or not isinstance(base, TensorProxy) or _numel(chain[-1].output) >= _numel(base):
+        return None
+    at = _produced_at(out, base.name)
+    if at is None:
+        return None
+    producer = out[at]
+    kind = ops.op_info(producer)
+    if kind is None or kind.kind != "elementwise" or not is_fusible(producer):
+        return None
+    shape = tuple(base.shape)
+    args = []
+    for a in producer.args:
+        if isinstance(a, TensorProxy):
+            if tuple(a.shape) != shape:
+                return None
+        elif not isinstance(a, (int, float, bool, complex)):
+            return None
+    for a in producer.args:
+        if not isinstance(a, TensorProxy):
+            args.append(a)
+            continue
+        view = _pushed_down(trace, out, a, chain, info, is_fusible, depth - 1)
+        if view is None:
+            at = _produced_at(out, base.name)  # (inner pushes insert before it)
+            view = _replay(trace, out, at, a, chain, info)
+        args.append(view)
+    at = _produced_at(out, base.name)
+    with tracectx(trace):
+        result = TensorProxy(like=chain[-1].output)
+    out.insert(at + 1, producer.from_bsym(args=tuple(args), output=result, subsymbols=[]))
+    info.add_root(result.name)
+    return result
+
+
+def _produced_at(out: list, name: str):
+    """The index in ``out`` of the symbol that makes ``name`` (the last one), or None."""
+    for i in range(len(out) - 1, -1, -1):
+        o = out[i].output
+        if isinstance(o, TensorProxy) and o.name == name:
+            return i
+    return None
+
+
+def _numel(p) -> int:
+    n = 1
+    for d in p.shape:
+        n *= d
+    return n

@@ -283,11 +283,17 @@ def build_edges(
     add = edges.add
     last_write: dict[str, int] = {}
     reads_since: dict[str, list[tuple[int, TensorProxy]]] = {}
+    # Note [elements moved from written memory]
+    taint: list = [None] * len(bsyms)
+    moves: list = []
+    safe_readers: set[int] = set()  # reads of memory that feed a write of it elementwise (a safe war)
     op_by_addr, reshape = ops._OP_BY_ADDR, ops.PrimIDs.RESHAPE
     for i, b in enumerate(bsyms):
         # (memory_reads, inlined)
         op = op_by_addr.get(id(b.sym.id))
         kind = op.kind if op is not None else None
+        if not opaque[i] and kind != "write" and kind != "alias":
+            _taint_and_moves(i, b, kind, taint, producer_idx, root, group, written_groups, shapes, moves)
         if kind == "elementwise" or kind == "reduction" or kind is None or kind == "creation":
             reads = flattened(b)[3]  # the tensor arguments
         elif kind == "write":
@@ -316,8 +322,26 @@ def build_edges(
         if ds:
             for d in ds:
                 _add_write_hazards(i, b, d, opaque[i], bsyms, info, group(d.name), last_write, reads_since,
-                                   producer_idx, feeders, shapes, add)
+                                   producer_idx, feeders, shapes, add, safe_readers)
+    if moves and safe_readers:
+        _add_move_hazards(edges, moves, safe_readers)
     return edges
+
+
+def _add_move_hazards(edges: DependencyEdges, moves: list, safe_readers: set) -> None:
+    """Note [elements moved from written memory]: an unsafe edge from each reader that feeds a
+    write to each node that moves its value; the hazard arrays stay in node order of the heads."""
+    extra = [(r, n) for n, readers in moves for r in sorted(readers & safe_readers)]
+    if not extra:
+        return
+    code = RAW | UNSAFE
+    merged = sorted(
+        [*zip(edges.hazard_v, range(len(edges.hazard_v)), edges.hazard_u, edges.hazard_code),
+         *((n, len(edges.hazard_v) + k, r, code) for k, (r, n) in enumerate(extra))]
+    )
+    edges.hazard_v = [v for v, _, _, _ in merged]
+    edges.hazard_u = [u for _, _, u, _ in merged]
+    edges.hazard_code = [c for _, _, _, c in merged]
 
 
 def build_graph(
@@ -329,7 +353,64 @@ def build_graph(
     return build_edges(bsyms, info, is_fusible).to_networkx()
 
 
-def _add_write_hazards(i, b, d, opaque, bsyms, info, grp, last_write, reads_since, producer_idx, feeders, shapes, add):
+_MOVING_VIEWS = frozenset(id(i) for i in ops.VIEW_IDS if i is not ops.PrimIDs.SHALLOW_COPY)
+_PAD = ops.PrimIDs.PAD
+
+
+def _taint_and_moves(i, b, kind, taint, producer_idx, root, group, written_groups, shapes, moves) -> None:
+    """Note [elements moved from written memory]
+    --------------------------------------------
+    Inside one kernel a value is not a buffer: nvFuser may compute
+    ``exp(a)[0, 0]`` again from ``a[0, 0]`` wherever a thread needs it. So a
+    region must not hold all three of: a read of memory M that feeds a write of
+    M elementwise (a ``war`` edge the graph calls safe), a node that *moves*
+    elements of a value computed from that read (slice, squeeze, permute,
+    reshape, broadcast, reduce or pad it, or use a 0-dim one beside a bigger
+    tensor), and the write: the thread that reads ``a[0, 0]`` for another
+    element may run after the thread that wrote ``a[0, 0]``. Worked example,
+    seed ``h`` after ``base_updates``::
+
+        t2 = exp(a); copy_(t2, a)                  # exp reads a, feeds the write: safe
+        t4 = tanh(squeeze(slice(t2)))              # slice moves a[0, 0] to t4's thread
+        ...; copy_(where(m, pad(t4), t2), a)
+
+    ``taint[i]``: the fusible nodes that read written memory and whose values
+    node ``i``'s value was computed from (an op outside regions hands over a
+    real buffer: no taint passes it). ``moves`` collects ``(node, readers whose
+    values it moves)``; ``build_edges`` then gives each pair whose reader feeds a
+    write an unsafe edge: the move runs in a later region than the read, on a
+    value handed over in a buffer.
+    """
+    sym_id = b.sym.id
+    if kind == "view":
+        a0 = b.args[0]
+        j = producer_idx.get(a0.name) if isinstance(a0, TensorProxy) else None
+        acc = taint[j] if j is not None else None
+        moved = acc if id(sym_id) in _MOVING_VIEWS else None
+    else:
+        moving = kind == "reduction" or sym_id is _PAD
+        out = b.output if isinstance(b.output, TensorProxy) else None
+        acc = moved = None
+        reads_written = False
+        for p in flattened(b)[3]:
+            name = p.name
+            j = producer_idx.get(name)
+            derived = taint[j] if j is not None else None  # a value computed from reads of written memory
+            if name in root and group(name) in written_groups:
+                reads_written = True
+            if derived is not None:
+                acc = derived if acc is None or acc is derived else acc | derived
+                if moving or (out is not None and _shape(p, shapes) != _shape(out, shapes)):
+                    moved = derived if moved is None else moved | derived
+        if reads_written:
+            acc = frozenset((i,)) if acc is None else acc | {i}
+    taint[i] = acc
+    if moved:
+        moves.append((i, moved))
+
+
+def _add_write_hazards(i, b, d, opaque, bsyms, info, grp, last_write, reads_since, producer_idx, feeders, shapes, add,
+                       safe_readers=None):
     """The ``waw`` and ``war`` edges into node ``i``, a write of ``d`` (group ``grp``)."""
     w = last_write.get(grp)
     coalesced = w is not None and not opaque and _covers(bsyms[w], b, info)
@@ -364,6 +445,8 @@ def _add_write_hazards(i, b, d, opaque, bsyms, info, grp, last_write, reads_sinc
                         d_key = view_key[d.name]
                     safe = view_key[p.name] == d_key and _shape(p, shapes) == d_shape  # (info.same_view)
             add(r, i, WAR if safe else WAR | UNSAFE)
+            if safe and safe_readers is not None:
+                safe_readers.add(r)
     last_write[grp] = i
 
 

@@ -360,6 +360,9 @@ def define_region(fd, spec: RegionSpec, DataType) -> dict[str, object]:
             out = fd.ops.set(val(a[0]))
         elif info.kind == "reduction":
             out = getattr(fd.ops, info.nv_name)(val(a[0]), dims=list(a[1]), keepdim=False)
+        elif pid is ops.PrimIDs.PAD:  # (executor._plain_pad: no interior padding)
+            widths = [w for lo, hi, _ in reversed(a[2]) for w in (lo, hi)]
+            out = fd.ops.pad(val(a[0]), pad_widths=widths, value=val(a[1]))
         elif pid is ops.PrimIDs.FULL:
             out = fd.ops.full(
                 shape=list(a[0]), fill_value=val(a[1]), dtype=datatype(DataType, b.kwargs["dtype"])

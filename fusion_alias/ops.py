@@ -149,6 +149,14 @@ def torch_prod(a, dims):
     return out if dims else a.clone()
 
 
+def torch_pad(a, padding_value, padding_config):
+    """``prims.pad`` with no interior padding: ``padding_config`` is ``(low, high, 0)`` per dimension."""
+    if any(interior for _, _, interior in padding_config):
+        raise NotImplementedError("fusion_alias: pad with interior padding")
+    widths = [w for lo, hi, _ in reversed(padding_config) for w in (lo, hi)]
+    return torch.nn.functional.pad(a, widths, value=padding_value)
+
+
 def torch_lerp(start, end, weight):
     """``prims.lerp``: ``start + weight * (end - start)`` (``torch.optim.Adam`` writes ``exp_avg.lerp_(grad, 1 - beta1)``)."""
     as_t = lambda x: x if isinstance(x, torch.Tensor) else torch.tensor(x)  # noqa: E731
@@ -172,6 +180,8 @@ _OTHER = {
     "AMIN": OpInfo("reduction", "min", lambda a, dims: a.amin(tuple(dims)) if dims else a.clone()),
     "PROD": OpInfo("reduction", "prod", torch_prod),
     "FULL": OpInfo("creation", "full", _full),
+    # a new tensor from its argument's values (base_updates.py places a written view back into its base)
+    "PAD": OpInfo("creation", "pad", torch_pad),
     "COPY_": OpInfo("write", "add_output", None),
     "UPDATE_ALIASES": OpInfo("alias", "update_aliases", None),
 }

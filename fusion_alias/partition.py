@@ -138,6 +138,100 @@ def _levels_of_arrays(edges: DependencyEdges, fusible: list[bool], ignore_hazard
     return level
 
 
+def _sunk_levels(bsyms, edges: DependencyEdges, fusible: list[bool], level: list[int], ignore_hazards: bool) -> list[int]:
+    """Note [each node in the stage that moves the fewest elements]
+    ----------------------------------------------------------------
+    As-soon-as-possible levels give the fewest stages, but not the fewest bytes
+    between them: in seed ``h`` after ``base_updates``, the one-element read
+    ``e = exp(a[0, 0])`` must come before the write of ``a``, and ASAP put
+    everything else that could run early (``exp(a)``, the ``where`` that makes
+    ``a``'s new value, the output ``mul``) in the first region too, which then
+    handed ``exp(a)`` and the new value to the second region in buffers.
+
+    A fusible node may sit at any level from the one its producers' levels
+    force up to the latest its consumers allow (as-late-as-possible levels, one
+    sweep from the last node; the ``return`` allows any). Walking the nodes in
+    program order, each takes the level in that range whose edges carry the
+    fewest elements across stages (its operands made at other levels, its
+    value read at other levels), the later one on ties. No level grows past the
+    largest, so the stage count is the same, and every edge still goes to the
+    same or a later stage, unsafe ones to a later one. For ``h``: the first
+    region reads ``a[0, 0]`` and hands one element over; the second does the rest.
+    """
+    top = max(level, default=-1)
+    if top <= 0:
+        return level
+    n = edges.n
+    es = list(edges.in_node_order())
+    cut = (lambda u, unsafe: not fusible[u] or unsafe) if not ignore_hazards else (lambda u, unsafe: not fusible[u])
+    ret = prims.PrimIDs.RETURN
+    # in-edges per head, as slices of es (grouped by head, heads ascending)
+    first = [0] * (n + 1)
+    for _, v, _ in es:
+        first[v + 1] += 1
+    for v in range(n):
+        first[v + 1] += first[v]
+    latest = [top if f else lvl for f, lvl in zip(fusible, level)]
+    consumer_levels: list = [None] * n
+    for v in range(n - 1, -1, -1):
+        if bsyms[v].sym.id is ret:
+            continue
+        lv = latest[v]
+        for u, _, unsafe in es[first[v]:first[v + 1]]:
+            if not fusible[u]:
+                continue
+            if fusible[v]:
+                lim = lv - 1 if unsafe and not ignore_hazards else lv
+                if consumer_levels[u] is None:
+                    consumer_levels[u] = [lv]
+                else:
+                    consumer_levels[u].append(lv)
+            else:
+                lim = lv
+            if lim < latest[u]:
+                latest[u] = lim
+    sizes: dict[int, int] = {}
+
+    def size(i: int) -> int:
+        s = sizes.get(i)
+        if s is None:
+            s = 0
+            for o in tensor_outs(bsyms[i]):
+                k = 1
+                for d in o.shape:
+                    k *= d
+                s += k
+            sizes[i] = s
+        return s
+
+    final = list(level)
+    for v in range(n):
+        if not fusible[v] or latest[v] == level[v]:
+            continue
+        ins = es[first[v]:first[v + 1]]
+        lo = 0
+        for u, _, unsafe in ins:
+            need = final[u] + 1 if cut(u, unsafe) else final[u]
+            if need > lo:
+                lo = need
+        hi = latest[v]
+        if lo >= hi:
+            final[v] = lo
+            continue
+        outs = consumer_levels[v] or ()
+        candidates = {lo, hi, *(lvl for lvl in outs if lo <= lvl <= hi),
+                      *(final[u] for u, _, _ in ins if fusible[u] and lo <= final[u] <= hi)}
+        best, best_cost = lo, None
+        for cand in sorted(candidates):
+            cost = sum(size(u) for u, _, _ in ins if fusible[u] and final[u] != cand)
+            if any(lvl != cand for lvl in outs):
+                cost += size(v)
+            if best_cost is None or cost <= best_cost:
+                best, best_cost = cand, cost
+        final[v] = best
+    return final
+
+
 def _level_after(level_u: int, fusible_u: bool, fusible_v: bool, cut: bool) -> int:
     """The least level of v given an edge u -> v: a fusible v after a non-fusible u, or across an
     unsafe hazard edge, starts a later stage; a non-fusible v only follows u."""
@@ -178,6 +272,8 @@ def partition(
     for i in memory_views:
         fusible[i] = False
     level = _levels(n, graph, fusible, ignore_hazards)
+    if built:
+        level = _sunk_levels(bsyms, graph, fusible, level, ignore_hazards)
 
     # A stage made of view prims only produces no kernel: run it on torch.
     # One region per stage and phase (Note [forward and backward in one trace]).

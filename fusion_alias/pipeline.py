@@ -9,7 +9,8 @@ partitioning and region assembly. Each stage is a function in its own module:
    ``identical_inputs``/``read_through_first``: the same tensor passed twice becomes one name.
 4. ``aliasing.analyze``: every tensor's root, view chain and memory group;
    ``noop_copies``: copies of memory onto itself out (eager writes nothing).
-5. ``refusals.check_refusals``: programs eager rejects, or Thunder's autodiff gets wrong.
+5. ``refusals.check_refusals``: programs eager rejects, or Thunder's autodiff gets wrong;
+   ``base_updates.rewrite``: a memory written through two views is written as one base.
 6. ``functionalize.substitute_reads``: reads of written memory become reads of the write's value.
 7. ``dce._dce``: fusible symbols nobody reads, dropped.
 8. ``graph.build_edges``: data edges plus alias-hazard edges (DESIGN.md §4), as arrays.
@@ -28,7 +29,7 @@ import networkx as nx
 from thunder.core.proxies import TensorProxy
 from thunder.core.trace import TraceCtx, from_trace
 
-from fusion_alias import context, report
+from fusion_alias import base_updates, context, report
 from fusion_alias.aliasing import AliasInfo, analyze, tensor_proxies_by_name
 from fusion_alias.dce import _dce
 from fusion_alias.flatten import _drop_update_aliases, flatten_trace, fusible_predicate
@@ -80,8 +81,16 @@ def prepare(executor, trace: TraceCtx, input_groups=None) -> Prepared:
     flat = drop_copies_onto_themselves(flat, info, actual, proxies)
     check_refusals(trace, flat, renamed, info, tensor_inputs, input_groups, actual, ctx, proxies)
     fusible = fusible_predicate(executor, verdicts, tensor_inputs)
-    bsyms = substitute_reads(trace, flat, info, fusible)
+    flat, info, written_views = base_updates.rewrite(
+        trace, flat, info, tensor_inputs, input_groups, actual, fusible,
+        lambda rewritten: analyze(rewritten, tensor_inputs, list(input_groups) + alias_facts, same_inputs),
+    )
+    bsyms = substitute_reads(trace, flat, info, fusible, written_views)
     bsyms = _dce(bsyms, trace)
+    if written_views:  # Note [a write nobody reads before a covering write] (base_updates.py)
+        kept = base_updates.drop_overwritten_writes(bsyms, info, fusible)
+        if kept is not bsyms:
+            bsyms = _dce(kept, trace)
     t1 = time.perf_counter()
     edges = build_edges(bsyms, info, fusible)
     t2 = time.perf_counter()

@@ -402,6 +402,8 @@ class _OpsAdapter:
             return reduce
         if name == "full":
             return lambda shape, fill_value, dtype: ops.full(list(shape), fill_value, dtype)
+        if name == "pad":
+            return lambda arg, pad_widths, value=None: ops.pad(arg, list(pad_widths), value)
         return getattr(ops, name)  # elementwise: same name, positional arguments
 
     def _where(self, pred, a, b):

@@ -21,7 +21,10 @@ entry: an input, or a tensor made before the stretch) is pointwise only if it
 is elementwise, the name is the same view as every write of that group in the
 stretch, and it has the write's shape (no broadcast). Anything else reads other
 elements than the ones a thread writes: a broadcast of ``a[0, 0]`` next to a
-write of ``a``, a reduction, a transpose.
+write of ``a``, a reduction, a transpose. The same holds for a value the stretch
+computed from written memory (nvFuser computes it again where a thread needs
+it): a view, reduction, pad or broadcast of ``exp(a)`` next to a write of ``a``
+is a non-pointwise read of ``a`` (graph.py, Note [elements moved from written memory]).
 
 Worked example, seed ``f`` with ``(x, x[0, 0])``: ``a.exp_() * b.tanh_()``. The
 stretch writes ``a``'s memory through ``a`` and through ``b``; ``tanh`` reads
@@ -49,16 +52,30 @@ def _stretch_regions(stretch, info, made_before: set) -> int:
                 writes.setdefault(info.group(dst.name), []).append(dst)
     if not writes:
         return 1
-    for b in computes:
+    read_from_written: set[str] = set()  # values computed (in the stretch) from written memory
+    for b in stretch:
+        if ops.is_copy(b):
+            continue
         info_b = ops.op_info(b)
-        elementwise = info_b is not None and info_b.kind == "elementwise"
+        kind = info_b.kind if info_b is not None else None
+        elementwise = kind == "elementwise"
         out_shapes = {tuple(o.shape) for o in proxy_outs(b) if isinstance(o, TensorProxy)}
+        derived = False
         for p in proxy_args(b):
-            if not isinstance(p, TensorProxy) or p.name not in info.root:
+            if not isinstance(p, TensorProxy):
+                continue
+            if p.name in read_from_written:
+                derived = True
+                # Note [what counts as a non-pointwise read]: moving elements of such a value
+                # (a view, a reduction, a pad, a broadcast) reads other elements than a thread writes
+                if b.sym.id is not ops.PrimIDs.SHALLOW_COPY and (not elementwise or not out_shapes <= {tuple(p.shape)}):
+                    return 2
+            if kind == "view" or p.name not in info.root:
                 continue
             dsts = writes.get(info.group(p.name))
             if dsts is None:
                 continue
+            derived = True
             pointwise = (
                 elementwise
                 and all(info.same_view(p.name, d.name) for d in dsts)
@@ -66,6 +83,8 @@ def _stretch_regions(stretch, info, made_before: set) -> int:
             )
             if not pointwise:
                 return 2
+        if derived:
+            read_from_written.update(o.name for o in proxy_outs(b) if isinstance(o, TensorProxy))
     return 1
 
 

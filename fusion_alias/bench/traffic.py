@@ -62,6 +62,29 @@ def _names_read(bsyms) -> set[str]:
     return read
 
 
+def _bytes_through_views(bsyms, name: str, p) -> int:
+    """Bytes a region reads of its input ``name``: all of it, or, where the region only takes views
+    of it (``a[0, 0]``), the bytes of the views its other symbols read (a kernel loads those only)."""
+    users: dict[str, list] = {}
+    for b in bsyms:
+        args = proxy_args(b)
+        if ops.is_copy(b):
+            args = [a for a in args if a is not b.args[1]]
+        for a in args:
+            if isinstance(a, TensorProxy):
+                users.setdefault(a.name, []).append(b)
+
+    def through(n: str, q) -> int:
+        total = 0
+        for b in users.get(n, ()):
+            if not ops.is_view(b) or not isinstance(b.output, TensorProxy):
+                return nbytes(q)
+            total += through(b.output.name, b.output)
+        return total
+
+    return min(nbytes(p), through(name, p))
+
+
 def fusion_alias_traffic(trace) -> int:
     """Bytes moved by the fusion regions of fusion_alias's final ``trace`` (``thunder.last_traces(f)[-1]``).
 
@@ -79,9 +102,10 @@ def fusion_alias_traffic(trace) -> int:
         kinds = spec.output_kind if spec is not None else {}
         # (a later Thunder pass may rename the fusion's arguments: the spec's inputs match them by position)
         names = [p.name for p in spec.inputs] if spec is not None else [getattr(p, "name", None) for p in b.args]
-        read = _names_read(spec.bsyms if spec is not None else b.subsymbols)
+        body = spec.bsyms if spec is not None else b.subsymbols
+        read = _names_read(body)
         total += sum(
-            min(nbytes(p), view_base_bytes.get(p.name, nbytes(p)))
+            min(nbytes(p), view_base_bytes.get(p.name, nbytes(p)), _bytes_through_views(body, name, p))
             for p, name in zip(b.args, names) if isinstance(p, TensorProxy) and name in read
         )
         for o in b.flat_outs:

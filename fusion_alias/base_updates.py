@@ -1,0 +1,451 @@
+"""One base per memory: writes through different views of one memory become updates of its base.
+
+Note [one base per memory]
+--------------------------
+Read substitution (``functionalize.py``) knows a memory's contents after a
+write only at the view written. When a program writes one memory through two
+different views, a later read of the other view, or of the whole, must read
+the buffer, and the partitioner cuts between the write and the read. Seed
+``h`` (``b = a[0, 0]; return a.exp_() * b.tanh_()``) took 3 regions that way.
+
+This pass rewrites each write into such a memory as a write of its *base* (the
+memory's root: an input, or a tensor the program made): the written view's
+value is placed into the base's current value at the view's positions, and
+the base is written whole::
+
+    t2 = exp(a); t3 = copy_(t2, a)                 # a.exp_()
+    t4 = tanh(squeeze(slice(a)))                   # b.tanh_(), b = a[0, 0] ...
+    t5 = copy_(t4, b)                              # ... written through b
+    mul(t3, t4)
+
+becomes (``substitute_reads`` then makes every read after a write read the
+value written)::
+
+    t2 = exp(a); t3 = copy_(t2, a)
+    t4 = tanh(squeeze(slice(t2)))
+    m = pad(full((1, 1), True), False, ((0, 4, 0), (0, 4, 0)))   # where b sits in a
+    v = pad(broadcast_in_dim(t4, (1, 1), ()), 0.0, ((0, 4, 0), (0, 4, 0)))
+    n = where(m, v, t2); t6 = copy_(n, a)          # both writes now write a: one write-back
+    t5 = squeeze(slice(t6))                        # the old result's name, a view of a again
+    mul(n, t4)
+
+Every write of ``a`` is now a write of the same view, so the writes coalesce
+into one write-back of the final value, and no read of ``a`` is left after it:
+2 regions where there were 3, the kernel model's count (one reads ``a[0, 0]``
+before the write; the other writes ``a``). The price is that a write of a few
+elements writes the whole base: so a memory written through one view only (a
+KV cache's new rows) is left as it is.
+
+Rewritten only when it is exact: every tensor the program touches in the memory
+group has the one root (no other input, no opaque op's result that may alias
+it), every write into the group is a fusible ``copy_``, and every written view
+is the root through slices of step 1, squeezes, permutes, reshapes and
+unsqueezes, whose inverses (``pad``, ``broadcast_in_dim``, ``transpose``,
+``reshape``) put each element back at its place.
+
+Note [inputs that are views of another input]
+---------------------------------------------
+Seed ``f`` passes ``x`` and ``x[0, 0]`` as two arguments: two roots of one
+memory group, which the rule above leaves alone. When the call's tensors show
+that one input is exactly a view of another (same storage and dtype; its
+offset, sizes and strides those of a slice of step 1, a select, a permute or
+an unsqueeze of the other), every use of it but the ``return`` is renamed to
+that view, made from the other input at the top of the program, and the
+program is then the same as seed ``h``. The guard keys programs by the exact
+relation (``guard.py``: offsets inside a component, strides of non-contiguous
+tensors), so a call in which the inputs relate otherwise compiles anew.
+``x[:, ::2]`` and ``x[:, 1::2]`` are not views of each other: their
+hazard cuts stay.
+"""
+
+from __future__ import annotations
+
+import torch
+import thunder.core.dtypes as dtypes
+import thunder.core.prims as prims
+from thunder.core.proxies import TensorProxy, variableify
+from thunder.core.trace import tracectx
+
+from fusion_alias import ops
+from fusion_alias.aliasing import flattened, may_write
+
+_PrimIDs = prims.PrimIDs
+# symbols that name tensors without reading or writing them in a region
+_NOT_ACCESSES = (_PrimIDs.RETURN, _PrimIDs.UNPACK_TRIVIAL, _PrimIDs.GET_GRAD, _PrimIDs.PUT_GRAD, _PrimIDs.DEL)
+_INVERTIBLE = frozenset({_PrimIDs.SLICE, _PrimIDs.SQUEEZE, _PrimIDs.TRANSPOSE, _PrimIDs.RESHAPE,
+                         _PrimIDs.BROADCAST_IN_DIM, _PrimIDs.SHALLOW_COPY})
+
+
+def rewrite(trace, flat: list, info, tensor_inputs, input_groups, actual: dict, is_fusible, reanalyze):
+    """``(flat, info, written_views)`` with writes into memories written through two or more views
+    rewritten as base updates (module Notes); the very same ``flat`` and ``info`` when nothing applies.
+
+    ``written_views`` maps the result of each new write of a base to ``(the view written, its value)``:
+    read substitution then knows that view's contents as well as the base's.
+    ``reanalyze(flat)`` runs ``aliasing.analyze`` again on a rewritten list."""
+    candidates = _groups_written_through_two_views(flat, info)
+    if not candidates:
+        return flat, info, {}
+    new_flat = _inputs_as_views(trace, flat, info, candidates, input_groups, actual)
+    new_info = reanalyze(new_flat) if new_flat is not flat else info
+    written_views: dict = {}
+    rewritten = _writes_as_base_updates(trace, new_flat, new_info, is_fusible, written_views)
+    if rewritten is None:
+        return flat, info, {}  # (renamed inputs alone buy nothing: leave the program as it was)
+    return rewritten, reanalyze(rewritten), written_views
+
+
+def _copies(flat):
+    copy_id = ops.COPY_ID
+    return [b for b in flat if b.sym.id is copy_id and isinstance(b.args[1], TensorProxy)]
+
+
+def _groups_written_through_two_views(flat, info) -> set:
+    keys: dict[str, set] = {}
+    for b in _copies(flat):
+        dst = b.args[1].name
+        keys.setdefault(info.group(dst), set()).add(info.view_key[dst])
+    return {g for g, k in keys.items() if len(k) > 1}
+
+
+def _accessed_roots(flat, info) -> dict[str, set]:
+    """Memory group -> the roots of the tensors the program reads, writes or makes in it."""
+    roots: dict[str, set] = {}
+    root = info.root
+    for b in flat:
+        if b.sym.id in _NOT_ACCESSES:
+            continue
+        _, args, outs, _, _ = flattened(b)
+        for p in (*args, *outs):
+            r = root.get(p.name)
+            if r is not None:
+                roots.setdefault(info.group(p.name), set()).add(r)
+    return roots
+
+
+# -- inputs that are views of another input ----------------------------------------------------
+
+def _inputs_as_views(trace, flat, info, candidates, input_groups, actual):
+    """Note [inputs that are views of another input]: ``flat`` with each such input's uses renamed."""
+    if not actual:
+        return flat
+    roots = _accessed_roots(flat, info)
+    by_name = {p.name: p for p in trace.args if isinstance(p, TensorProxy)}
+    swap: dict = {}
+    made: list = []
+    for group in candidates:
+        members = sorted(roots.get(group, ()))
+        if len(members) < 2 or not all(m in by_name and m in actual for m in members):
+            continue
+        for base in sorted(members, key=lambda m: -actual[m].numel()):
+            chains = {m: relate(actual[base], actual[m]) for m in members if m != base}
+            if all(c is not None for c in chains.values()):
+                for m, chain in chains.items():
+                    view, bsyms = _emit_chain(trace, by_name[base], chain)
+                    made.extend(bsyms)
+                    swap[variableify(by_name[m])] = view
+                break
+    if not swap:
+        return flat
+    renamed = {v.proxy.name for v in swap}
+    out = list(made)
+    for b in flat:
+        if b.sym.id in _NOT_ACCESSES or any(getattr(o, "name", None) in renamed for o in b.flat_outs):
+            out.append(b)
+        else:
+            out.append(b.from_bsym_swap_proxies(swap))
+    return out
+
+
+def relate(base: torch.Tensor, t: torch.Tensor):
+    """The view steps that make ``t`` from ``base`` (``[("slice", starts, ends), ("squeeze", dims),
+    ("permute", perm), ("reshape", shape)]``, those needed), or None when ``t`` is not such a view.
+
+    >>> x = torch.zeros(5, 5)
+    >>> relate(x, x[0, 0])
+    [('slice', [0, 0], [1, 1]), ('squeeze', [0, 1])]
+    >>> relate(x, x.t())
+    [('permute', [1, 0])]
+    >>> relate(x[:, ::2], x[:, 1::2]) is None
+    True
+    """
+    if (base.dtype != t.dtype or base.device != t.device or base.layout != torch.strided
+            or t.layout != torch.strided or base.numel() == 0 or t.numel() == 0):
+        return None
+    if base.untyped_storage().data_ptr() != t.untyped_storage().data_ptr():
+        return None
+    offset = t.storage_offset() - base.storage_offset()
+    dims = [d for d in range(base.ndim) if base.shape[d] > 1]
+    if offset < 0 or any(base.stride(d) <= 0 for d in dims):
+        return None
+    start = [0] * base.ndim
+    rest = offset
+    for d in sorted(dims, key=lambda d: -base.stride(d)):
+        q = min(rest // base.stride(d), base.shape[d] - 1)
+        start[d] = q
+        rest -= q * base.stride(d)
+    if rest:
+        return None
+    taken: list[int] = []  # the base dimension of each of t's dimensions of size > 1, in t's order
+    size = [1] * base.ndim
+    for k in range(t.ndim):
+        if t.shape[k] == 1:
+            continue
+        match = [d for d in dims if d not in taken and base.stride(d) == t.stride(k)]
+        if len(match) != 1 or start[match[0]] + t.shape[k] > base.shape[match[0]]:
+            return None
+        taken.append(match[0])
+        size[match[0]] = t.shape[k]
+    steps: list = []
+    end = [s + n for s, n in zip(start, size)]
+    if start != [0] * base.ndim or end != list(base.shape):
+        steps.append(("slice", start, end))
+    squeezed = [d for d in range(base.ndim) if d not in taken]
+    if squeezed:
+        steps.append(("squeeze", squeezed))
+    kept = [d for d in range(base.ndim) if d in taken]
+    perm = [kept.index(d) for d in taken]
+    if perm != sorted(perm):
+        steps.append(("permute", perm))
+    if len(taken) != t.ndim:
+        steps.append(("reshape", list(t.shape)))
+    view = _replay_on_tensor(base, steps)
+    if view.shape != t.shape or view.data_ptr() != t.data_ptr() or any(
+        view.stride(k) != t.stride(k) for k in range(t.ndim) if t.shape[k] > 1
+    ):
+        return None  # (a layout the steps above do not describe)
+    return steps
+
+
+def _replay_on_tensor(x: torch.Tensor, steps) -> torch.Tensor:
+    for kind, *a in steps:
+        if kind == "slice":
+            x = x[tuple(slice(s, e) for s, e in zip(*a))]
+        elif kind == "squeeze":
+            x = x.squeeze(tuple(a[0]))
+        elif kind == "permute":
+            x = x.permute(tuple(a[0]))
+        else:
+            x = x.view(tuple(a[0]))
+    return x
+
+
+def _emit(trace, fn):
+    """Run ``fn`` (which calls prims) in ``trace``'s context; return its result and the bsyms it made."""
+    scope: list = []
+    with tracectx(trace):
+        trace.push_scope(scope)
+        try:
+            result = fn()
+        finally:
+            trace.pop_scope()
+    return result, scope
+
+
+def _emit_chain(trace, base: TensorProxy, steps):
+    def make():
+        x = base
+        for kind, *a in steps:
+            if kind == "slice":
+                x = prims.slice_prim(x, a[0], a[1], [1] * len(a[0]))
+            elif kind == "squeeze":
+                x = prims.squeeze(x, tuple(a[0]))
+            elif kind == "permute":
+                x = prims.transpose(x, tuple(a[0]))
+            else:
+                x = prims.reshape(x, tuple(a[0]))
+        return x
+
+    return _emit(trace, make)
+
+
+# -- writes through views as base updates --------------------------------------------------------
+
+def _writes_as_base_updates(trace, flat, info, is_fusible, written_views: dict):
+    """``flat`` with the writes into eligible groups (module Note) rewritten, or None if none is."""
+    groups = _groups_written_through_two_views(flat, info)
+    if not groups:
+        return None
+    roots = _accessed_roots(flat, info)
+    eligible = {g for g in groups if len(roots.get(g, ())) == 1}
+    for b in flat:
+        if not eligible:
+            return None
+        if ops.is_copy(b) and isinstance(b.args[1], TensorProxy):
+            g = info.group(b.args[1].name)
+            if g in eligible and (not is_fusible(b) or not _invertible(info.chain[b.args[1].name])
+                                  or not isinstance(b.args[0], (TensorProxy, int, float, bool, complex))):
+                eligible.discard(g)
+        elif not is_fusible(b) and may_write(b):
+            for p in flattened(b)[3]:
+                if p.name in info.root:
+                    eligible.discard(info.group(p.name))
+    if not eligible:
+        return None
+    proxies = {}
+    for b in flat:
+        for p in flattened(b)[4]:
+            proxies.setdefault(p.name, p)
+    out: list = []
+    for b in flat:
+        if ops.is_copy(b) and isinstance(b.args[1], TensorProxy):
+            dst = b.args[1]
+            root = info.root[dst.name]
+            if info.group(dst.name) in eligible and root != dst.name and info.chain[dst.name]:
+                out.extend(_base_update(trace, b, dst, proxies[root] if root in proxies else _input_named(trace, root),
+                                        info.chain[dst.name], written_views))
+                continue
+        out.append(b)
+    return out
+
+
+def _input_named(trace, name):
+    for p in trace.args:
+        if isinstance(p, TensorProxy) and p.name == name:
+            return p
+    raise KeyError(name)  # pragma: no cover - a root is an input or made by a symbol of the trace
+
+
+def _invertible(chain) -> bool:
+    for step in chain:
+        pid = step.sym.id
+        if pid not in _INVERTIBLE:
+            return False
+        if pid is _PrimIDs.SLICE and len(step.args) > 3 and step.args[3] is not None and any(s != 1 for s in step.args[3]):
+            return False
+        if pid is _PrimIDs.BROADCAST_IN_DIM:
+            src, shape, bdims = step.args[0], step.args[1], step.args[2]
+            added = [d for d in range(len(shape)) if d not in bdims]
+            if any(shape[d] != 1 for d in added) or any(shape[d] != src.shape[i] for i, d in enumerate(bdims)):
+                return False  # an expand: many elements of the view are one of the base
+    return True
+
+
+def _zero(dtype):
+    if dtypes.is_boolean_dtype(dtype):
+        return False
+    if dtypes.is_complex_dtype(dtype):
+        return 0j
+    if dtypes.is_float_dtype(dtype):
+        return 0.0
+    return 0
+
+
+def _base_update(trace, copy, dst: TensorProxy, base: TensorProxy, chain, written_views: dict) -> list:
+    """The symbols of ``copy_(src, dst)`` as a write of ``base`` (module Note), then ``copy``'s
+    result made again as ``dst``'s view of the written base."""
+
+    def make():
+        src = copy.args[0]
+        value = src
+        if not isinstance(value, TensorProxy):
+            value = prims.full(tuple(dst.shape), value, device=dst.device, dtype=dst.dtype)
+        if value.dtype != dst.dtype:
+            value = prims.convert_element_type(value, dst.dtype)
+        if tuple(value.shape) != tuple(dst.shape):  # a broadcasting write (``b.copy_(s)``, ``s`` 0-dim)
+            lead = len(dst.shape) - len(value.shape)
+            value = prims.broadcast_in_dim(value, tuple(dst.shape), tuple(range(lead, len(dst.shape))))
+        view_value = value
+        mask = None  # None: every element of the current view
+        for step in reversed(chain):
+            value, mask = _lift(step, value, mask)
+        new = value if mask is None else prims.where(mask, value, base)
+        written = TensorProxy(like=base)
+        return new, written, view_value
+
+    (new, written, view_value), made = _emit(trace, make)
+    written_views[written.name] = (dst.name, view_value)
+    made.append(copy.from_bsym(args=(new, base), output=written))
+    # the old result's name: ``dst``'s view chain on the written base
+    value = written
+    with tracectx(trace):
+        for i, step in enumerate(chain):
+            out = copy.output if i == len(chain) - 1 else TensorProxy(like=step.output)
+            made.append(step.from_bsym(args=(value, *step.args[1:]), output=out, subsymbols=[]))
+            value = out
+    return made
+
+
+def _lift(step, value, mask):
+    """``value`` and ``mask`` (the view's shape) placed back into the shape of ``step``'s argument."""
+    pid = step.sym.id
+    parent = step.args[0]
+    shape = tuple(parent.shape)
+    if pid is _PrimIDs.SHALLOW_COPY:
+        return value, mask
+    if pid is _PrimIDs.SLICE:
+        starts, ends = step.args[1], step.args[2]
+        config = tuple((s, n - e, 0) for s, e, n in zip(starts, ends, shape))
+        if all(lo == 0 and hi == 0 for lo, hi, _ in config):
+            return value, mask
+        if mask is None:
+            mask = prims.full(tuple(value.shape), True, device=value.device, dtype=dtypes.bool8)
+        return prims.pad(value, _zero(value.dtype), config), prims.pad(mask, False, config)
+    if pid is _PrimIDs.SQUEEZE:
+        dims = set(d % len(shape) for d in step.args[1]) if shape else set()
+        kept = tuple(d for d in range(len(shape)) if d not in dims)
+        lift = lambda x: prims.broadcast_in_dim(x, shape, kept)  # noqa: E731
+        return lift(value), (None if mask is None else lift(mask))
+    if pid is _PrimIDs.TRANSPOSE:
+        perm = step.args[1]
+        inverse = tuple(sorted(range(len(perm)), key=lambda i: perm[i]))
+        lift = lambda x: prims.transpose(x, inverse)  # noqa: E731
+        return lift(value), (None if mask is None else lift(mask))
+    # reshape, or a broadcast_in_dim that only adds dimensions of size 1 (_invertible)
+    lift = lambda x: prims.reshape(x, shape)  # noqa: E731
+    return lift(value), (None if mask is None else lift(mask))
+
+
+# -- writes nobody reads before the next one ----------------------------------------------------
+
+def drop_overwritten_writes(bsyms: list, info, is_fusible) -> list:
+    """Note [a write nobody reads before a covering write]
+    -----------------------------------------------------
+    After base updates and read substitution, ``a[0].zero_(); a.copy_(b)`` is
+    ``copy_(where(m, pad(0), a), a); copy_(b, a)``: the first write lands in
+    memory that the second overwrites whole, and nothing reads the memory in
+    between (reads of the first value were rewritten to read the value). The
+    first write is dropped (``_dce`` then drops the ``where`` that only it
+    read); kept, its read of ``a`` would not feed the write that lands, and the
+    graph would cut between them. Kept as well: a write whose result name is
+    still used (a later view of it names memory), and every write when an
+    opaque symbol or any read of the group's memory comes between.
+    """
+    root, group, view_key = info.root, info.group, info.view_key
+    copy_id = ops.COPY_ID
+    used: set[str] = set()
+    for b in bsyms:
+        used.update(p.name for p in flattened(b)[1])
+    pending: dict[str, int] = {}  # group -> its last write, not read since
+    drop: set[int] = set()
+    for i, b in enumerate(bsyms):
+        if not pending:
+            if b.sym.id is copy_id and isinstance(b.args[1], TensorProxy):
+                pending[group(b.args[1].name)] = i
+            continue
+        if b.sym.id is copy_id and isinstance(b.args[1], TensorProxy):
+            src = b.args[0]
+            if isinstance(src, TensorProxy) and src.name in root:
+                pending.pop(group(src.name), None)
+            dst = b.args[1]
+            g = group(dst.name)
+            w = pending.get(g)
+            if w is not None:
+                earlier = bsyms[w].args[1]
+                covered = view_key[earlier.name] == view_key[dst.name] or (
+                    info.is_whole(dst.name) and root[earlier.name] == root[dst.name])
+                if covered and is_fusible(b) and bsyms[w].output.name not in used:
+                    drop.add(w)
+            pending[g] = i
+            continue
+        if ops.is_view(b) or ops.is_update_aliases(b):
+            continue
+        if not is_fusible(b):
+            pending.clear()
+            continue
+        for p in flattened(b)[3]:
+            if p.name in root:
+                pending.pop(group(p.name), None)
+    if not drop:
+        return bsyms
+    return [b for i, b in enumerate(bsyms) if i not in drop]
