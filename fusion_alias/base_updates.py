@@ -286,16 +286,45 @@ def _writes_as_base_updates(trace, flat, info, is_fusible, written_views: dict):
     for b in flat:
         for p in flattened(b)[4]:
             proxies.setdefault(p.name, p)
+    views_only = _written_in_disjoint_views(flat, info, eligible, proxies, trace)
     out: list = []
     for b in flat:
         if ops.is_copy(b) and isinstance(b.args[1], TensorProxy):
             dst = b.args[1]
             root = info.root[dst.name]
-            if info.group(dst.name) in eligible and root != dst.name and info.chain[dst.name]:
-                out.extend(_base_update(trace, b, dst, proxies[root] if root in proxies else _input_named(trace, root),
-                                        info.chain[dst.name], written_views))
+            g = info.group(dst.name)
+            if g in eligible and root != dst.name and info.chain[dst.name]:
+                base = proxies[root] if root in proxies else _input_named(trace, root)
+                out.extend(_base_update(trace, b, dst, base, info.chain[dst.name], written_views,
+                                        write_view=g in views_only))
                 continue
         out.append(b)
+    return out
+
+
+def _written_in_disjoint_views(flat, info, eligible: set, proxies: dict, trace) -> set:
+    """Note [writes into disjoint views stay writes of the views]: the eligible groups whose
+    writes all go to views that share no element (two rows of a matrix, two positions of a KV
+    cache). Their writes stay where they were, each writing its view's elements only; what the
+    base update adds is the base's new *value*, for the reads that follow, which then read no
+    memory. A cache of 2 MiB with two rows written moves two rows, not the cache twice. A
+    memory also written whole, or through views that overlap, is written as its base."""
+    keys: dict[str, dict] = {}
+    for b in _copies(flat):
+        dst = b.args[1].name
+        g = info.group(dst)
+        if g in eligible:
+            keys.setdefault(g, {}).setdefault(info.view_key[dst], dst)
+    out = set()
+    for g, by_key in keys.items():
+        names = list(by_key.values())
+        root = info.root[names[0]]
+        if any(info.is_whole(n) for n in names):
+            continue
+        shape = tuple((proxies[root] if root in proxies else _input_named(trace, root)).shape)
+        boxes = [view_box(info, n, shape) for n in names]
+        if all(boxes_disjoint(x, y) for i, x in enumerate(boxes) for y in boxes[i + 1:]):
+            out.add(g)
     return out
 
 
@@ -331,9 +360,11 @@ def _zero(dtype):
     return 0
 
 
-def _base_update(trace, copy, dst: TensorProxy, base: TensorProxy, chain, written_views: dict) -> list:
+def _base_update(trace, copy, dst: TensorProxy, base: TensorProxy, chain, written_views: dict,
+                 write_view: bool = False) -> list:
     """The symbols of ``copy_(src, dst)`` as a write of ``base`` (module Note), then ``copy``'s
-    result made again as ``dst``'s view of the written base."""
+    result made again as ``dst``'s view of the written base. With ``write_view`` (Note [writes
+    into disjoint views stay writes of the views]): the base's new value, then ``copy`` itself."""
 
     def make():
         src = copy.args[0]
@@ -354,6 +385,10 @@ def _base_update(trace, copy, dst: TensorProxy, base: TensorProxy, chain, writte
         return new, written, view_value
 
     (new, written, view_value), made = _emit(trace, make)
+    if write_view:
+        made.append(copy)
+        written_views[copy.output.name] = (base.name, new)
+        return made
     written_views[written.name] = (dst.name, view_value)
     made.append(copy.from_bsym(args=(new, base), output=written))
     # the old result's name: ``dst``'s view chain on the written base
@@ -449,3 +484,54 @@ def drop_overwritten_writes(bsyms: list, info, is_fusible) -> list:
     if not drop:
         return bsyms
     return [b for i, b in enumerate(bsyms) if i not in drop]
+
+
+# -- where in its root a view sits ----------------------------------------------------------------
+
+def view_box(info, name: str, root_shape=None) -> tuple | None:
+    """Note [views as boxes of their root]: the elements of ``name`` as a box of its root's
+    indices, ``((lo, hi), ...)`` per root dimension, when its view chain is slices of step 1,
+    squeezes, permutes and unsqueezes (each element of the box belongs to the view); None for
+    any other chain. Two views of one root whose boxes do not meet share no element:
+    ``a[0]`` is ``((0, 1), (0, n))``, ``a[1]`` is ``((1, 2), (0, n))``."""
+    chain = info.chain[name]
+    if root_shape is None:
+        if not chain:
+            return None
+        root_shape = tuple(chain[0].args[0].shape)
+    box = [[0, n] for n in root_shape]
+    dims: list = list(range(len(root_shape)))  # root dimension of each dimension of the view so far
+    for step in info.chain[name]:
+        pid = step.sym.id
+        if pid is _PrimIDs.SHALLOW_COPY:
+            continue
+        if pid is _PrimIDs.SLICE:
+            if len(step.args) > 3 and step.args[3] is not None and any(s != 1 for s in step.args[3]):
+                return None
+            for d, (s, e) in enumerate(zip(step.args[1], step.args[2])):
+                r = dims[d]
+                if r is None:
+                    continue
+                lo = box[r][0]
+                box[r] = [lo + s, lo + e]
+        elif pid is _PrimIDs.SQUEEZE:
+            n = len(dims)
+            gone = {d % n for d in step.args[1]} if n else set()
+            dims = [r for d, r in enumerate(dims) if d not in gone]
+        elif pid is _PrimIDs.TRANSPOSE:
+            dims = [dims[p] for p in step.args[1]]
+        elif pid is _PrimIDs.BROADCAST_IN_DIM and _invertible((step,)):
+            out = [None] * len(step.args[1])
+            for i, d in enumerate(step.args[2]):
+                out[d] = dims[i]
+            dims = out
+        else:
+            return None
+    return tuple(tuple(b) for b in box)
+
+
+def boxes_disjoint(a: tuple | None, b: tuple | None) -> bool:
+    """True when two boxes of one root (``view_box``) share no element."""
+    if a is None or b is None or len(a) != len(b):
+        return False
+    return any(x_hi <= y_lo or y_hi <= x_lo for (x_lo, x_hi), (y_lo, y_hi) in zip(a, b))

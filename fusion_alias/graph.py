@@ -35,6 +35,7 @@ from thunder.core.symbol import BoundSymbol
 
 from fusion_alias import ops
 from fusion_alias.aliasing import AliasInfo, flattened, may_write, shape_reader, tensor_args
+from fusion_alias.base_updates import boxes_disjoint, view_box
 
 
 def memory_reads(bsym: BoundSymbol) -> list[TensorProxy]:
@@ -286,7 +287,8 @@ def build_edges(
     # Note [elements moved from written memory]
     taint: list = [None] * len(bsyms)
     moves: list = []
-    safe_readers: set[int] = set()  # reads of memory that feed a write of it elementwise (a safe war)
+    safe_readers: dict[int, list[int]] = {}  # a read of memory -> the writes of it that it feeds elementwise (safe wars)
+    disjoint_chains: dict = {}  # group -> the writes since its last overlapping one, with their boxes
     op_by_addr, reshape = ops._OP_BY_ADDR, ops.PrimIDs.RESHAPE
     for i, b in enumerate(bsyms):
         # (memory_reads, inlined)
@@ -322,16 +324,16 @@ def build_edges(
         if ds:
             for d in ds:
                 _add_write_hazards(i, b, d, opaque[i], bsyms, info, group(d.name), last_write, reads_since,
-                                   producer_idx, feeders, shapes, add, safe_readers)
+                                   producer_idx, feeders, shapes, add, safe_readers, disjoint_chains)
     if moves and safe_readers:
         _add_move_hazards(edges, moves, safe_readers)
     return edges
 
 
-def _add_move_hazards(edges: DependencyEdges, moves: list, safe_readers: set) -> None:
-    """Note [elements moved from written memory]: an unsafe edge from each reader that feeds a
-    write to each node that moves its value; the hazard arrays stay in node order of the heads."""
-    extra = [(r, n) for n, readers in moves for r in sorted(readers & safe_readers)]
+def _add_move_hazards(edges: DependencyEdges, moves: list, safe_readers: dict) -> None:
+    """Note [elements moved from written memory]: the war edge from each reader whose value is
+    moved to each write it feeds becomes unsafe; the hazard arrays stay in node order of the heads."""
+    extra = sorted({(r, w) for _, readers in moves for r in readers for w in safe_readers.get(r, ())})
     if not extra:
         return
     code = RAW | UNSAFE
@@ -377,9 +379,11 @@ def _taint_and_moves(i, b, kind, taint, producer_idx, root, group, written_group
     ``taint[i]``: the fusible nodes that read written memory and whose values
     node ``i``'s value was computed from (an op outside regions hands over a
     real buffer: no taint passes it). ``moves`` collects ``(node, readers whose
-    values it moves)``; ``build_edges`` then gives each pair whose reader feeds a
-    write an unsafe edge: the move runs in a later region than the read, on a
-    value handed over in a buffer.
+    values it moves)``; ``build_edges`` then makes the reader's war edge to each
+    write it feeds unsafe: the read runs in an earlier region than the write
+    (the kernel model's region A), and the write and the move read its value
+    from a buffer. (Of the three, separating the read from the write keeps the
+    most together: the move may still sit with either.)
     """
     sym_id = b.sym.id
     if kind == "view":
@@ -409,14 +413,32 @@ def _taint_and_moves(i, b, kind, taint, producer_idx, root, group, written_group
         moves.append((i, moved))
 
 
+_MAX_DISJOINT_CHAIN = 16
+
+
 def _add_write_hazards(i, b, d, opaque, bsyms, info, grp, last_write, reads_since, producer_idx, feeders, shapes, add,
-                       safe_readers=None):
+                       safe_readers=None, disjoint_chains=None):
     """The ``waw`` and ``war`` edges into node ``i``, a write of ``d`` (group ``grp``)."""
     w = last_write.get(grp)
     coalesced = w is not None and not opaque and _covers(bsyms[w], b, info)
+    # Note [writes into disjoint views]: two writes of one root that share no element
+    # (``a[0]`` and ``a[1]``; base_updates.view_box) land in either order: a safe edge. Every
+    # write of the chain is checked, not only the last (``a[0:2]``, ``a[4:6]``, then ``a[1:3]``).
+    disjoint = False
+    if w is not None and not coalesced and not opaque and bsyms[w].sym.id is ops.COPY_ID:
+        chain = disjoint_chains.get(grp) if disjoint_chains is not None else None
+        if chain is not None and len(chain) < _MAX_DISJOINT_CHAIN:
+            box = view_box(info, d.name)
+            disjoint = box is not None and all(
+                info.root[n] == info.root[d.name] and boxes_disjoint(x, box) for n, x in chain)
+            if disjoint:
+                chain.append((d.name, box))
+    if disjoint_chains is not None and not disjoint:
+        box = view_box(info, d.name) if not opaque and b.sym.id is ops.COPY_ID else None
+        disjoint_chains[grp] = [(d.name, box)] if box is not None else None
     if w is not None:
-        add(w, i, WAW if coalesced else WAW | UNSAFE)
-    if not coalesced:
+        add(w, i, WAW if coalesced or disjoint else WAW | UNSAFE)
+    if not coalesced and not disjoint:
         # Reads before the previous write are ordered before it (war edges to
         # it); a new chain of writes starts here.
         reads_since[grp] = [(r, p) for r, p in reads_since.get(grp, ()) if w is None or r > w]
@@ -446,7 +468,7 @@ def _add_write_hazards(i, b, d, opaque, bsyms, info, grp, last_write, reads_sinc
                     safe = view_key[p.name] == d_key and _shape(p, shapes) == d_shape  # (info.same_view)
             add(r, i, WAR if safe else WAR | UNSAFE)
             if safe and safe_readers is not None:
-                safe_readers.add(r)
+                safe_readers.setdefault(r, []).append(i)
     last_write[grp] = i
 
 

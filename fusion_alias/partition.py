@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import networkx as nx
+from thunder.core.dtypes import to_torch_dtype
 from thunder.core.symbol import BoundSymbol
 import thunder.core.prims as prims
 
@@ -138,7 +139,8 @@ def _levels_of_arrays(edges: DependencyEdges, fusible: list[bool], ignore_hazard
     return level
 
 
-def _sunk_levels(bsyms, edges: DependencyEdges, fusible: list[bool], level: list[int], ignore_hazards: bool) -> list[int]:
+def _sunk_levels(bsyms, n: int, es: list, data: list, fusible: list[bool], level: list[int],
+                 ignore_hazards: bool) -> list[int]:
     """Note [each node in the stage that moves the fewest elements]
     ----------------------------------------------------------------
     As-soon-as-possible levels give the fewest stages, but not the fewest bytes
@@ -161,8 +163,6 @@ def _sunk_levels(bsyms, edges: DependencyEdges, fusible: list[bool], level: list
     top = max(level, default=-1)
     if top <= 0:
         return level
-    n = edges.n
-    es = list(edges.in_node_order())
     cut = (lambda u, unsafe: not fusible[u] or unsafe) if not ignore_hazards else (lambda u, unsafe: not fusible[u])
     ret = prims.PrimIDs.RETURN
     # in-edges per head, as slices of es (grouped by head, heads ascending)
@@ -195,15 +195,12 @@ def _sunk_levels(bsyms, edges: DependencyEdges, fusible: list[bool], level: list
     def size(i: int) -> int:
         s = sizes.get(i)
         if s is None:
-            s = 0
-            for o in tensor_outs(bsyms[i]):
-                k = 1
-                for d in o.shape:
-                    k *= d
-                s += k
+            s = sum(_nbytes(o) for o in tensor_outs(bsyms[i]))
             sizes[i] = s
         return s
 
+    if top == 1 and n <= _MIN_CUT_MAX_NODES:
+        return _two_stages_by_min_cut(bsyms, es, first, data, fusible, level, latest, size)
     final = list(level)
     for v in range(n):
         if not fusible[v] or latest[v] == level[v]:
@@ -229,6 +226,74 @@ def _sunk_levels(bsyms, edges: DependencyEdges, fusible: list[bool], level: list
             if best_cost is None or cost <= best_cost:
                 best, best_cost = cand, cost
         final[v] = best
+    return final
+
+
+_MIN_CUT_MAX_NODES = 20_000
+
+
+def _nbytes(p) -> int:
+    k = 1
+    for d in p.shape:
+        k *= d
+    return k * to_torch_dtype(p.dtype).itemsize
+
+
+def _two_stages_by_min_cut(bsyms, es, first, data, fusible, level, latest, size) -> list[int]:
+    """Note [two stages split by a minimum cut]: with two stages (the kernel model's regions A
+    and B), placing the free nodes (ASAP level 0, latest level 1) is a closure problem:
+    ``networkx.minimum_cut`` on a graph whose source side is stage 0 and sink side stage 1.
+    An edge ``u -> v`` between fusible nodes becomes an infinite arc ``v -> u`` (``u`` in stage 1
+    forces ``v`` there); a value crosses when its producer is in stage 0 and a consumer in stage 1
+    (an auxiliary node per producer, reached through an arc of the value's bytes); a tensor made
+    outside the regions is read once by each stage that reads it (two auxiliary nodes). The cut's
+    capacity is then exactly the bytes handed between stages and read twice, and it is minimal.
+    Worked example, ``rows_rw``: the sum over the updated matrix joins the stage that makes the
+    matrix's new value instead of receiving the value in a buffer."""
+    g = nx.DiGraph()
+    src, snk = ("s",), ("t",)
+    g.add_node(src)
+    g.add_node(snk)
+    nodes = [v for v in range(len(bsyms)) if fusible[v]]
+    for v in nodes:
+        if latest[v] == 0:
+            g.add_edge(src, v)  # (no capacity: infinite)
+        elif level[v] == 1:
+            g.add_edge(v, snk)
+        else:
+            g.add_node(v)
+    producer_of = {}
+    for v in nodes:
+        for o in tensor_outs(bsyms[v]):
+            producer_of.setdefault(o.name, v)
+    outside_readers: dict[str, list[int]] = {}
+    outside_size: dict[str, int] = {}
+    for v in nodes:
+        for u, _, _ in es[first[v]:first[v + 1]]:
+            if fusible[u]:
+                g.add_edge(v, u)
+    for u, v in data:  # (hazard edges order nodes, they carry no value)
+        if fusible[u] and fusible[v]:
+            aux = ("out", u)
+            if aux not in g:
+                g.add_edge(u, aux, capacity=size(u))
+            g.add_edge(aux, v)
+    for v in nodes:
+        for p in tensor_args(bsyms[v]):
+            if p.name not in producer_of:
+                outside_readers.setdefault(p.name, []).append(v)
+                outside_size[p.name] = _nbytes(p)
+    for name, readers in outside_readers.items():
+        late, early = ("late", name), ("early", name)
+        g.add_edge(src, late, capacity=outside_size[name])
+        g.add_edge(early, snk, capacity=outside_size[name])
+        for r in readers:
+            g.add_edge(late, r)
+            g.add_edge(r, early)
+    _, (stage0, _) = nx.minimum_cut(g, src, snk)
+    final = list(level)
+    for v in nodes:
+        final[v] = 0 if v in stage0 else 1
     return final
 
 
@@ -272,8 +337,13 @@ def partition(
     for i in memory_views:
         fusible[i] = False
     level = _levels(n, graph, fusible, ignore_hazards)
-    if built:
-        level = _sunk_levels(bsyms, graph, fusible, level, ignore_hazards)
+    if max(level, default=-1) > 0:
+        if isinstance(graph, DependencyEdges):
+            es, data = list(graph.in_node_order()), list(zip(graph.data_u, graph.data_v))
+        else:
+            es = sorted(((u, v, bool(d["unsafe"])) for u, v, d in graph.edges(data=True)), key=lambda e: e[1])
+            data = [(u, v) for u, v, d in graph.edges(data=True) if "data" in d["kinds"]]
+        level = _sunk_levels(bsyms, n, es, data, fusible, level, ignore_hazards)
 
     # A stage made of view prims only produces no kernel: run it on torch.
     # One region per stage and phase (Note [forward and backward in one trace]).

@@ -14,7 +14,7 @@ def test_aliased_then_independent_then_aliased():
         _, got, expected, sj, se = run_both(f, make, seed=i, jitted=jitted)
         assert_same(got, expected, sj, se)
         seen.append(region_count(jitted))
-    assert seen == [3, 1, 3, 1]
+    assert seen == [2, 1, 2, 1]
     assert jitted.compiled_structures == 2
 
 

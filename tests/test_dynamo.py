@@ -56,9 +56,11 @@ def test_alias_structure_changes_under_one_dynamo_graph():
     compiled = torch.compile(f, backend=backend)
     independent = lambda x: (x, torch.randn(5, 5, generator=torch.Generator().manual_seed(3))[0, 0].clone())  # noqa: E731
     _check_call(f, compiled, independent, seed=0)
-    assert backend.region_count() == 1
+    # 2: ``b.tanh_()``'s 0-d value is broadcast into the product while ``b`` is written back: the
+    # read of ``b`` runs a region earlier (graph.py, Note [elements moved from written memory])
+    assert backend.region_count() == 2
     _check_call(f, compiled, aliased_inputs, seed=1)
-    assert backend.region_count() == 3
+    assert backend.region_count() == 2
     _check_call(f, compiled, independent, seed=2)
     assert len(backend.compiled_pieces) == 1
     assert backend.compiled_pieces[0].jitted.compiled_structures == 2
