@@ -60,7 +60,6 @@ hazard cuts stay.
 
 from __future__ import annotations
 
-import torch
 import thunder.core.dtypes as dtypes
 import thunder.core.prims as prims
 from thunder.core.proxies import TensorProxy, variableify
@@ -68,12 +67,11 @@ from thunder.core.trace import tracectx
 
 from fusion_alias import ops
 from fusion_alias.aliasing import flattened, may_write
+from fusion_alias.view_relations import boxes_disjoint, invertible, relate, view_box
 
 _PrimIDs = prims.PrimIDs
 # symbols that name tensors without reading or writing them in a region
 _NOT_ACCESSES = (_PrimIDs.RETURN, _PrimIDs.UNPACK_TRIVIAL, _PrimIDs.GET_GRAD, _PrimIDs.PUT_GRAD, _PrimIDs.DEL)
-_INVERTIBLE = frozenset({_PrimIDs.SLICE, _PrimIDs.SQUEEZE, _PrimIDs.TRANSPOSE, _PrimIDs.RESHAPE,
-                         _PrimIDs.BROADCAST_IN_DIM, _PrimIDs.SHALLOW_COPY})
 
 
 def rewrite(trace, flat: list, info, tensor_inputs, input_groups, actual: dict, is_fusible, reanalyze):
@@ -157,79 +155,6 @@ def _inputs_as_views(trace, flat, info, candidates, input_groups, actual):
     return out
 
 
-def relate(base: torch.Tensor, t: torch.Tensor):
-    """The view steps that make ``t`` from ``base`` (``[("slice", starts, ends), ("squeeze", dims),
-    ("permute", perm), ("reshape", shape)]``, those needed), or None when ``t`` is not such a view.
-
-    >>> x = torch.zeros(5, 5)
-    >>> relate(x, x[0, 0])
-    [('slice', [0, 0], [1, 1]), ('squeeze', [0, 1])]
-    >>> relate(x, x.t())
-    [('permute', [1, 0])]
-    >>> relate(x[:, ::2], x[:, 1::2]) is None
-    True
-    """
-    if (base.dtype != t.dtype or base.device != t.device or base.layout != torch.strided
-            or t.layout != torch.strided or base.numel() == 0 or t.numel() == 0):
-        return None
-    if base.untyped_storage().data_ptr() != t.untyped_storage().data_ptr():
-        return None
-    offset = t.storage_offset() - base.storage_offset()
-    dims = [d for d in range(base.ndim) if base.shape[d] > 1]
-    if offset < 0 or any(base.stride(d) <= 0 for d in dims):
-        return None
-    start = [0] * base.ndim
-    rest = offset
-    for d in sorted(dims, key=lambda d: -base.stride(d)):
-        q = min(rest // base.stride(d), base.shape[d] - 1)
-        start[d] = q
-        rest -= q * base.stride(d)
-    if rest:
-        return None
-    taken: list[int] = []  # the base dimension of each of t's dimensions of size > 1, in t's order
-    size = [1] * base.ndim
-    for k in range(t.ndim):
-        if t.shape[k] == 1:
-            continue
-        match = [d for d in dims if d not in taken and base.stride(d) == t.stride(k)]
-        if len(match) != 1 or start[match[0]] + t.shape[k] > base.shape[match[0]]:
-            return None
-        taken.append(match[0])
-        size[match[0]] = t.shape[k]
-    steps: list = []
-    end = [s + n for s, n in zip(start, size)]
-    if start != [0] * base.ndim or end != list(base.shape):
-        steps.append(("slice", start, end))
-    squeezed = [d for d in range(base.ndim) if d not in taken]
-    if squeezed:
-        steps.append(("squeeze", squeezed))
-    kept = [d for d in range(base.ndim) if d in taken]
-    perm = [kept.index(d) for d in taken]
-    if perm != sorted(perm):
-        steps.append(("permute", perm))
-    if len(taken) != t.ndim:
-        steps.append(("reshape", list(t.shape)))
-    view = _replay_on_tensor(base, steps)
-    if view.shape != t.shape or view.data_ptr() != t.data_ptr() or any(
-        view.stride(k) != t.stride(k) for k in range(t.ndim) if t.shape[k] > 1
-    ):
-        return None  # (a layout the steps above do not describe)
-    return steps
-
-
-def _replay_on_tensor(x: torch.Tensor, steps) -> torch.Tensor:
-    for kind, *a in steps:
-        if kind == "slice":
-            x = x[tuple(slice(s, e) for s, e in zip(*a))]
-        elif kind == "squeeze":
-            x = x.squeeze(tuple(a[0]))
-        elif kind == "permute":
-            x = x.permute(tuple(a[0]))
-        else:
-            x = x.view(tuple(a[0]))
-    return x
-
-
 def _emit(trace, fn):
     """Run ``fn`` (which calls prims) in ``trace``'s context; return its result and the bsyms it made."""
     scope: list = []
@@ -273,7 +198,7 @@ def _writes_as_base_updates(trace, flat, info, is_fusible, written_views: dict):
             return None
         if ops.is_copy(b) and isinstance(b.args[1], TensorProxy):
             g = info.group(b.args[1].name)
-            if g in eligible and (not is_fusible(b) or not _invertible(info.chain[b.args[1].name])
+            if g in eligible and (not is_fusible(b) or not invertible(info.chain[b.args[1].name])
                                   or not isinstance(b.args[0], (TensorProxy, int, float, bool, complex))):
                 eligible.discard(g)
         elif not is_fusible(b) and may_write(b):
@@ -333,21 +258,6 @@ def _input_named(trace, name):
         if isinstance(p, TensorProxy) and p.name == name:
             return p
     raise KeyError(name)  # pragma: no cover - a root is an input or made by a symbol of the trace
-
-
-def _invertible(chain) -> bool:
-    for step in chain:
-        pid = step.sym.id
-        if pid not in _INVERTIBLE:
-            return False
-        if pid is _PrimIDs.SLICE and len(step.args) > 3 and step.args[3] is not None and any(s != 1 for s in step.args[3]):
-            return False
-        if pid is _PrimIDs.BROADCAST_IN_DIM:
-            src, shape, bdims = step.args[0], step.args[1], step.args[2]
-            added = [d for d in range(len(shape)) if d not in bdims]
-            if any(shape[d] != 1 for d in added) or any(shape[d] != src.shape[i] for i, d in enumerate(bdims)):
-                return False  # an expand: many elements of the view are one of the base
-    return True
 
 
 def _zero(dtype):
@@ -426,7 +336,7 @@ def _lift(step, value, mask):
         inverse = tuple(sorted(range(len(perm)), key=lambda i: perm[i]))
         lift = lambda x: prims.transpose(x, inverse)  # noqa: E731
         return lift(value), (None if mask is None else lift(mask))
-    # reshape, or a broadcast_in_dim that only adds dimensions of size 1 (_invertible)
+    # reshape, or a broadcast_in_dim that only adds dimensions of size 1 (view_relations.invertible)
     lift = lambda x: prims.reshape(x, shape)  # noqa: E731
     return lift(value), (None if mask is None else lift(mask))
 
@@ -484,54 +394,3 @@ def drop_overwritten_writes(bsyms: list, info, is_fusible) -> list:
     if not drop:
         return bsyms
     return [b for i, b in enumerate(bsyms) if i not in drop]
-
-
-# -- where in its root a view sits ----------------------------------------------------------------
-
-def view_box(info, name: str, root_shape=None) -> tuple | None:
-    """Note [views as boxes of their root]: the elements of ``name`` as a box of its root's
-    indices, ``((lo, hi), ...)`` per root dimension, when its view chain is slices of step 1,
-    squeezes, permutes and unsqueezes (each element of the box belongs to the view); None for
-    any other chain. Two views of one root whose boxes do not meet share no element:
-    ``a[0]`` is ``((0, 1), (0, n))``, ``a[1]`` is ``((1, 2), (0, n))``."""
-    chain = info.chain[name]
-    if root_shape is None:
-        if not chain:
-            return None
-        root_shape = tuple(chain[0].args[0].shape)
-    box = [[0, n] for n in root_shape]
-    dims: list = list(range(len(root_shape)))  # root dimension of each dimension of the view so far
-    for step in info.chain[name]:
-        pid = step.sym.id
-        if pid is _PrimIDs.SHALLOW_COPY:
-            continue
-        if pid is _PrimIDs.SLICE:
-            if len(step.args) > 3 and step.args[3] is not None and any(s != 1 for s in step.args[3]):
-                return None
-            for d, (s, e) in enumerate(zip(step.args[1], step.args[2])):
-                r = dims[d]
-                if r is None:
-                    continue
-                lo = box[r][0]
-                box[r] = [lo + s, lo + e]
-        elif pid is _PrimIDs.SQUEEZE:
-            n = len(dims)
-            gone = {d % n for d in step.args[1]} if n else set()
-            dims = [r for d, r in enumerate(dims) if d not in gone]
-        elif pid is _PrimIDs.TRANSPOSE:
-            dims = [dims[p] for p in step.args[1]]
-        elif pid is _PrimIDs.BROADCAST_IN_DIM and _invertible((step,)):
-            out = [None] * len(step.args[1])
-            for i, d in enumerate(step.args[2]):
-                out[d] = dims[i]
-            dims = out
-        else:
-            return None
-    return tuple(tuple(b) for b in box)
-
-
-def boxes_disjoint(a: tuple | None, b: tuple | None) -> bool:
-    """True when two boxes of one root (``view_box``) share no element."""
-    if a is None or b is None or len(a) != len(b):
-        return False
-    return any(x_hi <= y_lo or y_hi <= x_lo for (x_lo, x_hi), (y_lo, y_hi) in zip(a, b))

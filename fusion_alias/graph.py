@@ -35,7 +35,7 @@ from thunder.core.symbol import BoundSymbol
 
 from fusion_alias import ops
 from fusion_alias.aliasing import AliasInfo, flattened, may_write, shape_reader, tensor_args
-from fusion_alias.base_updates import boxes_disjoint, view_box
+from fusion_alias.view_relations import boxes_disjoint, view_box
 
 
 def memory_reads(bsym: BoundSymbol) -> list[TensorProxy]:
