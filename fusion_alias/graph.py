@@ -434,7 +434,8 @@ def _add_write_hazards(i, b, d, opaque, bsyms, info, grp, last_write, reads_sinc
             if disjoint:
                 chain.append((d.name, box))
     if disjoint_chains is not None and not disjoint:
-        box = view_box(info, d.name) if not opaque and b.sym.id is ops.COPY_ID else None
+        # (after a coalesced write no chain: the next write is ordered after this one)
+        box = view_box(info, d.name) if not opaque and not coalesced and b.sym.id is ops.COPY_ID else None
         disjoint_chains[grp] = [(d.name, box)] if box is not None else None
     if w is not None:
         add(w, i, WAW if coalesced or disjoint else WAW | UNSAFE)

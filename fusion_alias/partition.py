@@ -230,6 +230,9 @@ def _sunk_levels(bsyms, n: int, es: list, data: list, fusible: list[bool], level
 
 
 _MIN_CUT_MAX_NODES = 20_000
+# Note [each node in the stage that moves the fewest elements] is a second sweep over the edges: a
+# program cut into thousands of stages (the bench's aliased 100k-op chain) keeps its ASAP levels
+_MAX_STAGES_TO_PLACE = 64
 
 
 def _nbytes(p) -> int:
@@ -337,7 +340,7 @@ def partition(
     for i in memory_views:
         fusible[i] = False
     level = _levels(n, graph, fusible, ignore_hazards)
-    if max(level, default=-1) > 0:
+    if 0 < max(level, default=-1) <= _MAX_STAGES_TO_PLACE:
         if isinstance(graph, DependencyEdges):
             es, data = list(graph.in_node_order()), list(zip(graph.data_u, graph.data_v))
         else:
