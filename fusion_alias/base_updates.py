@@ -81,7 +81,7 @@ def rewrite(trace, flat: list, info, tensor_inputs, input_groups, actual: dict, 
     ``written_views`` maps the result of each new write of a base to ``(the view written, its value)``:
     read substitution then knows that view's contents as well as the base's.
     ``reanalyze(flat)`` runs ``aliasing.analyze`` again on a rewritten list."""
-    candidates = _groups_written_through_two_views(flat, info)
+    candidates = _candidate_groups(flat, info, is_fusible)
     if not candidates:
         return flat, info, {}
     new_flat = _inputs_as_views(trace, flat, info, candidates, input_groups, actual)
@@ -98,12 +98,32 @@ def _copies(flat):
     return [b for b in flat if b.sym.id is copy_id and isinstance(b.args[1], TensorProxy)]
 
 
-def _groups_written_through_two_views(flat, info) -> set:
+def _candidate_groups(flat, info, is_fusible) -> set:
+    """Memory groups written through two or more views, or written through one view and then read
+    by a fusible op through another (``cache[:, 5] = k; (cache * q).sum(-1)``: the read then reads
+    the cache's new value, before the write lands, instead of waiting for it in a later region)."""
     keys: dict[str, set] = {}
-    for b in _copies(flat):
-        dst = b.args[1].name
-        keys.setdefault(info.group(dst), set()).add(info.view_key[dst])
-    return {g for g, k in keys.items() if len(k) > 1}
+    read_elsewhere: set = set()
+    whole: set = set()  # groups written through a view of all of the root's elements (``a.t()``)
+    copy_id, root, view_key = ops.COPY_ID, info.root, info.view_key
+    for b in flat:
+        if b.sym.id is copy_id and isinstance(b.args[1], TensorProxy):
+            dst = b.args[1]
+            g = info.group(dst.name)
+            keys.setdefault(g, set()).add(view_key[dst.name])
+            chain = info.chain[dst.name]
+            if not chain or _numel(dst.shape) == _numel(chain[0].args[0].shape):
+                whole.add(g)
+            continue
+        if not keys or ops.is_view(b) or b.sym.id in _NOT_ACCESSES or not is_fusible(b):
+            continue
+        for p in flattened(b)[3]:
+            if p.name in root:
+                written = keys.get(info.group(p.name))
+                if written is not None and view_key[p.name] not in written:
+                    read_elsewhere.add(info.group(p.name))
+    # (written whole through one view, the write itself is the whole base: a later read waits for it)
+    return {g for g, k in keys.items() if len(k) > 1} | (read_elsewhere - whole)
 
 
 def _accessed_roots(flat, info) -> dict[str, set]:
@@ -188,7 +208,7 @@ def _emit_chain(trace, base: TensorProxy, steps):
 
 def _writes_as_base_updates(trace, flat, info, is_fusible, written_views: dict):
     """``flat`` with the writes into eligible groups (module Note) rewritten, or None if none is."""
-    groups = _groups_written_through_two_views(flat, info)
+    groups = _candidate_groups(flat, info, is_fusible)
     if not groups:
         return None
     roots = _accessed_roots(flat, info)
@@ -247,6 +267,9 @@ def _written_in_disjoint_views(flat, info, eligible: set, proxies: dict, trace) 
         if any(info.is_whole(n) for n in names):
             continue
         shape = tuple((proxies[root] if root in proxies else _input_named(trace, root)).shape)
+        if any(_numel(proxies[n].shape if n in proxies else _input_named(trace, n).shape) == _numel(shape)
+               for n in names):
+            continue  # a view of every element (``a.t()``): the base is written whole anyway
         boxes = [view_box(info, n, shape) for n in names]
         if all(boxes_disjoint(x, y) for i, x in enumerate(boxes) for y in boxes[i + 1:]):
             out.add(g)
@@ -394,3 +417,10 @@ def drop_overwritten_writes(bsyms: list, info, is_fusible) -> list:
     if not drop:
         return bsyms
     return [b for i, b in enumerate(bsyms) if i not in drop]
+
+
+def _numel(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
