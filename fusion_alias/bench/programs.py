@@ -235,6 +235,40 @@ OPTIMIZER = [
     Program("adam_8_tied", "optimizer", adam, _adam_tied_inputs(N_PARAMS), "Adam, p/g/m/v tied in pairs"),
 ]
 
+def adam_lerp(params, grads, ms, vs):
+    """``torch.optim.Adam``'s own form: ``exp_avg.lerp_(grad, 1 - beta1)``."""
+    bc1, bc2 = 1 - B1, 1 - B2
+    for p, gr, m, v in zip(params, grads, ms, vs):
+        m.lerp_(gr, 1 - B1)
+        v.mul_(B2).addcmul_(gr, gr, value=1 - B2)
+        denom = (v.sqrt() / bc2**0.5).add_(EPS)
+        p.addcdiv_(m, denom, value=-LR / bc1)
+    return params
+
+
+def ddp_step(bucket, params, grads):
+    """A DDP bucket and its views: the all-reduce's average in place on the bucket, then SGD reading
+    each gradient through its own view (passed in beside the bucket)."""
+    bucket.mul_(0.5)
+    for p, gr in zip(params, grads):
+        p.add_(gr, alpha=-LR)
+    return params
+
+
+def _ddp_inputs(n):
+    def make(seed):
+        bucket = _randn(n * PARAM_NUMEL, seed=seed, offset=100)
+        grads = [bucket[i * PARAM_NUMEL : (i + 1) * PARAM_NUMEL] for i in range(n)]
+        return (bucket, _tensors(n, seed, 0), grads)
+
+    return make
+
+
+OPTIMIZER += [
+    Program("adam_lerp_8", "optimizer", adam_lerp, _adam_inputs(N_PARAMS, False), "Adam with m.lerp_(g, 1 - b1)"),
+    Program("ddp_bucket_8", "optimizer", ddp_step, _ddp_inputs(N_PARAMS), "bucket.mul_(0.5); SGD through its views"),
+]
+
 # -- KV-cache writes -------------------------------------------------------------
 
 B, T, D, POS = 2, 16, 8, 5
