@@ -84,10 +84,15 @@ def rewrite(trace, flat: list, info, tensor_inputs, input_groups, actual: dict, 
     candidates = _candidate_groups(flat, info, is_fusible)
     if not candidates:
         return flat, info, {}
-    new_flat = _inputs_as_views(trace, flat, info, candidates, input_groups, actual)
-    new_info = reanalyze(new_flat) if new_flat is not flat else info
+    roots = _accessed_roots(flat, info, candidates, set(actual))
+    new_flat = _inputs_as_views(trace, flat, info, candidates, roots, actual)
+    new_info = info
+    if new_flat is not flat:
+        new_info = reanalyze(new_flat)
+        candidates = _candidate_groups(new_flat, new_info, is_fusible)
+        roots = _accessed_roots(new_flat, new_info, candidates, set())
     written_views: dict = {}
-    rewritten = _writes_as_base_updates(trace, new_flat, new_info, is_fusible, written_views)
+    rewritten = _writes_as_base_updates(trace, new_flat, new_info, is_fusible, written_views, candidates, roots)
     if rewritten is None:
         return flat, info, {}  # (renamed inputs alone buy nothing: leave the program as it was)
     return rewritten, reanalyze(rewritten), written_views
@@ -105,49 +110,67 @@ def _candidate_groups(flat, info, is_fusible) -> set:
     keys: dict[str, set] = {}
     read_elsewhere: set = set()
     whole: set = set()  # groups written through a view of all of the root's elements (``a.t()``)
-    copy_id, root, view_key = ops.COPY_ID, info.root, info.view_key
+    watched: set = set()  # groups written only through partial views so far: their reads are checked
+    copy_id, root, view_key, group = ops.COPY_ID, info.root, info.view_key, info.group
     for b in flat:
-        if b.sym.id is copy_id and isinstance(b.args[1], TensorProxy):
+        sym_id = b.sym.id
+        if sym_id is copy_id and isinstance(b.args[1], TensorProxy):
             dst = b.args[1]
-            g = info.group(dst.name)
+            g = group(dst.name)
             keys.setdefault(g, set()).add(view_key[dst.name])
             chain = info.chain[dst.name]
             if not chain or _numel(dst.shape) == _numel(chain[0].args[0].shape):
                 whole.add(g)
+                watched.discard(g)
+            elif g not in whole:
+                watched.add(g)
             continue
-        if not keys or ops.is_view(b) or b.sym.id in _NOT_ACCESSES or not is_fusible(b):
+        if not watched or ops.is_view(b) or sym_id in _NOT_ACCESSES or not is_fusible(b):
             continue
         for p in flattened(b)[3]:
-            if p.name in root:
-                written = keys.get(info.group(p.name))
-                if written is not None and view_key[p.name] not in written:
-                    read_elsewhere.add(info.group(p.name))
+            name = p.name
+            if name in root:
+                g = group(name)
+                if g in watched and view_key[name] not in keys[g]:
+                    read_elsewhere.add(g)
     # (written whole through one view, the write itself is the whole base: a later read waits for it)
     return {g for g, k in keys.items() if len(k) > 1} | (read_elsewhere - whole)
 
 
-def _accessed_roots(flat, info) -> dict[str, set]:
-    """Memory group -> the roots of the tensors the program reads, writes or makes in it."""
+def _accessed_roots(flat, info, groups: set, inputs: set) -> dict[str, set]:
+    """Memory group (of ``groups``) -> the roots of the tensors the program reads, writes or makes
+    in it. A group with two roots of which one is not among ``inputs`` is neither one base nor
+    inputs related as views: it is dropped, and the walk ends when no group is left."""
     roots: dict[str, set] = {}
-    root = info.root
+    live = set(groups)
+    root, group = info.root, info.group
     for b in flat:
         if b.sym.id in _NOT_ACCESSES:
             continue
         _, args, outs, _, _ = flattened(b)
         for p in (*args, *outs):
             r = root.get(p.name)
-            if r is not None:
-                roots.setdefault(info.group(p.name), set()).add(r)
+            if r is None:
+                continue
+            g = group(p.name)
+            if g not in live:
+                continue
+            seen = roots.setdefault(g, set())
+            if r not in seen:
+                seen.add(r)
+                if len(seen) > 1 and not seen <= inputs:
+                    live.discard(g)
+                    if not live:
+                        return roots
     return roots
 
 
 # -- inputs that are views of another input ----------------------------------------------------
 
-def _inputs_as_views(trace, flat, info, candidates, input_groups, actual):
+def _inputs_as_views(trace, flat, info, candidates, roots, actual):
     """Note [inputs that are views of another input]: ``flat`` with each such input's uses renamed."""
     if not actual:
         return flat
-    roots = _accessed_roots(flat, info)
     by_name = {p.name: p for p in trace.args if isinstance(p, TensorProxy)}
     swap: dict = {}
     made: list = []
@@ -206,12 +229,8 @@ def _emit_chain(trace, base: TensorProxy, steps):
 
 # -- writes through views as base updates --------------------------------------------------------
 
-def _writes_as_base_updates(trace, flat, info, is_fusible, written_views: dict):
+def _writes_as_base_updates(trace, flat, info, is_fusible, written_views: dict, groups: set, roots: dict):
     """``flat`` with the writes into eligible groups (module Note) rewritten, or None if none is."""
-    groups = _candidate_groups(flat, info, is_fusible)
-    if not groups:
-        return None
-    roots = _accessed_roots(flat, info)
     eligible = {g for g in groups if len(roots.get(g, ())) == 1}
     for b in flat:
         if not eligible:
