@@ -27,14 +27,14 @@ def independent_inputs(x):
 
 # (program, input maker, max regions)
 SEED_PROGRAMS = [
-    (f, aliased_inputs, 3),
+    (f, aliased_inputs, 2),
     (g, aliased_inputs, 1),
-    (h, aliased_inputs, 3),
-    (k, aliased_inputs, 3),
-    (scalar_view_then_exp, aliased_inputs, 3),
+    (h, aliased_inputs, 2),
+    (k, aliased_inputs, 2),
+    (scalar_view_then_exp, aliased_inputs, 2),
     (view_exp_tanh, aliased_inputs, 1),
     (two_views, aliased_inputs, 1),
-    (write_then_add, aliased_inputs, 4),
+    (write_then_add, aliased_inputs, 2),
     (tanh_pow4, aliased_inputs, 1),
     (independent, independent_inputs, 1),
 ]
