@@ -7,6 +7,7 @@ import torch
 
 import fusion_alias
 from fusion_alias.backends.reference import SCHEDULES
+from fusion_alias.bench.programs import kv_two_steps, rows_rw
 from fusion_alias.view_relations import boxes_disjoint, relate
 
 from helpers import region_count
@@ -143,14 +144,6 @@ def test_broadcasting_and_casting_writes_into_views(schedule):
 
 # -- writes into disjoint views stay view writes ----------------------------------------------------
 
-def kv_two_steps(cache, k1, k2, q):
-    cache[:, 5:6].copy_(k1)
-    s1 = (cache * q).sum(-1)
-    cache[:, 6:7].copy_(k2)
-    s2 = (cache * q).sum(-1)
-    return s1, s2
-
-
 def _kv():
     return _matrix(2, 16, 8), _matrix(2, 1, 8, seed=1), _matrix(2, 1, 8, seed=2), _matrix(2, 1, 8, seed=3)
 
@@ -212,14 +205,6 @@ def test_negative_pad_stays_on_torch():
 
 
 # -- two stages, fewest bytes between them ------------------------------------------------------------
-
-def rows_rw(a):
-    r0, r1 = a[0], a[1]
-    r0.mul_(2)
-    s = r1 * 3
-    r1.add_(r0)
-    return a.sum(), s
-
 
 @pytest.mark.parametrize("schedule", SCHEDULES)
 def test_the_stage_that_writes_gets_only_what_it_writes(schedule):
