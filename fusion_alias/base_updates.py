@@ -60,6 +60,8 @@ hazard cuts stay.
 
 from __future__ import annotations
 
+import math
+
 import thunder.core.dtypes as dtypes
 import thunder.core.prims as prims
 from thunder.core.proxies import TensorProxy, variableify
@@ -119,7 +121,7 @@ def _candidate_groups(flat, info, is_fusible) -> set:
             g = group(dst.name)
             keys.setdefault(g, set()).add(view_key[dst.name])
             chain = info.chain[dst.name]
-            if not chain or _numel(dst.shape) == _numel(chain[0].args[0].shape):
+            if not chain or math.prod(dst.shape) == math.prod(chain[0].args[0].shape):
                 whole.add(g)
                 watched.discard(g)
             elif g not in whole:
@@ -189,13 +191,16 @@ def _inputs_as_views(trace, flat, info, candidates, roots, actual):
     if not swap:
         return flat
     renamed = {v.proxy.name for v in swap}
-    out = list(made)
+    out = []
     for b in flat:
+        if made and b.sym.id is not _PrimIDs.UNPACK_TRIVIAL:  # (the views right after the inputs are bound)
+            out.extend(made)
+            made = []
         if b.sym.id in _NOT_ACCESSES or any(getattr(o, "name", None) in renamed for o in b.flat_outs):
             out.append(b)
         else:
             out.append(b.from_bsym_swap_proxies(swap))
-    return out
+    return out + made
 
 
 def _emit(trace, fn):
@@ -286,7 +291,7 @@ def _written_in_disjoint_views(flat, info, eligible: set, proxies: dict, trace) 
         if any(info.is_whole(n) for n in names):
             continue
         shape = tuple((proxies[root] if root in proxies else _input_named(trace, root)).shape)
-        if any(_numel(proxies[n].shape if n in proxies else _input_named(trace, n).shape) == _numel(shape)
+        if any(math.prod(proxies[n].shape if n in proxies else _input_named(trace, n).shape) == math.prod(shape)
                for n in names):
             continue  # a view of every element (``a.t()``): the base is written whole anyway
         boxes = [view_box(info, n, shape) for n in names]
@@ -436,10 +441,3 @@ def drop_overwritten_writes(bsyms: list, info, is_fusible) -> list:
     if not drop:
         return bsyms
     return [b for i, b in enumerate(bsyms) if i not in drop]
-
-
-def _numel(shape) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n

@@ -36,6 +36,8 @@ it), and ops that run outside regions read memory as eager PyTorch does.
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Callable, Sequence
 
 from thunder.core.proxies import TensorProxy
@@ -195,7 +197,7 @@ def _pushed_down(trace, out: list, base: TensorProxy, chain, info: AliasInfo, is
     view is smaller than the value (a recomputation of the few elements read),
     through at most ``_PUSH_DEPTH`` elementwise ops; None otherwise.
     """
-    if depth == 0 or not isinstance(base, TensorProxy) or _numel(chain[-1].output) >= _numel(base):
+    if depth == 0 or not isinstance(base, TensorProxy) or math.prod(chain[-1].output.shape) >= math.prod(base.shape):
         return None
     at = _produced_at(out, base.name)
     if at is None:
@@ -236,10 +238,3 @@ def _produced_at(out: list, name: str):
         if isinstance(o, TensorProxy) and o.name == name:
             return i
     return None
-
-
-def _numel(p) -> int:
-    n = 1
-    for d in p.shape:
-        n *= d
-    return n

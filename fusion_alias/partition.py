@@ -23,6 +23,8 @@ The pass is linear in nodes + edges.
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -236,10 +238,7 @@ _MAX_STAGES_TO_PLACE = 64
 
 
 def _nbytes(p) -> int:
-    k = 1
-    for d in p.shape:
-        k *= d
-    return k * to_torch_dtype(p.dtype).itemsize
+    return math.prod(p.shape) * to_torch_dtype(p.dtype).itemsize
 
 
 def _two_stages_by_min_cut(bsyms, es, first, data, fusible, level, latest, size) -> list[int]:
