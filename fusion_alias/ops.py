@@ -153,8 +153,21 @@ def torch_pad(a, padding_value, padding_config):
     """``prims.pad`` with no interior padding: ``padding_config`` is ``(low, high, 0)`` per dimension."""
     if any(interior for _, _, interior in padding_config):
         raise NotImplementedError("fusion_alias: pad with interior padding")
-    widths = [w for lo, hi, _ in reversed(padding_config) for w in (lo, hi)]
-    return torch.nn.functional.pad(a, widths, value=padding_value)
+    return torch_pad_widths(a, [w for lo, hi, _ in reversed(padding_config) for w in (lo, hi)], padding_value)
+
+
+def torch_pad_widths(a, pad_widths, value):
+    """nvFuser's ``pad`` (``pad_widths`` as torch's: last dimension first, ``(low, high)`` each, none
+    negative), for every dtype: ``torch.nn.functional.pad`` takes no complex fill value (fuzz seed 1
+    #1612, a complex tensor written through two views)."""
+    n = len(pad_widths) // 2
+    lows = [pad_widths[2 * (n - 1 - d)] for d in range(n)]
+    highs = [pad_widths[2 * (n - 1 - d) + 1] for d in range(n)]
+    lead = a.ndim - n
+    shape = list(a.shape[:lead]) + [s + lo + hi for s, lo, hi in zip(a.shape[lead:], lows, highs)]
+    out = a.new_full(shape, value)
+    out[(slice(None),) * lead + tuple(slice(lo, lo + s) for s, lo in zip(a.shape[lead:], lows))] = a
+    return out
 
 
 def torch_lerp(start, end, weight):

@@ -265,3 +265,17 @@ def test_generated_view_writes_match_eager(src, schedule):
     except (RuntimeError, IndexError):
         return  # eager rejects it
     assert_like_eager(fn, lambda: (_matrix(4, 5),), schedule, calls=1)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_complex_memory_written_through_two_views(schedule):
+    """fuzz seed 1 #1612: the base update pads a complex value (torch's pad takes no complex fill)."""
+
+    def fn(a):
+        t0 = a.to(torch.complex64)
+        t2 = t0.select(0, 0)
+        t2.sub_(1.5)
+        t0[5:] = True
+        return t0 * 1
+
+    assert_like_eager(fn, lambda: (_matrix(6).double(),), schedule)

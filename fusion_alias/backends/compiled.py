@@ -275,7 +275,7 @@ def generate(spec, fd: RecordingFusionDefinition, dtype_of: dict | None = None) 
                 raise NotImplementedError(f"compiled backend: fd.ops.{name} with keepdim=True")
             rhs = f"{src.const(_REDUCTIONS[name], name)}({arg(a[0])}, {src.const(kw['dims'])})"
         elif name == "pad":
-            rhs = f"torch.nn.functional.pad({arg(a[0])}, {src.const(list(kw['pad_widths']))}, value={arg(kw['value'])})"
+            rhs = f"{src.const(ops.torch_pad_widths, 'pad')}({arg(a[0])}, {src.const(list(kw['pad_widths']))}, {arg(kw['value'])})"
         elif name == "full":
             dtype = src.const(_TORCH_DTYPES[str(kw['dtype'])], "dt")
             device = src.const(_device(spec), "dev")

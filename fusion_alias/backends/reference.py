@@ -86,7 +86,7 @@ def _run_op(name: str, args: tuple, kwargs: dict):
             raise NotImplementedError(f"reference backend: fd.ops.{name} with keepdim=True")
         return _REDUCTIONS[name](args[0], kwargs["dims"])
     if name == "pad":
-        return torch.nn.functional.pad(args[0], list(kwargs["pad_widths"]), value=kwargs["value"])
+        return ops.torch_pad_widths(args[0], list(kwargs["pad_widths"]), kwargs["value"])
     if name == "full":
         return torch.full(tuple(kwargs["shape"]), kwargs["fill_value"], dtype=_TORCH_DTYPES[str(kwargs["dtype"])])
     raise NotImplementedError(f"reference backend: no torch implementation of fd.ops.{name}")
