@@ -68,7 +68,7 @@ from thunder.core.proxies import TensorProxy, variableify
 from thunder.core.trace import tracectx
 
 from fusion_alias import ops
-from fusion_alias.aliasing import flattened, may_write
+from fusion_alias.aliasing import flattened, may_write, tensor_proxies_by_name
 from fusion_alias.view_relations import boxes_disjoint, invertible, relate, view_box
 
 _PrimIDs = prims.PrimIDs
@@ -251,11 +251,8 @@ def _writes_as_base_updates(trace, flat, info, is_fusible, written_views: dict, 
                     eligible.discard(info.group(p.name))
     if not eligible:
         return None
-    proxies = {}
-    for b in flat:
-        for p in flattened(b)[4]:
-            proxies.setdefault(p.name, p)
-    views_only = _written_in_disjoint_views(flat, info, eligible, proxies, trace)
+    proxies = tensor_proxies_by_name(flat, [p for p in trace.args if isinstance(p, TensorProxy)])
+    views_only = _written_in_disjoint_views(flat, info, eligible, proxies)
     out: list = []
     for b in flat:
         if ops.is_copy(b) and isinstance(b.args[1], TensorProxy):
@@ -263,7 +260,7 @@ def _writes_as_base_updates(trace, flat, info, is_fusible, written_views: dict, 
             root = info.root[dst.name]
             g = info.group(dst.name)
             if g in eligible and root != dst.name and info.chain[dst.name]:
-                base = proxies[root] if root in proxies else _input_named(trace, root)
+                base = proxies[root]
                 out.extend(_base_update(trace, b, dst, base, info.chain[dst.name], written_views,
                                         write_view=g in views_only))
                 continue
@@ -271,7 +268,7 @@ def _writes_as_base_updates(trace, flat, info, is_fusible, written_views: dict, 
     return out
 
 
-def _written_in_disjoint_views(flat, info, eligible: set, proxies: dict, trace) -> set:
+def _written_in_disjoint_views(flat, info, eligible: set, proxies) -> set:
     """Note [writes into disjoint views stay writes of the views]: the eligible groups whose
     writes all go to views that share no element (two rows of a matrix, two positions of a KV
     cache). Their writes stay where they were, each writing its view's elements only; what the
@@ -290,21 +287,13 @@ def _written_in_disjoint_views(flat, info, eligible: set, proxies: dict, trace) 
         root = info.root[names[0]]
         if any(info.is_whole(n) for n in names):
             continue
-        shape = tuple((proxies[root] if root in proxies else _input_named(trace, root)).shape)
-        if any(math.prod(proxies[n].shape if n in proxies else _input_named(trace, n).shape) == math.prod(shape)
-               for n in names):
+        shape = tuple(proxies[root].shape)
+        if any(math.prod(proxies[n].shape) == math.prod(shape) for n in names):
             continue  # a view of every element (``a.t()``): the base is written whole anyway
         boxes = [view_box(info, n, shape) for n in names]
         if all(boxes_disjoint(x, y) for i, x in enumerate(boxes) for y in boxes[i + 1:]):
             out.add(g)
     return out
-
-
-def _input_named(trace, name):
-    for p in trace.args:
-        if isinstance(p, TensorProxy) and p.name == name:
-            return p
-    raise KeyError(name)  # pragma: no cover - a root is an input or made by a symbol of the trace
 
 
 def _zero(dtype):
@@ -338,14 +327,15 @@ def _base_update(trace, copy, dst: TensorProxy, base: TensorProxy, chain, writte
         for step in reversed(chain):
             value, mask = _lift(step, value, mask)
         new = value if mask is None else prims.where(mask, value, base)
-        written = TensorProxy(like=base)
-        return new, written, view_value
+        return new, view_value
 
-    (new, written, view_value), made = _emit(trace, make)
+    (new, view_value), made = _emit(trace, make)
     if write_view:
         made.append(copy)
         written_views[copy.output.name] = (base.name, new)
         return made
+    with tracectx(trace):
+        written = TensorProxy(like=base)
     written_views[written.name] = (dst.name, view_value)
     made.append(copy.from_bsym(args=(new, base), output=written))
     # the old result's name: ``dst``'s view chain on the written base

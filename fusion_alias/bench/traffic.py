@@ -53,18 +53,11 @@ def returned(bsyms) -> list:
 
 def _names_read(bsyms) -> set[str]:
     """Names the symbols read: every tensor argument, except a ``copy_`` destination (written, not read)."""
-    read = set()
-    for b in bsyms:
-        args = proxy_args(b)
-        if ops.is_copy(b):
-            args = [a for a in args if a is not b.args[1]]
-        read.update(a.name for a in args if isinstance(a, TensorProxy))
-    return read
+    return set(_users(bsyms))
 
 
-def _bytes_through_views(bsyms, name: str, p) -> int:
-    """Bytes a region reads of its input ``name``: all of it, or, where the region only takes views
-    of it (``a[0, 0]``), the bytes of the views its other symbols read (a kernel loads those only)."""
+def _users(bsyms) -> dict[str, list]:
+    """name -> the symbols that read it (a ``copy_`` destination is written, not read)."""
     users: dict[str, list] = {}
     for b in bsyms:
         args = proxy_args(b)
@@ -73,6 +66,12 @@ def _bytes_through_views(bsyms, name: str, p) -> int:
         for a in args:
             if isinstance(a, TensorProxy):
                 users.setdefault(a.name, []).append(b)
+    return users
+
+
+def _bytes_through_views(users: dict, name: str, p) -> int:
+    """Bytes a region reads of its input ``name``: all of it, or, where the region only takes views
+    of it (``a[0, 0]``), the bytes of the views its other symbols read (a kernel loads those only)."""
 
     def through(n: str, q) -> int:
         total = 0
@@ -103,9 +102,10 @@ def fusion_alias_traffic(trace) -> int:
         # (a later Thunder pass may rename the fusion's arguments: the spec's inputs match them by position)
         names = [p.name for p in spec.inputs] if spec is not None else [getattr(p, "name", None) for p in b.args]
         body = spec.bsyms if spec is not None else b.subsymbols
-        read = _names_read(body)
+        users = _users(body)
+        read = users.keys()
         total += sum(
-            min(nbytes(p), view_base_bytes.get(p.name, nbytes(p)), _bytes_through_views(body, name, p))
+            min(nbytes(p), view_base_bytes.get(p.name, nbytes(p)), _bytes_through_views(users, name, p))
             for p, name in zip(b.args, names) if isinstance(p, TensorProxy) and name in read
         )
         for o in b.flat_outs:
