@@ -190,9 +190,33 @@ def with_new_args(bsym: BoundSymbol, args: tuple) -> BoundSymbol:
     return new
 
 
+# id(bsym) -> (bsym, the copy_ prims of its decomposition): asked by two checks of every
+# in-place op of the trace (refusals.inplace_ops, dtype_rules), for the same bsyms
+_COPIES: dict[int, tuple] = {}
+
+
+def copies_in(bsym: BoundSymbol) -> list[BoundSymbol]:
+    """The ``copy_`` prims in ``bsym``'s decomposition, in program order (do not mutate the list)."""
+    entry = _COPIES.get(id(bsym))
+    if entry is None or entry[0] is not bsym:
+        entry = _COPIES[id(bsym)] = (bsym, _copies_below(bsym, []))
+    return entry[1]
+
+
+def _copies_below(bsym: BoundSymbol, out: list) -> list:
+    copy_id = ops.COPY_ID
+    for sub in bsym.subsymbols:
+        if sub.sym.id is copy_id:
+            out.append(sub)
+        elif sub.subsymbols:
+            _copies_below(sub, out)
+    return out
+
+
 def forget_flattened() -> None:
-    """Drop what proxy_args/proxy_outs remembered (end of a pass)."""
+    """Drop what proxy_args/proxy_outs and copies_in remembered (end of a pass)."""
     _ARGS.clear()
+    _COPIES.clear()
 
 
 def tensor_args(bsym: BoundSymbol) -> list[TensorProxy]:

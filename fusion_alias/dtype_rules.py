@@ -33,7 +33,7 @@ import thunder.core.prims as prims
 from thunder.core.dtypes import to_torch_dtype
 from thunder.core.proxies import TensorProxy
 
-from fusion_alias.refusals.inplace_ops import _copies_in
+from fusion_alias.aliasing import copies_in
 
 #: in-place ops whose store eager casts without the can_cast rule, or checks otherwise
 _CASTING_OPS = frozenset(
@@ -108,7 +108,7 @@ def check_inplace_dtypes(top_bsyms) -> None:
                 casts = True
                 break
         produced = _producers(b) if casts else None
-        for c in _copies_in(b):
+        for c in copies_in(b):
             src, dst = (_before_cast(c.args[0], produced) if produced else c.args[0]), c.args[1]
             if not (isinstance(src, TensorProxy) and isinstance(dst, TensorProxy)):
                 continue

@@ -8,7 +8,7 @@ from thunder.core.proxies import TensorProxy, variableify
 from thunder.core.pytree import tree_flatten
 
 from fusion_alias import ops
-from fusion_alias.aliasing import _proxies, tensor_outs
+from fusion_alias.aliasing import _proxies, copies_in, tensor_outs
 
 
 # Note [which operands eager checks]
@@ -55,7 +55,9 @@ def _inplace_ops_by_write(top_bsyms, renamed: dict) -> dict[str, _InplaceOp]:
     for b in top_bsyms:
         if not b.subsymbols or b.sym.id is _COPY_ID:
             continue  # a bare prim copy_ is the trace's own write, not a user's op
-        writes = [o.name for c in _copies_in(b) for o in tensor_outs(c)]
+        if not _may_need_checks(b):
+            continue
+        writes = [o.name for c in copies_in(b) for o in tensor_outs(c)]
         if not writes:
             continue
         op = _describe_inplace_op(b, renamed)
@@ -64,23 +66,36 @@ def _inplace_ops_by_write(top_bsyms, renamed: dict) -> dict[str, _InplaceOp]:
     return found
 
 
-def _copies_in(bsym) -> list:
-    """The ``copy_`` prims in ``bsym``'s decomposition, in program order."""
-    out = []
-    for sub in bsym.subsymbols:
-        if sub.sym.id is _COPY_ID:
-            out.append(sub)
-        elif sub.subsymbols:
-            out.extend(_copies_in(sub))
-    return out
-
-
 _COPY_ID = ops.COPY_ID
+_DESCRIBED_WITHOUT_OPERANDS = _UNCHECKED_OPS | {"setitem_"}
+
+
+def _may_need_checks(bsym) -> bool:
+    """Whether ``_describe_inplace_op(bsym)`` could say anything a check reads.
+
+    Note [in-place ops without operands]: ``a.tanh_()`` or ``b.add_(1)`` has no tensor
+    operand besides ``self``: its description would hold no operands, and the checks
+    read a description only for its operands, or for its name when it is ``setitem_``
+    or ``masked_fill_`` (``writes._accepted_on_expanded``). Such ops are left out of
+    the map (a trace of a long loop of them has tens of thousands).
+    """
+    if bsym.sym.name in _DESCRIBED_WITHOUT_OPERANDS:
+        return True
+    for x in bsym.args[1:]:
+        if not isinstance(x, (int, float, bool, complex, str)) and x is not None:
+            return True  # a tensor, or a container that may hold one
+    for x in bsym.kwargs.values():
+        if not isinstance(x, (int, float, bool, complex, str)) and x is not None:
+            return True
+    return False
 
 
 def _describe_inplace_op(bsym, renamed: dict) -> _InplaceOp | None:
-    def actual(x):
-        return renamed.get(variableify(x), x) if renamed and isinstance(x, TensorProxy) else x
+    if renamed:
+        def actual(x):
+            return renamed.get(variableify(x), x) if isinstance(x, TensorProxy) else x
+    else:
+        actual = _same
 
     name = bsym.sym.name
     written = actual(bsym.args[0]) if bsym.args else None
@@ -96,6 +111,10 @@ def _describe_inplace_op(bsym, renamed: dict) -> _InplaceOp | None:
     rest = _proxies(bsym.kwargs, _proxies(bsym.args[1:], []))
     operands = tuple((actual(x), rule) for x in rest if isinstance(x, TensorProxy))
     return _InplaceOp(name, written, None, operands)
+
+
+def _same(x):
+    return x
 
 
 def _describe_setitem(written: TensorProxy, key, value) -> _InplaceOp | None:
