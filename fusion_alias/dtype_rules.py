@@ -94,14 +94,15 @@ def _is_inplace(bsym) -> bool:
 
 def check_inplace_dtypes(top_bsyms) -> None:
     """Raise :class:`InplaceDtypeError` where eager refuses an in-place op's store (module Note)."""
+    convert = prims.PrimIDs.CONVERT_ELEMENT_TYPE
+    in_place = prims.OpTags.IN_PLACE
     for b in top_bsyms:
-        if not b.subsymbols or not _is_inplace(b):
+        if not b.subsymbols or in_place not in (b.sym.tags or ()):  # (_is_inplace)
             continue
         name = b.sym.name
         if name in _CASTING_OPS:
             continue
         # the cast Thunder puts before copy_ is a direct subsymbol; without one, nothing to look through
-        convert = prims.PrimIDs.CONVERT_ELEMENT_TYPE
         casts = False
         for sub in b.subsymbols:
             if sub.sym.id is convert:

@@ -68,12 +68,15 @@ def drop_copies_onto_themselves(flat: list, info: AliasInfo, actual: dict, proxi
     (Note [a copy whose source is its own destination]); later uses of such a copy's result read its
     destination instead. ``proxies``: name -> tensor proxy (``aliasing.tensor_proxies_by_name``),
     for the roots of memory the program made."""
-    setitems = {b.output.name: b for b in flat if "setitem" in b.sym.name and isinstance(b.output, TensorProxy)}
+    setitems: dict = {}  # name -> the setitem symbol making it, those before the copy_ looked at
     root = info.root.get
     copy_id = ops.COPY_ID
     copies = []
     for b in flat:
-        if b.sym.id is not copy_id:
+        sym = b.sym
+        if sym.id is not copy_id:
+            if "setitem" in sym.name and isinstance(b.output, TensorProxy):
+                setitems[b.output.name] = b
             continue
         src, dst = b.args[0], b.args[1]
         if not (isinstance(dst, TensorProxy) and isinstance(src, TensorProxy)):
