@@ -66,16 +66,27 @@ _ARGS: dict[int, tuple] = {}
 
 def _flat(bsym: BoundSymbol) -> tuple:
     args = []
+    only_tensors = True  # every proxy argument a tensor: the tensor arguments are the same list
     for x in bsym.args:  # (_proxies, its first level inlined: most arguments are proxies or numbers)
         if isinstance(x, Proxy):
             args.append(x)
+            if only_tensors and not isinstance(x, TensorProxy):
+                only_tensors = False
         elif isinstance(x, (tuple, list, dict)):
+            only_tensors = False
             _proxies(x, args)
-    if bsym.kwargs:
-        _proxies(bsym.kwargs, args)
+    kwargs = bsym.kwargs
+    if kwargs:
+        for x in kwargs.values():  # (_proxies of the dict, its first level inlined: copy_'s is a flag)
+            if isinstance(x, Proxy):
+                args.append(x)
+                only_tensors = False
+            elif isinstance(x, (tuple, list, dict)):
+                only_tensors = False
+                _proxies(x, args)
     out = bsym.output
     outs = [out] if isinstance(out, Proxy) else _proxies(out, [])
-    t_args = [a for a in args if isinstance(a, TensorProxy)]
+    t_args = args if only_tensors else [a for a in args if isinstance(a, TensorProxy)]
     t_outs = outs if len(outs) == 1 and isinstance(out, TensorProxy) else [o for o in outs if isinstance(o, TensorProxy)]
     entry = _ARGS[id(bsym)] = (bsym, args, outs, t_args, t_outs)
     return entry
