@@ -85,6 +85,7 @@ def run(
     if "scale" in sections:
         t0 = time.perf_counter()
         log(f"[2/3] partition cost on synthetic traces of {', '.join(str(s) for s in sizes)} bsyms")
+        load_before = _load_average()
         scale_rows = S.run_scale(
             sizes,
             alias_pass_budget_s=6.0 if quick else 30.0,
@@ -111,6 +112,9 @@ def run(
             "measured while it fits its time budget and extrapolated (~) above.",
             "",
             report.scale_table(scale_rows),
+            "",
+            f"Machine: {os.cpu_count()} CPUs; load average (1 min) {load_before:.2f} before these runs, "
+            f"{_load_average():.2f} after (the figures are wall time: other work on the machine inflates them).",
             "",
             "Growth exponents (log-log slope between the two largest sizes run):",
             "",
@@ -211,6 +215,10 @@ def _trim_profile(text: str) -> str:
         ln = ln.replace(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + "/", "")
         keep.append(ln)
     return "\n".join(keep)
+
+
+def _load_average() -> float:
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
 
 
 def main(argv=None) -> int:
