@@ -286,6 +286,11 @@ class AliasInfo:
             g = self._group_of[name] = self.groups[self.root[name]]
         return g
 
+    def groups_asked(self) -> dict[str, str]:
+        """name -> group, for the names ``group`` has answered so far (read-only; a loop that asks
+        ``group`` for most names of a trace reads this first, and calls ``group`` on a miss)."""
+        return self._group_of
+
     def forget_groups(self) -> None:
         """Drop what ``group`` remembered (after merging groups)."""
         self._group_of.clear()
@@ -353,7 +358,7 @@ def analyze(
             info.add_alias(name, of, None)
             info.groups.union(name, of)
 
-    root, chain, view_key, parents = info.root, info.chain, info.view_key, info.groups.parents
+    root, chain, view_key = info.root, info.chain, info.view_key
     op_by_addr = ops._OP_BY_ADDR
     for bsym in bsyms:
         _, _, _, args, outs = flattened(bsym)
@@ -364,12 +369,10 @@ def analyze(
         kind = op.kind if op is not None else None
         if kind == "elementwise" or kind == "reduction" or kind == "creation":
             for o in outs:  # (info.add_root, inlined: the most common case; no group asked yet to forget)
-                name = o.name
+                name = o.name  # (its singleton group is registered when first asked: ``UnionFind[name]``)
                 root[name] = name
                 chain[name] = ()
                 view_key[name] = (name, ())
-                if name not in parents:
-                    info.groups[name]  # registers the singleton
         elif kind == "write":  # copy_
             of = bsym.args[1].name
             for o in outs:  # (info.add_alias(o.name, of, None), inlined)

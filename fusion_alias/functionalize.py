@@ -80,13 +80,13 @@ def substitute_reads(
         known.setdefault(group, {})[key] = value
         holders.setdefault(info.group(value.name), set()).add((group, key))
 
-    root, group_of = info.root, info.group
+    root, group_of, asked = info.root, info.group, info.groups_asked()
 
     def resolve(p: TensorProxy) -> TensorProxy:
         name = p.name
         if name not in root or not known:
             return p
-        group = group_of(name)
+        group = asked.get(name) or group_of(name)  # (``info.group``, its cache read inline)
         entry = known.get(group)
         if not entry:
             return p
@@ -137,7 +137,7 @@ def substitute_reads(
             new = rewrite_args(bsym, True)
             out.append(new)
             dst = bsym.args[1]
-            group = group_of(dst.name)
+            group = asked.get(dst.name) or group_of(dst.name)
             forget(group)
             src = new.args[0]
             # a broadcasting write (``b.copy_(s)`` with a 0-dim ``s``) leaves a value of dst's shape,
