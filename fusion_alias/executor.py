@@ -58,14 +58,20 @@ def _tensor_list(xs, out: list) -> list:
     return out
 
 
-_DTYPE_OK: dict = {}
+# id(thunder dtype) -> (the dtype, fusible): looked up by identity, as Note [prim lookups by
+# identity] (ops.py) does for prims (a thunder dtype's ``__hash__`` is Python code); the dtype is
+# kept, so its id stays its own
+_DTYPE_OK: dict[int, tuple] = {}
 
 
 def _fusible_dtype(x) -> bool:
-    ok = _DTYPE_OK.get(x.dtype) if isinstance(x, TensorProxy) else True
-    if ok is None:
-        ok = _DTYPE_OK[x.dtype] = _fusible_dtype_uncached(x)
-    return ok
+    if not isinstance(x, TensorProxy):
+        return True
+    dtype = x.dtype
+    entry = _DTYPE_OK.get(id(dtype))
+    if entry is None or entry[0] is not dtype:
+        entry = _DTYPE_OK[id(dtype)] = (dtype, _fusible_dtype_uncached(x))
+    return entry[1]
 
 
 def _fusible_dtype_uncached(x) -> bool:
@@ -122,10 +128,11 @@ class FusionAliasExecutor(FusionExecutor):
         if kwargs:
             _tensor_list(kwargs.values(), tensors)
         for t in tensors:
-            ok = _DTYPE_OK.get(t.dtype)
-            if ok is None:
-                ok = _fusible_dtype(t)
-            if not ok:
+            dtype = t.dtype
+            entry = _DTYPE_OK.get(id(dtype))  # (_fusible_dtype, its cache read inline)
+            if entry is None or entry[0] is not dtype:
+                entry = (None, _fusible_dtype(t))
+            if not entry[1]:
                 return False
         if context.current().backend == "nvfuser":
             return all(t.device.type == "cuda" for t in tensors)
