@@ -23,13 +23,13 @@ def _dce(bsyms: list[BoundSymbol], trace: TraceCtx) -> list[BoundSymbol]:
         _, args, outs, _, _ = flattened(b)  # one cache lookup for both lists
         if outs:
             for o in outs:
-                if o.name in needed:
+                if o._name in needed:  # (aliasing.py, Note [proxy names read directly])
                     break
             else:  # nobody reads it
                 if ops.op_info(b) is not None and b.sym.id not in side_effects:
                     continue  # fusible and side-effect free
         keep.append(b)
         for a in args:
-            add(a.name)
+            add(a._name)
     keep.reverse()
     return keep

@@ -52,7 +52,7 @@ def _drop_update_aliases(bsyms: list[BoundSymbol]) -> tuple[list[BoundSymbol], l
             for o, i in zip(proxy_outs(b), ins):
                 swap[variableify(o)] = i
             continue
-        if isinstance(b.args[1], TensorProxy) and getattr(b.args[0], "name", None) == b.args[1].name:  # a copy_
+        if isinstance(b.args[1], TensorProxy) and getattr(b.args[0], "name", None) == b.args[1]._name:  # a copy_
             swap[variableify(b.output)] = b.args[1]
             continue
         out.append(b)

@@ -83,7 +83,7 @@ def substitute_reads(
     root, group_of, asked = info.root, info.group, info.groups_asked()
 
     def resolve(p: TensorProxy) -> TensorProxy:
-        name = p.name
+        name = p._name  # (aliasing.py, Note [proxy names read directly])
         if name not in root or not known:
             return p
         group = asked.get(name) or group_of(name)  # (``info.group``, its cache read inline)
@@ -137,7 +137,7 @@ def substitute_reads(
             new = rewrite_args(bsym, True)
             out.append(new)
             dst = bsym.args[1]
-            group = asked.get(dst.name) or group_of(dst.name)
+            group = asked.get(dst._name) or group_of(dst._name)
             forget(group)
             src = new.args[0]
             # a broadcasting write (``b.copy_(s)`` with a 0-dim ``s``) leaves a value of dst's shape,

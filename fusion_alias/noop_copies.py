@@ -81,10 +81,10 @@ def drop_copies_onto_themselves(flat: list, info: AliasInfo, actual: dict, proxi
         src, dst = b.args[0], b.args[1]
         if not (isinstance(dst, TensorProxy) and isinstance(src, TensorProxy)):
             continue
-        src_root = root(src.name)
+        src_root = root(src._name)  # (aliasing.py, Note [proxy names read directly])
         if src_root is None:
             continue
-        if src.name in setitems or src_root == root(dst.name) or (src_root in actual and root(dst.name) in actual):
+        if src._name in setitems or src_root == root(dst._name) or (src_root in actual and root(dst._name) in actual):
             copies.append(b)
     if not copies:
         return flat

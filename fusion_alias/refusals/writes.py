@@ -113,7 +113,7 @@ def _check_writes(
         _, _, outs, _, t_outs = flattened(b)
         if pending:
             for o in outs:
-                if (op := pending.pop(o.name, None)) is not None and op.operands:  # (none: nothing to check)
+                if (op := pending.pop(o._name, None)) is not None and op.operands:  # (aliasing.py, Note [proxy names read directly])  # (none: nothing to check)
                     _check_operand_overlap(op, info, actual, proxies, metas, input_names)
         if grad_inputs:
             _propagate_differentiable(b, info, differentiable)
@@ -129,7 +129,7 @@ def _check_writes(
                 f"fusion_alias: output with shape {list(dst.shape)} doesn't match the broadcast shape "
                 f"{list(src_shape)} of the value written into {dst.name} (eager PyTorch rejects this too)"
             )
-        root = info.root.get(dst.name)
+        root = info.root.get(dst._name)
         t = actual.get(root)
         if t is not None and t.is_leaf and t.requires_grad and _grad_mode_of(b):
             raise AliasInputError(
@@ -161,7 +161,7 @@ def _check_writes(
                 tensor=t,
                 grad_enabled=_grad_mode_of(b),
             )
-        chain = info.chain.get(dst.name, ())
+        chain = info.chain.get(dst._name, ())
         if not chain and t is None:
             continue  # a fresh tensor the program made: contiguous, nothing overlaps
         base = t
