@@ -26,6 +26,7 @@ import thunder.core.prims as prims
 
 from fusion_alias import context, ops, pipeline
 from fusion_alias.aliasing import forget_flattened
+from fusion_alias.backends import compiled as _compiled_backend, reference as _reference_backend
 from fusion_alias.errors import AliasInputError  # noqa: F401  (re-exported: fusion_alias.executor.AliasInputError)
 from fusion_alias.lowering import plan_region
 from fusion_alias.pipeline import Prepared
@@ -230,9 +231,12 @@ class FusionAliasExecutor(FusionExecutor):
         spec = plan_region(name, bsyms, inputs, outputs, meta.alias_groups, meta.view_key)
         fn = make_callable(spec, meta.backend, meta.schedule)
         # A region that only writes returns nothing anyone reads: keep it from DCE.
-        tags = (prims.OpTags.DONT_DCE,) if spec.writebacks else ()
+        tags = _KEEP_TAGS if spec.writebacks else ()
         sym = Symbol(name, meta=None, is_fusion=True, executor=self, tags=tags)
         return BoundSymbol(sym, tuple(inputs), {}, list(outputs), bsyms, _call_ctx={name: fn})
+
+
+_KEEP_TAGS = (prims.OpTags.DONT_DCE,)  # (one tuple for every region that only writes)
 
 
 def make_callable(spec, backend: str, schedule: str):
@@ -241,12 +245,8 @@ def make_callable(spec, backend: str, schedule: str):
 
         return NvFuserFusion(spec)
     if backend == "torch" and schedule == "reads-first":  # other schedules are the reference's
-        from fusion_alias.backends.compiled import CompiledFusion
-
-        return CompiledFusion(spec)
-    from fusion_alias.backends.reference import ReferenceFusion
-
-    return ReferenceFusion(spec, schedule)
+        return _compiled_backend.CompiledFusion(spec)
+    return _reference_backend.ReferenceFusion(spec, schedule)
 
 
 executor = FusionAliasExecutor()
