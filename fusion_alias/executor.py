@@ -30,7 +30,7 @@ from fusion_alias.backends import compiled as _compiled_backend, reference as _r
 from fusion_alias.errors import AliasInputError  # noqa: F401  (re-exported: fusion_alias.executor.AliasInputError)
 from fusion_alias.lowering import plan_region
 from fusion_alias.pipeline import Prepared
-from fusion_alias.regions import _RegionMeta, _region_key
+from fusion_alias.regions import _Region, _RegionMeta, _region_key
 
 
 BACKENDS = ("auto", "nvfuser", "torch", "reference")
@@ -218,9 +218,12 @@ class FusionAliasExecutor(FusionExecutor):
         return new_trace
 
     def fuse(self, region, fusion_counter: int) -> BoundSymbol:
-        inputs = [unvariableify(x) if isinstance(x, Variable) else x for x in region.inputs]
-        outputs = [unvariableify(x) if isinstance(x, Variable) else x for x in region.outputs]
-        bsyms = list(region.bound_symbols)
+        if type(region) is _Region:  # made by fuse_regions: proxies, in lists made for this call
+            inputs, outputs, bsyms = region.inputs, region.outputs, region.bound_symbols
+        else:
+            inputs = [unvariableify(x) if isinstance(x, Variable) else x for x in region.inputs]
+            outputs = [unvariableify(x) if isinstance(x, Variable) else x for x in region.outputs]
+            bsyms = list(region.bound_symbols)
         key = getattr(region, "key", None)  # our regions carry it; one Thunder rebuilt does not
         meta = self._regions.get(key if key is not None else _region_key(bsyms))
         if meta is None:  # rebuilt by someone else: assume every input may alias every other
@@ -233,7 +236,9 @@ class FusionAliasExecutor(FusionExecutor):
         # A region that only writes returns nothing anyone reads: keep it from DCE.
         tags = _KEEP_TAGS if spec.writebacks else ()
         sym = Symbol(name, meta=None, is_fusion=True, executor=self, tags=tags)
-        return BoundSymbol(sym, tuple(inputs), {}, list(outputs), bsyms, _call_ctx={name: fn})
+        fused = BoundSymbol(sym, tuple(inputs), {}, outputs, bsyms)  # (outputs: a list made for this call)
+        fused._call_ctx = {name: fn}  # (set here, not passed: a keyword argument costs a dict per region)
+        return fused
 
 
 _KEEP_TAGS = (prims.OpTags.DONT_DCE,)  # (one tuple for every region that only writes)

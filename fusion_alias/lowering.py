@@ -75,18 +75,19 @@ class TraceShapeError(RuntimeError):
 _BROADCAST_IN_DIM = ops.PrimIDs.BROADCAST_IN_DIM
 
 
-def _check_trace_consistency(name: str, bsyms) -> None:
-    for b in bsyms:
-        if b.sym.id is _BROADCAST_IN_DIM and isinstance(b.args[0], TensorProxy):
-            have, dims = tuple(b.args[0].shape), tuple(b.args[2])
-            if len(have) != len(dims):
-                raise TraceShapeError(
-                    f"fusion_alias: Thunder's trace broadcasts {b.args[0].name} of shape {have} with broadcast "
-                    f"dimensions {dims} (region {name}): Thunder 0.2.6 computed a wrong gradient for a 0-d "
-                    "intermediate used with a tensor (e.g. a * b.sum() with both requiring grad); plain "
-                    "thunder.jit returns that wrong gradient without an error. Workaround: keep the reduced "
-                    "dimension (b.sum(0, keepdim=True) or b.sum().reshape(1))"
-                )
+def _check_trace_consistency(name: str, b: BoundSymbol) -> None:
+    """Raise ``TraceShapeError`` where ``b``, a ``broadcast_in_dim`` of region ``name``, broadcasts
+    a tensor with dimensions its shape does not have (Note [Thunder's wrong 0-d gradients])."""
+    if isinstance(b.args[0], TensorProxy):
+        have, dims = tuple(b.args[0].shape), tuple(b.args[2])
+        if len(have) != len(dims):
+            raise TraceShapeError(
+                f"fusion_alias: Thunder's trace broadcasts {b.args[0].name} of shape {have} with broadcast "
+                f"dimensions {dims} (region {name}): Thunder 0.2.6 computed a wrong gradient for a 0-d "
+                "intermediate used with a tensor (e.g. a * b.sum() with both requiring grad); plain "
+                "thunder.jit returns that wrong gradient without an error. Workaround: keep the reduced "
+                "dimension (b.sum(0, keepdim=True) or b.sum().reshape(1))"
+            )
 
 
 def plan_region(
@@ -102,37 +103,42 @@ def plan_region(
     ``view_key(name)`` identifies the view of memory a destination names (from
     the global alias analysis: equal keys, same elements); without it each
     name is its own view, and only writes to the same name are coalesced.
+    Raises ``TraceShapeError`` where the trace is inconsistent with itself.
     """
-    _check_trace_consistency(name, bsyms)
     copy_id = ops.COPY_ID
-    copies = [i for i, b in enumerate(bsyms) if b.sym.id is copy_id]
-    input_names = {p.name for p in inputs}
-    # name -> the symbol making it, asked only past a copy_ destination that is no input, and for outputs
-    if outputs or any(bsyms[i].args[1].name not in input_names for i in copies):
-        produced_by = _producers(bsyms)
-    else:
-        produced_by = {}
+    copies: list[int] = []
+    for i, b in enumerate(bsyms):  # (nothing else below raises: the check raises as one made first would)
+        sym_id = b.sym.id
+        if sym_id is copy_id:
+            copies.append(i)
+        elif sym_id is _BROADCAST_IN_DIM:
+            _check_trace_consistency(name, b)
+    input_names = {p._name for p in inputs}  # (regions.py, Note [proxy names read directly])
+    produced_by = None  # name -> the symbol of the region making it (``_producers``), made when first needed
     if copies:
-        writebacks, writeback_dst, internal_final = _plan_writes(
-            bsyms, copies, view_key or _own_name, input_names, produced_by
+        writebacks, writeback_dst, internal_final, produced_by = _plan_writes(
+            bsyms, copies, view_key or _own_name, input_names
         )
     else:
         writebacks, writeback_dst, internal_final = [], {}, {}
+    # (its fields in order: keyword arguments cost a dict per call, and there is a call per region)
     spec = RegionSpec(
-        name=name,
-        inputs=list(inputs),
-        outputs=list(outputs),
-        bsyms=list(bsyms),
-        alias_groups=[list(g) for g in alias_groups] if alias_groups else [],
-        writebacks=writebacks,
-        writeback_dst=writeback_dst,
-        output_kind={},
-        view_chain={},
-        final_src={},
-        extra_outputs=[],
-        final_dst={},
+        name,
+        list(inputs),
+        list(outputs),
+        list(bsyms),
+        [list(g) for g in alias_groups] if alias_groups else [],
+        writebacks,
+        writeback_dst,
+        {},  # output_kind, view_chain, final_src, extra_outputs, final_dst: _plan_outputs fills them
+        {},
+        {},
+        [],
+        {},
     )
     if outputs:
+        if produced_by is None:
+            produced_by = _producers(bsyms)
         _plan_outputs(spec, input_names, produced_by, internal_final)
     return spec
 
@@ -149,24 +155,33 @@ def _producers(bsyms) -> dict[str, BoundSymbol]:
     return produced_by
 
 
-def _plan_writes(bsyms, copies: list[int], view_key, input_names: set, produced_by: dict):
+def _plan_writes(bsyms, copies: list[int], view_key, input_names: set):
     """The copy_ symbols written back (their indices), the input each lands in, and the
-    last value written into each destination the region made itself.
+    last value written into each destination the region made itself; and the region's
+    producers (``_producers``) where they were needed, else None.
 
     Such a destination gets no write-back: its final value becomes a fresh output that
     both the destination's name and the copy_ results stand for.
     """
     if len(copies) == 1:  # (no later write to cover it)
         kept = copies
+        d = bsyms[copies[0]].args[1]._name
+        if d in input_names:  # (the common case of a large trace: one write, into an input)
+            return copies, {copies[0]: d}, {}, None
     else:
         kept = _uncovered_writes(bsyms, copies, view_key)
+    produced_by = None
     internal_final: dict[str, Proxy] = {}
     dst_of: dict[int, str] = {}
     for i in copies:
-        d = _dst_base(bsyms[i].args[1].name, input_names, produced_by)
-        dst_of[i] = d
+        d = bsyms[i].args[1]._name
         if d not in input_names:
-            internal_final[d] = bsyms[i].args[0]
+            if produced_by is None:
+                produced_by = _producers(bsyms)
+            d = _dst_base(d, input_names, produced_by)
+            if d not in input_names:
+                internal_final[d] = bsyms[i].args[0]
+        dst_of[i] = d
     writebacks: list[int] = []
     writeback_dst: dict[int, str] = {}
     for i in kept:
@@ -174,7 +189,7 @@ def _plan_writes(bsyms, copies: list[int], view_key, input_names: set, produced_
         if d in input_names:
             writebacks.append(i)
             writeback_dst[i] = d
-    return writebacks, writeback_dst, internal_final
+    return writebacks, writeback_dst, internal_final, produced_by
 
 
 def _uncovered_writes(bsyms, copies: list[int], view_key) -> list[int]:

@@ -25,14 +25,23 @@ class _RegionMeta:
     schedule: str
 
 
+# Note [proxy names read directly]
+# ---------------------------------
+# ``Proxy.name`` is a Python property that returns ``Proxy._name``: a function call per
+# read, three times the cost of the attribute. Region assembly reads about a dozen names
+# per region, 40k regions per pass on the aliased 100k bench, so its loops over every
+# symbol read ``_name`` itself (as plan_region does); elsewhere ``name`` is read as usual.
+
+
 # Note [what a region costs]
 # --------------------------
 # The aliased 100k-bsym bench makes 40k regions in one pass, so everything made per
 # region is paid 40k times, and every container that outlives the pass is scanned
 # again by each full collection after it. ``fuse_regions`` therefore makes little per
 # region beyond the fusion bound symbol itself: the regions without alias groups (all
-# of them there) share one ``_RegionMeta``, the region key keeps the region's symbol
-# list instead of a copy, and ``_Region`` has slots.
+# of them there) share one ``_RegionMeta``, ``_Region`` has slots, and the region's list
+# of symbols is both its key's and its fusion bound symbol's ``subsymbols`` (neither
+# changes it; ``fuse`` copies the lists of a region Thunder rebuilt).
 
 
 def fuse_regions(executor, prep, part, ctx, resolve_backend) -> tuple[list[BoundSymbol], int]:
@@ -54,9 +63,9 @@ def fuse_regions(executor, prep, part, ctx, resolve_backend) -> tuple[list[Bound
             out_bsyms.append(bsyms[idx[0]])
             continue
         region_bsyms = [bsyms[i] for i in idx]
-        inputs, outputs = _region_io(region_bsyms, pos, consumers)
+        inputs, outputs, ends = _region_io(region_bsyms, pos, consumers)
         groups = _region_alias_groups(inputs, info)
-        key = _RegionKey(region_bsyms)
+        key = _RegionKey(region_bsyms, ends)
         if backend is None:
             device = prep.tensor_inputs[0].device.type if prep.tensor_inputs else None
             backend = resolve_backend(ctx.backend, device)
@@ -78,7 +87,7 @@ def _last_consumers(bsyms, items) -> dict[str, int]:
     for pos, (_, idx) in enumerate(items):  # (positions ascend: the last one written is the largest)
         for i in idx:
             for a in proxy_args(bsyms[i]):
-                consumers[a.name] = pos
+                consumers[a._name] = pos  # (Note [proxy names read directly])
     return consumers
 
 
@@ -106,7 +115,12 @@ def _entry_key(b: BoundSymbol) -> tuple:
 def _end_name(b: BoundSymbol) -> str:
     """A name of ``_entry_key(b)`` for the hash: its first output's, else its symbol's."""
     outs = proxy_outs(b)
-    return outs[0].name if outs else b.sym.name
+    return outs[0]._name if outs else b.sym.name
+
+
+def _end_names(bsyms: Sequence[BoundSymbol]) -> tuple:
+    """What ``_RegionKey`` hashes besides the length: its first and last entries' ``_end_name``."""
+    return (_end_name(bsyms[0]), _end_name(bsyms[-1])) if bsyms else ()
 
 
 class _RegionKey:
@@ -124,13 +138,11 @@ class _RegionKey:
 
     __slots__ = ("bsyms", "_full", "_hash")
 
-    def __init__(self, bsyms: list[BoundSymbol]):
+    def __init__(self, bsyms: list[BoundSymbol], ends: tuple | None = None):
+        """``ends``: ``_end_names(bsyms)``, where the maker has read them already."""
         self.bsyms = bsyms
         self._full: tuple | None = None
-        if bsyms:
-            self._hash = hash((len(bsyms), _end_name(bsyms[0]), _end_name(bsyms[-1])))
-        else:
-            self._hash = hash((0, ()))
+        self._hash = hash((len(bsyms), _end_names(bsyms) if ends is None else ends))
 
     def full(self) -> tuple:
         if self._full is None:
@@ -148,23 +160,31 @@ class _RegionKey:
         return self._hash == other._hash and self.full() == other.full()
 
 
-def _region_io(region_bsyms, pos, consumers):
+def _region_io(region_bsyms, pos, consumers) -> tuple[list[Proxy], list[Proxy], tuple]:
+    """The region's inputs (the proxies it reads before it makes them, each once), its
+    outputs (those it makes that an item after position ``pos`` reads), and its
+    ``_end_names`` for the key, read on the way."""
     known: set[str] = set()  # the names read so far and the names made so far
     inputs: list[Proxy] = []
     outputs: list[Proxy] = []
+    first_end = None
     for b in region_bsyms:
         _, args, outs, _, _ = flattened(b)  # (proxies only)
+        if first_end is None:
+            first_end = outs[0]._name if outs else b.sym.name  # (_end_name)
         for a in args:
-            name = a.name
+            name = a._name
             if name not in known:
                 known.add(name)
                 inputs.append(a)
         for o in outs:
-            name = o.name
+            name = o._name
             known.add(name)
             if consumers.get(name, -1) > pos:
                 outputs.append(o)
-    return inputs, outputs
+    if first_end is None:
+        return inputs, outputs, ()
+    return inputs, outputs, (first_end, outs[0]._name if outs else b.sym.name)  # (b: the last symbol)
 
 
 def _region_alias_groups(inputs, info: AliasInfo) -> list[list[str]]:
