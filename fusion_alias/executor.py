@@ -26,10 +26,11 @@ import thunder.core.prims as prims
 
 from fusion_alias import context, ops, pipeline
 from fusion_alias.aliasing import forget_flattened
+from fusion_alias.backends import compiled as _compiled_backend, reference as _reference_backend
 from fusion_alias.errors import AliasInputError  # noqa: F401  (re-exported: fusion_alias.executor.AliasInputError)
 from fusion_alias.lowering import plan_region
 from fusion_alias.pipeline import Prepared
-from fusion_alias.regions import _RegionMeta, _region_key
+from fusion_alias.regions import _Region, _RegionMeta, _region_key
 
 
 BACKENDS = ("auto", "nvfuser", "torch", "reference")
@@ -224,9 +225,12 @@ class FusionAliasExecutor(FusionExecutor):
         return new_trace
 
     def fuse(self, region, fusion_counter: int) -> BoundSymbol:
-        inputs = [unvariableify(x) if isinstance(x, Variable) else x for x in region.inputs]
-        outputs = [unvariableify(x) if isinstance(x, Variable) else x for x in region.outputs]
-        bsyms = list(region.bound_symbols)
+        if type(region) is _Region:  # made by fuse_regions: proxies, in lists made for this call
+            inputs, outputs, bsyms = region.inputs, region.outputs, region.bound_symbols
+        else:
+            inputs = [unvariableify(x) if isinstance(x, Variable) else x for x in region.inputs]
+            outputs = [unvariableify(x) if isinstance(x, Variable) else x for x in region.outputs]
+            bsyms = list(region.bound_symbols)
         key = getattr(region, "key", None)  # our regions carry it; one Thunder rebuilt does not
         meta = self._regions.get(key if key is not None else _region_key(bsyms))
         if meta is None:  # rebuilt by someone else: assume every input may alias every other
@@ -237,9 +241,14 @@ class FusionAliasExecutor(FusionExecutor):
         spec = plan_region(name, bsyms, inputs, outputs, meta.alias_groups, meta.view_key)
         fn = make_callable(spec, meta.backend, meta.schedule)
         # A region that only writes returns nothing anyone reads: keep it from DCE.
-        tags = (prims.OpTags.DONT_DCE,) if spec.writebacks else ()
+        tags = _KEEP_TAGS if spec.writebacks else ()
         sym = Symbol(name, meta=None, is_fusion=True, executor=self, tags=tags)
-        return BoundSymbol(sym, tuple(inputs), {}, list(outputs), bsyms, _call_ctx={name: fn})
+        fused = BoundSymbol(sym, tuple(inputs), {}, outputs, bsyms)  # (outputs: a list made for this call)
+        fused._call_ctx = {name: fn}  # (set here, not passed: a keyword argument costs a dict per region)
+        return fused
+
+
+_KEEP_TAGS = (prims.OpTags.DONT_DCE,)  # (one tuple for every region that only writes)
 
 
 def make_callable(spec, backend: str, schedule: str):
@@ -248,12 +257,8 @@ def make_callable(spec, backend: str, schedule: str):
 
         return NvFuserFusion(spec)
     if backend == "torch" and schedule == "reads-first":  # other schedules are the reference's
-        from fusion_alias.backends.compiled import CompiledFusion
-
-        return CompiledFusion(spec)
-    from fusion_alias.backends.reference import ReferenceFusion
-
-    return ReferenceFusion(spec, schedule)
+        return _compiled_backend.CompiledFusion(spec)
+    return _reference_backend.ReferenceFusion(spec, schedule)
 
 
 executor = FusionAliasExecutor()

@@ -72,19 +72,22 @@ class TraceShapeError(RuntimeError):
 # (checked). A region refuses such a trace when it is built, naming the bug.
 
 
-def _check_trace_consistency(name: str, bsyms) -> None:
-    broadcast_in_dim = ops.PrimIDs.BROADCAST_IN_DIM
-    for b in bsyms:
-        if b.sym.id is broadcast_in_dim and isinstance(b.args[0], TensorProxy):
-            have, dims = tuple(b.args[0].shape), tuple(b.args[2])
-            if len(have) != len(dims):
-                raise TraceShapeError(
-                    f"fusion_alias: Thunder's trace broadcasts {b.args[0].name} of shape {have} with broadcast "
-                    f"dimensions {dims} (region {name}): Thunder 0.2.6 computed a wrong gradient for a 0-d "
-                    "intermediate used with a tensor (e.g. a * b.sum() with both requiring grad); plain "
-                    "thunder.jit returns that wrong gradient without an error. Workaround: keep the reduced "
-                    "dimension (b.sum(0, keepdim=True) or b.sum().reshape(1))"
-                )
+_BROADCAST_IN_DIM = ops.PrimIDs.BROADCAST_IN_DIM
+
+
+def _check_trace_consistency(name: str, b: BoundSymbol) -> None:
+    """Raise ``TraceShapeError`` where ``b``, a ``broadcast_in_dim`` of region ``name``, broadcasts
+    a tensor with dimensions its shape does not have (Note [Thunder's wrong 0-d gradients])."""
+    if isinstance(b.args[0], TensorProxy):
+        have, dims = tuple(b.args[0].shape), tuple(b.args[2])
+        if len(have) != len(dims):
+            raise TraceShapeError(
+                f"fusion_alias: Thunder's trace broadcasts {b.args[0].name} of shape {have} with broadcast "
+                f"dimensions {dims} (region {name}): Thunder 0.2.6 computed a wrong gradient for a 0-d "
+                "intermediate used with a tensor (e.g. a * b.sum() with both requiring grad); plain "
+                "thunder.jit returns that wrong gradient without an error. Workaround: keep the reduced "
+                "dimension (b.sum(0, keepdim=True) or b.sum().reshape(1))"
+            )
 
 
 def plan_region(
@@ -100,101 +103,160 @@ def plan_region(
     ``view_key(name)`` identifies the view of memory a destination names (from
     the global alias analysis: equal keys, same elements); without it each
     name is its own view, and only writes to the same name are coalesced.
+    Raises ``TraceShapeError`` where the trace is inconsistent with itself.
     """
-    _check_trace_consistency(name, bsyms)
-    view_key = view_key or (lambda name: name)
     copy_id = ops.COPY_ID
-    copies = [i for i, b in enumerate(bsyms) if b.sym.id is copy_id]
-    # Coalesce (Note [one write-back per memory]): a write is dropped when a later
-    # write of the region covers it.
-    writebacks = []
+    copies: list[int] = []
+    for i, b in enumerate(bsyms):  # (nothing else below raises: the check raises as one made first would)
+        sym_id = b.sym.id
+        if sym_id is copy_id:
+            copies.append(i)
+        elif sym_id is _BROADCAST_IN_DIM:
+            _check_trace_consistency(name, b)
+    input_names = {p._name for p in inputs}  # (regions.py, Note [proxy names read directly])
+    produced_by = None  # name -> the symbol of the region making it (``_producers``), made when first needed
+    if copies:
+        writebacks, writeback_dst, internal_final, produced_by = _plan_writes(
+            bsyms, copies, view_key or _own_name, input_names
+        )
+    else:
+        writebacks, writeback_dst, internal_final = [], {}, {}
+    # (its fields in order: keyword arguments cost a dict per call, and there is a call per region)
+    spec = RegionSpec(
+        name,
+        list(inputs),
+        list(outputs),
+        list(bsyms),
+        [list(g) for g in alias_groups] if alias_groups else [],
+        writebacks,
+        writeback_dst,
+        {},  # output_kind, view_chain, final_src, extra_outputs, final_dst: _plan_outputs fills them
+        {},
+        {},
+        [],
+        {},
+    )
+    if outputs:
+        if produced_by is None:
+            produced_by = _producers(bsyms)
+        _plan_outputs(spec, input_names, produced_by, internal_final)
+    return spec
+
+
+def _own_name(name: str) -> str:
+    return name
+
+
+def _producers(bsyms) -> dict[str, BoundSymbol]:
+    produced_by = {}
+    for b in bsyms:
+        for o in proxy_outs(b):  # (proxies only)
+            produced_by[o.name] = b
+    return produced_by
+
+
+def _plan_writes(bsyms, copies: list[int], view_key, input_names: set):
+    """The copy_ symbols written back (their indices), the input each lands in, and the
+    last value written into each destination the region made itself; and the region's
+    producers (``_producers``) where they were needed, else None.
+
+    Such a destination gets no write-back: its final value becomes a fresh output that
+    both the destination's name and the copy_ results stand for.
+    """
+    if len(copies) == 1:  # (no later write to cover it)
+        kept = copies
+        d = bsyms[copies[0]].args[1]._name
+        if d in input_names:  # (the common case of a large trace: one write, into an input)
+            return copies, {copies[0]: d}, {}, None
+    else:
+        kept = _uncovered_writes(bsyms, copies, view_key)
+    produced_by = None
+    internal_final: dict[str, Proxy] = {}
+    dst_of: dict[int, str] = {}
+    for i in copies:
+        d = bsyms[i].args[1]._name
+        if d not in input_names:
+            if produced_by is None:
+                produced_by = _producers(bsyms)
+            d = _dst_base(d, input_names, produced_by)
+            if d not in input_names:
+                internal_final[d] = bsyms[i].args[0]
+        dst_of[i] = d
+    writebacks: list[int] = []
+    writeback_dst: dict[int, str] = {}
+    for i in kept:
+        d = dst_of[i]
+        if d in input_names:
+            writebacks.append(i)
+            writeback_dst[i] = d
+    return writebacks, writeback_dst, internal_final, produced_by
+
+
+def _uncovered_writes(bsyms, copies: list[int], view_key) -> list[int]:
+    """Coalesce (Note [one write-back per memory]): a write is dropped when a later
+    write of the region covers it."""
+    kept = []
     later_views: set = set()
     later_wholes: set = set()  # roots that a later write overwrites whole
     for i in reversed(copies):
         key = view_key(bsyms[i].args[1].name)
         if key not in later_views and not _covered_by_whole(key, later_wholes):
-            writebacks.append(i)
+            kept.append(i)
         later_views.add(key)
         if _is_whole_key(key):
             later_wholes.add(key[0])
-    writebacks.reverse()
+    kept.reverse()
+    return kept
 
-    produced_by = {}
-    for b in bsyms:
-        for o in proxy_outs(b):  # (proxies only)
-            produced_by[o.name] = b
-    input_names = {p.name for p in inputs}
 
-    # Last write of each destination produced inside the region (no write-back: its
-    # final value becomes a fresh output that both the destination's name and the
-    # copy_ results stand for).
-    def dst_base(name: str) -> str:
-        # ``x.add_(1).mul_(2)`` writes into the first copy_'s result: that is x's memory
-        while name not in input_names and name in produced_by and ops.is_copy(produced_by[name]):
-            name = produced_by[name].args[1].name
-        return name
+def _dst_base(name: str, input_names: set, produced_by: dict) -> str:
+    """The tensor a write into ``name`` lands in: ``x.add_(1).mul_(2)`` writes into the
+    first copy_'s result, and that is x's memory."""
+    while name not in input_names and name in produced_by and ops.is_copy(produced_by[name]):
+        name = produced_by[name].args[1].name
+    return name
 
-    internal_final: dict[str, Proxy] = {}
-    final_dst: dict[str, str] = {}
-    writeback_dst: dict[int, str] = {}
-    for i in copies:
-        d = dst_base(bsyms[i].args[1].name)
-        writeback_dst[i] = d
-        if d not in input_names:
-            internal_final[d] = bsyms[i].args[0]
-    writebacks = [i for i in writebacks if writeback_dst[i] in input_names]
 
-    def memory_base(p: Proxy) -> tuple[str, list[BoundSymbol]]:
-        """The tensor whose memory ``p`` names, and the view prims from it to ``p``."""
-        steps, name = [], p.name
-        while name not in input_names:
-            b = produced_by.get(name)
-            if b is not None and ops.is_view(b):
-                steps.append(b)
-                name = b.args[0].name
-            elif b is not None and ops.is_copy(b):
-                name = b.args[1].name  # a copy_ result is its destination's memory
-            else:
-                break
-        return name, list(reversed(steps))
+def _memory_base(name: str, input_names: set, produced_by: dict) -> tuple[str, list[BoundSymbol]]:
+    """The tensor whose memory ``name`` names, and the view prims from it to ``name``."""
+    steps = []
+    while name not in input_names:
+        b = produced_by.get(name)
+        if b is not None and ops.is_view(b):
+            steps.append(b)
+            name = b.args[0].name
+        elif b is not None and ops.is_copy(b):
+            name = b.args[1].name  # a copy_ result is its destination's memory
+        else:
+            break
+    return name, list(reversed(steps))
 
-    kinds, chains, finals, extra = {}, {}, {}, []
-    output_names = {o.name for o in outputs}
+
+def _plan_outputs(spec: RegionSpec, input_names: set, produced_by: dict, internal_final: dict) -> None:
+    """Fill in ``spec``'s output kinds, view chains, "final" values and extra outputs."""
+    kinds, chains = spec.output_kind, spec.view_chain
+    output_names = {o.name for o in spec.outputs}
 
     def materialize(name: str, proxy: Proxy | None) -> None:
         if name in internal_final:
-            kinds[name], finals[name] = "final", internal_final[name]
-            final_dst[name] = name
+            kinds[name], spec.final_src[name] = "final", internal_final[name]
+            spec.final_dst[name] = name
         else:
             kinds[name] = "fresh"
         if name not in output_names and proxy is not None:
-            extra.append(proxy)
+            spec.extra_outputs.append(proxy)
 
-    for o in outputs:
+    for o in spec.outputs:
         if not isinstance(o, TensorProxy):
             kinds[o.name] = "fresh"
             continue
-        base, steps = memory_base(o)
+        base, steps = _memory_base(o.name, input_names, produced_by)
         if base == o.name and base not in input_names:
             materialize(base, None)
         else:
             kinds[o.name], chains[o.name] = "view", (base, steps)
             if base not in input_names and base not in kinds:
-                materialize(base, _proxy_named(bsyms, base))
-    return RegionSpec(
-        name=name,
-        inputs=list(inputs),
-        outputs=list(outputs),
-        bsyms=list(bsyms),
-        alias_groups=[list(g) for g in alias_groups],
-        writebacks=writebacks,
-        writeback_dst={i: writeback_dst[i] for i in writebacks},
-        output_kind=kinds,
-        view_chain=chains,
-        final_src=finals,
-        extra_outputs=extra,
-        final_dst=final_dst,
-    )
+                materialize(base, _proxy_named(spec.bsyms, base))
 
 
 # Note [one write-back per memory]

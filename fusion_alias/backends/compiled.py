@@ -407,10 +407,11 @@ class CompiledFusion:
     """
 
     def __init__(self, spec):
+        # (no bound method of self kept on self: that cycle left every region to the cyclic collector)
         self.spec = spec
         self._fd = None
         self._source = None
-        self._fn = self._first_call
+        self._fn = None  # the generated function, once built
 
     def _build(self) -> None:
         if self._source is None:
@@ -419,10 +420,6 @@ class CompiledFusion:
             source, namespace = generate(self.spec, fd, _dtypes(self.spec, env))
             exec(compile(source, f"<fusion_alias compiled {self.spec.name}>", "exec"), namespace)
             self._fd, self._source, self._fn = fd, source, namespace[self.spec.name]
-
-    def _first_call(self, *args):
-        self._build()
-        return self._fn(*args)
 
     @property
     def fd(self) -> RecordingFusionDefinition:
@@ -436,7 +433,11 @@ class CompiledFusion:
         return self._source
 
     def __call__(self, *args):
-        return self._fn(*args)
+        fn = self._fn
+        if fn is None:
+            self._build()
+            fn = self._fn
+        return fn(*args)
 
     def __repr__(self):
         return describe(self.spec, self.fd.to_source(self.spec.name) + "\n# torch (compiled backend):\n" + _commented(self.source))
