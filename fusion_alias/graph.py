@@ -69,64 +69,12 @@ def memory_writes(bsym: BoundSymbol, opaque: bool) -> list[TensorProxy]:
 _NOTHING: list = []  # (shared: most symbols write nothing)
 
 
-def _shape(p: TensorProxy, shapes: dict) -> tuple:
-    """``tuple(p.shape)``, remembered by name in ``shapes`` (``TensorProxy.shape`` is not free;
-    ``shapes[None]`` holds the stage's ``aliasing.shape_reader()``)."""
-    shape = shapes.get(p.name)
-    if shape is None:
-        shape = shapes[p.name] = shapes[None](p)
-    return shape
-
-
-_ELEMENTWISE_ADDRS = frozenset(id(i) for i in ops.ELEMENTWISE_IDS)  # ops' Note [prim lookups by identity]
 _SHALLOW_COPY = ops.PrimIDs.SHALLOW_COPY
-
-
-def _feeder_set(n: int, b: BoundSymbol, feeders: list, producer_idx: dict, reads_written, shapes: dict):
-    """``feeders[n]``: the memory-reading elementwise nodes that feed node ``n``
-    (an elementwise op or a shallow copy) through elementwise ops of one shape.
-
-    ``feeders`` holds the entries of the nodes before ``n``; ``reads_written(name)``
-    says whether reading ``name`` reads memory the trace writes. Each set only
-    holds reads of written memory, so it stays small (after substitution most
-    reads of written memory are gone).
-
-    Note [empty feeder sets are None]: an empty set and None answer every
-    question asked of a feeder entry alike (nothing feeds through, ``r in`` is
-    False), so empty sets are stored as None, and a node none of whose
-    arguments reads written memory or is fed costs no shape comparison.
-
-    Note [feeder sets are shared]: no entry is changed once stored, so a node fed
-    by one producer only (an elementwise chain: ``tanh(tanh(tanh(a)))``) stores
-    that producer's very set instead of a copy.
-    """
-    if b.sym.id is _SHALLOW_COPY:
-        # the same elements at the same indices: feeds through (addcmul_ makes these)
-        j = producer_idx.get(b.args[0].name)
-        return feeders[j] if j is not None and feeders[j] else None
-    if not isinstance(b.output, TensorProxy):
-        return None
-    acc = None
-    owned = False  # whether acc is a set made here, or one of feeders' (never changed once stored)
-    shape = None
-    for a in tensor_args(b):
-        name = a.name
-        if reads_written(name):
-            if not owned:
-                acc, owned = (set(acc) if acc else set()), True
-            acc.add(n)
-        j = producer_idx.get(name)
-        fed = feeders[j] if j is not None else None
-        if fed and fed is not acc:
-            shape = shape or shapes.get(b.output.name) or _shape(b.output, shapes)
-            if (shapes.get(name) or _shape(a, shapes)) == shape:
-                if acc is None:
-                    acc = fed  # shared: Note [feeder sets are shared]
-                else:
-                    if not owned:
-                        acc, owned = set(acc), True
-                    acc |= fed
-    return acc
+_MOVING_VIEWS = frozenset(id(i) for i in ops.VIEW_IDS if i is not ops.PrimIDs.SHALLOW_COPY)
+_PAD = ops.PrimIDs.PAD
+_RESHAPE = ops.PrimIDs.RESHAPE
+_MAX_DISJOINT_CHAIN = 16
+_UNSEEN = object()  # (a name not yet looked up in a cache whose answers include None)
 
 
 # Hazard kinds, as bits of a hazard edge's code (``DependencyEdges.hazard_code``).
@@ -170,6 +118,9 @@ class DependencyEdges:
         self.is_fusible = is_fusible
         self.opaque: list[bool] | None = opaque
         self.producer_idx: dict[str, int] = {}
+        # ... each node's ``sym.id``, and the nodes that are ``copy_`` prims (None: not recorded)
+        self.sym_ids: list | None = None
+        self.copies: list[int] | None = None
 
     def add(self, u: int, v: int, code: int) -> None:
         """A hazard edge (a data edge is appended to ``data_u``/``data_v`` by the builder)."""
@@ -226,20 +177,89 @@ class DependencyEdges:
         return g
 
 
-def _data_edges_and_feeders(bsyms, edges: DependencyEdges, reads_written, shapes: dict) -> tuple[dict[str, int], list]:
-    """Add a ``data`` edge from each producer to each consumer; return name → first
-    producer, and each node's feeders (:func:`_feeder_set`).
+def build_edges(
+    bsyms: Sequence[BoundSymbol],
+    info: AliasInfo,
+    is_fusible: Callable[[BoundSymbol], bool],
+) -> DependencyEdges:
+    """Dependency graph of ``bsyms`` (see module docstring), as arrays (Note [the graph as arrays]).
 
-    One forward pass, each bsym's outputs registered after its arguments are
-    looked up: a name then resolves to its first producer exactly when that
-    producer comes earlier, the only edges kept and the only feeder entries
-    already computed.
+    Note [the graph in one walk]
+    ----------------------------
+    One look at the whole trace first (:func:`_writes`): which nodes may join a
+    region, what each writes, and so which memory groups the trace writes (a
+    read of memory no one writes orders against nothing). Then one forward walk
+    (:func:`_walk`) does the rest, each node's outputs registered after its
+    arguments are looked up (a name resolves to its first producer exactly when
+    that producer comes earlier, the only edges kept): data edges, feeder sets,
+    taint and moves, ``raw`` edges into reads and ``waw``/``war`` edges into
+    writes (:class:`_Hazards`). A tensor argument's name, producer and written
+    group (None: memory no one writes) are looked up once and serve all of
+    them, and a written name's facts (group, view, root) once per trace.
     """
+    opaque = [not is_fusible(b) for b in bsyms]
+    edges = DependencyEdges(len(bsyms), is_fusible, opaque)
+    edges.sym_ids = sym_ids = [b.sym.id for b in bsyms]
+    copy_id = ops.COPY_ID
+    edges.copies = [i for i, sym_id in enumerate(sym_ids) if sym_id is copy_id]
+    writes, written_group = _writes(bsyms, sym_ids, opaque, edges.copies, info)
+    if not written_group:
+        edges.producer_idx = _data_edges(bsyms, edges)  # no write: no hazard
+        return edges
+    _walk(bsyms, info, edges, writes, written_group)
+    return edges
+
+
+def _writes(bsyms, sym_ids: list, opaque: list[bool], copies: list[int], info: AliasInfo) -> tuple[list, dict]:
+    """``(writes, written_group)``: ``writes[i]`` lists ``(tensor, _Dest)`` for each tensor
+    node ``i`` writes (None: none; ``memory_writes``, its cheap cases inlined), and
+    ``written_group`` maps each written name to its memory group (the start of the walk's
+    cache of groups, ``_walk``)."""
+    copy_id = ops.COPY_ID
+    writes: list = [None] * len(bsyms)
+    dests: dict[str, _Dest] = {}
+    opaque_writers = [i for i, o in enumerate(opaque) if o and sym_ids[i] is not copy_id and may_write(bsyms[i])]
+    for i in (copies if not opaque_writers else sorted([*copies, *opaque_writers])):
+        b = bsyms[i]
+        ds = (b.args[1],) if sym_ids[i] is copy_id else tensor_args(b)
+        if not ds:
+            continue
+        entry = writes[i] = []
+        for d in ds:
+            name = d.name
+            dest = dests.get(name)
+            if dest is None:
+                dest = dests[name] = _Dest(name, info)
+            entry.append((d, dest))
+    return writes, {name: dest.group for name, dest in dests.items()}
+
+
+class _Dest:
+    """What a write's hazards ask of the name written: its memory group, view key and root,
+    whether it is its whole family, and its box (``view_box``, computed when first asked)."""
+
+    __slots__ = ("name", "group", "key", "root", "whole", "_box")
+
+    def __init__(self, name: str, info: AliasInfo):
+        self.name = name
+        self.group = info.group(name)
+        self.key = info.view_key[name]
+        self.root = info.root[name]
+        self.whole = info.is_whole(name)
+        self._box = _UNSEEN
+
+    def box(self, info: AliasInfo):
+        if self._box is _UNSEEN:
+            self._box = view_box(info, self.name)
+        return self._box
+
+
+def _data_edges(bsyms, edges: DependencyEdges) -> dict[str, int]:
+    """Add a ``data`` edge from each producer to each consumer (once per pair); return name →
+    first producer (Note [the graph in one walk], without hazards)."""
     producer_idx: dict[str, int] = {}
-    feeders: list = [None] * len(bsyms)
     us, vs = edges.data_u, edges.data_v
     get = producer_idx.get
-    elementwise = _ELEMENTWISE_ADDRS
     for i, b in enumerate(bsyms):
         _, args, outs, _, _ = flattened(b)
         start = len(us)  # the edges into node i are us[start:]: one per producer
@@ -248,86 +268,311 @@ def _data_edges_and_feeders(bsyms, edges: DependencyEdges, reads_written, shapes
             if j is not None and (len(us) == start or j not in us[start:]):
                 us.append(j)
                 vs.append(i)
-        sym_id = b.sym.id
-        if sym_id is _SHALLOW_COPY or id(sym_id) in elementwise:  # the others have no feeders
-            feeders[i] = _feeder_set(i, b, feeders, producer_idx, reads_written, shapes)
         for o in outs:
-            if o.name not in producer_idx:
-                producer_idx[o.name] = i
-    return producer_idx, feeders
+            name = o.name
+            if name not in producer_idx:
+                producer_idx[name] = i
+    return producer_idx
 
 
-def build_edges(
-    bsyms: Sequence[BoundSymbol],
-    info: AliasInfo,
-    is_fusible: Callable[[BoundSymbol], bool],
-) -> DependencyEdges:
-    """Dependency graph of ``bsyms`` (see module docstring), as arrays (Note [the graph as arrays])."""
-    root = info.root
-    group = info.group
+def _walk(bsyms, info: AliasInfo, edges: DependencyEdges, writes: list, written_group: dict) -> None:
+    """Note [the graph in one walk], when the trace writes memory.
 
-    opaque = [not is_fusible(b) for b in bsyms]
-    copy_id = ops.COPY_ID
-    writes = [[b.args[1]] if b.sym.id is copy_id else memory_writes(b, op) if op else _NOTHING
-              for b, op in zip(bsyms, opaque)]  # (memory_writes, its cheap cases inlined)
-    written_groups = {group(d.name) for ds in writes if ds for d in ds}
+    Note [feeder sets]
+    ------------------
+    ``feeders[i]``, for an elementwise op or a shallow copy: the memory-reading
+    elementwise nodes that feed node ``i`` through elementwise ops of one shape
+    (a shallow copy holds the same elements at the same indices: it feeds
+    through what feeds its argument; addcmul_ makes these). Each set only holds
+    reads of written memory, so it stays small (after substitution most reads
+    of written memory are gone). A read feeding the write of the very view it
+    reads is a safe ``war`` (module docstring).
 
-    edges = DependencyEdges(len(bsyms), is_fusible, opaque)
-    shapes: dict = {None: shape_reader()}
-    producer_idx, feeders = _data_edges_and_feeders(
-        bsyms, edges, lambda name: name in root and group(name) in written_groups, shapes
-    )
-    edges.producer_idx = producer_idx
-    if not written_groups:
-        return edges  # no write: no hazard
+    Note [empty feeder sets are None]: an empty set and None answer every
+    question asked of a feeder entry alike (nothing feeds through, ``r in`` is
+    False), so empty sets are stored as None, and a node none of whose
+    arguments reads written memory or is fed costs no shape comparison.
 
-    add = edges.add
-    last_write: dict[str, int] = {}
-    reads_since: dict[str, list[tuple[int, TensorProxy]]] = {}
-    # Note [elements moved from written memory]
-    taint: list = [None] * len(bsyms)
+    Note [feeder sets are shared]: no entry is changed once stored, so a node fed
+    by one producer only (an elementwise chain: ``tanh(tanh(tanh(a)))``) stores
+    that producer's very set instead of a copy.
+
+    Note [elements moved from written memory]
+    --------------------------------------------
+    Inside one kernel a value is not a buffer: nvFuser may compute
+    ``exp(a)[0, 0]`` again from ``a[0, 0]`` wherever a thread needs it. So a
+    region must not hold all three of: a read of memory M that feeds a write of
+    M elementwise (a ``war`` edge the graph calls safe), a node that *moves*
+    elements of a value computed from that read (slice, squeeze, permute,
+    reshape, broadcast, reduce or pad it, or use a 0-dim one beside a bigger
+    tensor), and the write: the thread that reads ``a[0, 0]`` for another
+    element may run after the thread that wrote ``a[0, 0]``. Worked example,
+    seed ``h`` after ``base_updates``::
+
+        t2 = exp(a); copy_(t2, a)                  # exp reads a, feeds the write: safe
+        t4 = tanh(squeeze(slice(t2)))              # slice moves a[0, 0] to t4's thread
+        ...; copy_(where(m, pad(t4), t2), a)
+
+    ``taint[i]``: the fusible nodes that read written memory and whose values
+    node ``i``'s value was computed from (an op outside regions hands over a
+    real buffer: no taint passes it). ``moves`` collects ``(node, readers whose
+    values it moves)``; ``build_edges`` then makes the reader's war edge to each
+    write it feeds unsafe: the read runs in an earlier region than the write
+    (the kernel model's region A), and the write and the move read its value
+    from a buffer. (Of the three, separating the read from the write keeps the
+    most together: the move may still sit with either.)
+    """
+    n = len(bsyms)
+    opaque = edges.opaque
+    root, group = info.root, info.group
+    written_groups = set(written_group.values())
+    producer_idx: dict[str, int] = {}
+    get = producer_idx.get
+    us, vs = edges.data_u, edges.data_v
+    hu, hv, hc = edges.hazard_u, edges.hazard_v, edges.hazard_code
+    shape_of = shape_reader()
+    feeders: list = [None] * n
+    taint: list = [None] * n
     moves: list = []
-    safe_readers: dict[int, list[int]] = {}  # a read of memory -> the writes of it that it feeds elementwise (safe wars)
-    disjoint_chains: dict = {}  # group -> the writes since its last overlapping one, with their boxes
-    op_by_addr, reshape = ops._OP_BY_ADDR, ops.PrimIDs.RESHAPE
+    hazards = _Hazards(info, edges, feeders, shape_of)
+    last, reads_since = hazards.last, hazards.reads_since
+    kind_of = _KIND_BY_ADDR
+
+    def written_group_of(name: str) -> str | None:
+        """The memory group of ``name`` when the trace writes it, else None (remembered)."""
+        grp = group(name) if name in root else None
+        if grp not in written_groups:
+            grp = None
+        written_group[name] = grp
+        return grp
+
+    sym_ids = edges.sym_ids
+    copy_id = ops.COPY_ID
     for i, b in enumerate(bsyms):
-        # (memory_reads, inlined)
-        op = op_by_addr.get(id(b.sym.id))
-        kind = op.kind if op is not None else None
-        if not opaque[i] and kind != "write" and kind != "alias":
-            _taint_and_moves(i, b, kind, taint, producer_idx, root, group, written_groups, shapes, moves)
-        if kind == "elementwise" or kind == "reduction" or kind is None or kind == "creation":
-            reads = flattened(b)[3]  # the tensor arguments
+        _, args, outs, targs, _ = flattened(b)
+        sym_id = sym_ids[i]
+        kind = kind_of.get(id(sym_id))
+        start = len(us)  # the edges into node i are us[start:]: one per producer
+        if kind == "view" or kind == "write" or kind == "alias" or len(targs) != len(args):
+            for a in args:
+                j = get(a.name)
+                if j is not None and (len(us) == start or j not in us[start:]):
+                    us.append(j)
+                    vs.append(i)
+            edges_added = True
+        else:
+            edges_added = False  # (the loop below adds them: every argument is a tensor)
+        if kind != "view" and kind != "write" and kind != "alias":
+            # elementwise ops, reductions, creations, unknown symbols: each tensor argument is
+            # a read of memory (memory_reads), feeds (Note [feeder sets]) and taints
+            out = b.output
+            if not isinstance(out, TensorProxy):
+                out = None
+            feeds = out is not None and kind == "elementwise"
+            taints = not opaque[i]
+            fed_acc = None
+            owned = False  # whether fed_acc is a set made here, or one of feeders' (Note [feeder sets are shared])
+            out_shape = None
+            taint_acc = moved = None
+            reads_written = False
+            for p in targs:
+                name = p.name
+                j = get(name)
+                if not edges_added and j is not None and (len(us) == start or j not in us[start:]):
+                    us.append(j)
+                    vs.append(i)
+                grp = written_group.get(name, _UNSEEN)
+                if grp is _UNSEEN:
+                    grp = written_group_of(name)
+                if grp is not None:  # a read of written memory: after the last write (raw), before the next
+                    reads_written = True
+                    lw = last.get(grp)
+                    if lw is not None:
+                        hu.append(lw[0])
+                        hv.append(i)
+                        hc.append(RAW | UNSAFE)
+                    since = reads_since.get(grp)
+                    if since is None:
+                        reads_since[grp] = [(i, p)]
+                    else:
+                        since.append((i, p))
+                    if feeds:
+                        if not owned:
+                            fed_acc, owned = (set(fed_acc) if fed_acc else set()), True
+                        fed_acc.add(i)
+                if j is None:
+                    continue
+                if feeds:
+                    fed = feeders[j]
+                    if fed and fed is not fed_acc:
+                        if out_shape is None:
+                            out_shape = shape_of(out)
+                        if shape_of(p) == out_shape:
+                            if fed_acc is None:
+                                fed_acc = fed  # shared: Note [feeder sets are shared]
+                            else:
+                                if not owned:
+                                    fed_acc, owned = set(fed_acc), True
+                                fed_acc |= fed
+                if taints:
+                    derived = taint[j]  # a value computed from reads of written memory
+                    if derived is not None:
+                        taint_acc = derived if taint_acc is None or taint_acc is derived else taint_acc | derived
+                        if kind == "reduction" or sym_id is _PAD or (out is not None and shape_of(p) != shape_of(out)):
+                            moved = derived if moved is None else moved | derived
+            if feeds:
+                feeders[i] = fed_acc
+            if taints:
+                if reads_written:
+                    taint_acc = frozenset((i,)) if taint_acc is None else taint_acc | {i}
+                taint[i] = taint_acc
+                if moved:
+                    moves.append((i, moved))
         elif kind == "write":
             src = b.args[0]
-            reads = (src,) if isinstance(src, TensorProxy) else ()
-        elif kind == "view" and b.sym.id is reshape:
-            reads = (b.args[0],)  # torch's reshape copies when the layout is not viewable: a read, conservatively
-        else:  # other views, update_aliases
-            reads = ()
-        for p in reads:
-            name = p.name
-            if name not in root:
-                continue
-            grp = group(name)
-            if grp not in written_groups:
-                continue  # no write to order it against: it would only sit in reads_since
-            w = last_write.get(grp)
-            if w is not None:
-                add(w, i, RAW | UNSAFE)
-            since = reads_since.get(grp)
-            if since is None:
-                reads_since[grp] = [(i, p)]
+            if isinstance(src, TensorProxy):
+                name = src.name
+                src_producer = get(name)
+                hazards.read(i, src, written_group.get(name, _UNSEEN), written_group_of)
             else:
-                since.append((i, p))
+                src_producer = None
+        else:  # a view, update_aliases
+            if sym_id is _SHALLOW_COPY:
+                j = get(b.args[0].name)
+                feeders[i] = feeders[j] if j is not None else None  # Note [feeder sets]
+            if kind == "view" and not opaque[i]:
+                a0 = b.args[0]
+                j = get(a0.name) if isinstance(a0, TensorProxy) else None
+                taint[i] = acc = taint[j] if j is not None else None
+                if acc and id(sym_id) in _MOVING_VIEWS:
+                    moves.append((i, acc))
+            if sym_id is _RESHAPE:  # torch's reshape copies when the layout is not viewable: a read, conservatively
+                p = b.args[0]
+                hazards.read(i, p, written_group.get(p.name, _UNSEEN), written_group_of)
         ds = writes[i]
-        if ds:
-            for d in ds:
-                _add_write_hazards(i, b, d, opaque[i], bsyms, info, group(d.name), last_write, reads_since,
-                                   producer_idx, feeders, shapes, add, safe_readers, disjoint_chains)
-    if moves and safe_readers:
-        _add_move_hazards(edges, moves, safe_readers)
-    return edges
+        if ds is not None:
+            for d, dest in ds:
+                if sym_id is copy_id:
+                    hazards.write(i, b, d, dest, opaque[i], True, src_producer)
+                else:
+                    hazards.write(i, b, d, dest, opaque[i], False, None)
+        for o in outs:
+            name = o.name
+            if name not in producer_idx:
+                producer_idx[name] = i
+    edges.producer_idx = producer_idx
+    if moves and hazards.safe_readers:
+        _add_move_hazards(edges, moves, hazards.safe_readers)
+
+
+_KIND_BY_ADDR = {addr: op.kind for addr, op in ops._OP_BY_ADDR.items()}  # ops' Note [prim lookups by identity]
+
+
+class _Hazards:
+    """The ``raw`` edges into reads of written memory and the ``waw`` and ``war`` edges
+    into writes, as the walk meets them (Note [the graph in one walk]; the walk adds the
+    ``raw`` edges of elementwise ops itself, as :meth:`read` does).
+
+    Per memory group: ``last``, its last write and that write's :class:`_Dest` when it is
+    a ``copy_`` (else None); ``reads_since``, the reads since then (node order, each
+    ``(node, tensor read)``); ``disjoint_chains``, the writes since its last overlapping one.
+    """
+
+    def __init__(self, info: AliasInfo, edges: DependencyEdges, feeders: list, shape_of):
+        self.info = info
+        self.edges = edges
+        self.feeders = feeders
+        self.shape_of = shape_of
+        self.last: dict[str, tuple[int, _Dest | None]] = {}
+        self.reads_since: dict[str, list[tuple[int, TensorProxy]]] = {}
+        self.safe_readers: dict[int, list[int]] = {}  # a read of memory -> the writes of it that it feeds elementwise (safe wars)
+        self.disjoint_chains: dict[str, list | None] = {}  # group -> [(_Dest, box)]
+
+    def read(self, i: int, p: TensorProxy, grp, written_group_of) -> None:
+        """A read of ``p`` at node ``i`` (``grp``: its written group, None, or _UNSEEN)."""
+        if grp is _UNSEEN:
+            grp = written_group_of(p.name)
+        if grp is None:
+            return  # no write to order it against: it would only sit in reads_since
+        lw = self.last.get(grp)
+        if lw is not None:
+            self.edges.add(lw[0], i, RAW | UNSAFE)
+        since = self.reads_since.get(grp)
+        if since is None:
+            self.reads_since[grp] = [(i, p)]
+        else:
+            since.append((i, p))
+
+    def write(self, i: int, b: BoundSymbol, d: TensorProxy, dest: _Dest, opaque: bool, is_copy: bool,
+              src_producer: int | None) -> None:
+        """The ``waw`` and ``war`` edges into node ``i``, a write of ``d`` (``src_producer``: the
+        producer of what a ``copy_`` writes, if any)."""
+        grp = dest.group
+        lw = self.last.get(grp)
+        w, earlier = lw if lw is not None else (None, None)  # (earlier: the last write's _Dest, if a copy_)
+        # _covers, inlined: the same view, or the whole family
+        coalesced = (not opaque and is_copy and earlier is not None
+                     and (earlier.key == dest.key or (dest.whole and earlier.root == dest.root)))
+        # Note [writes into disjoint views]: two writes of one root that share no element
+        # (``a[0]`` and ``a[1]``; base_updates.view_box) land in either order: a safe edge. Every
+        # write of the chain is checked, not only the last (``a[0:2]``, ``a[4:6]``, then ``a[1:3]``).
+        disjoint = False
+        if earlier is not None and not coalesced and not opaque:
+            chain = self.disjoint_chains.get(grp)
+            if chain is not None and len(chain) < _MAX_DISJOINT_CHAIN:
+                box = dest.box(self.info)
+                disjoint = box is not None and all(
+                    x.root == dest.root and boxes_disjoint(x_box, box) for x, x_box in chain)
+                if disjoint:
+                    chain.append((dest, box))
+        if not disjoint:
+            # (after a coalesced write no chain: the next write is ordered after this one)
+            box = dest.box(self.info) if not opaque and not coalesced and is_copy else None
+            self.disjoint_chains[grp] = [(dest, box)] if box is not None else None
+        hu, hv, hc = self.edges.hazard_u, self.edges.hazard_v, self.edges.hazard_code
+        if w is not None and w != i:
+            hu.append(w)
+            hv.append(i)
+            hc.append(WAW if coalesced or disjoint else WAW | UNSAFE)
+        since = self.reads_since.get(grp)
+        if since and w is not None and not coalesced and not disjoint:
+            # Reads before the previous write are ordered before it (war edges to
+            # it); a new chain of writes starts here. (since is in node order.)
+            k = 0
+            while k < len(since) and since[k][0] <= w:
+                k += 1
+            if k:
+                since = self.reads_since[grp] = since[k:]
+        # Note [coalesced writes keep their reads]: a covering write drops the
+        # previous write-back, so a read that was safe only because it fed that
+        # write is checked again against this one (``a.neg_(); a.zero_()``:
+        # neg's read of a does not feed zero's write-back, which nvFuser may land first).
+        if since:
+            src = b.args[0] if is_copy else None
+            j = src_producer if isinstance(src, TensorProxy) else None
+            fed_by = self.feeders[j] if j is not None and self.feeders[j] is not None else ()
+            shape_of = self.shape_of
+            d_shape = src_fits = d_key = None  # computed at the first read that may be safe
+            for r, p in since:
+                if r == i:
+                    continue
+                # (cheapest tests first: the conjunction has no side effects)
+                safe = False
+                if not opaque and r in fed_by:
+                    if d_shape is None:
+                        d_shape = shape_of(d)
+                        src_fits = shape_of(src) == d_shape
+                    if src_fits:
+                        view_key = self.info.view_key
+                        safe = view_key[p.name] == dest.key and shape_of(p) == d_shape  # (info.same_view)
+                hu.append(r)
+                hv.append(i)
+                if safe:
+                    hc.append(WAR)
+                    self.safe_readers.setdefault(r, []).append(i)
+                else:
+                    hc.append(WAR | UNSAFE)
+        self.last[grp] = (i, dest if is_copy else None)
 
 
 def _add_move_hazards(edges: DependencyEdges, moves: list, safe_readers: dict) -> None:
@@ -355,128 +600,3 @@ def build_graph(
     return build_edges(bsyms, info, is_fusible).to_networkx()
 
 
-_MOVING_VIEWS = frozenset(id(i) for i in ops.VIEW_IDS if i is not ops.PrimIDs.SHALLOW_COPY)
-_PAD = ops.PrimIDs.PAD
-
-
-def _taint_and_moves(i, b, kind, taint, producer_idx, root, group, written_groups, shapes, moves) -> None:
-    """Note [elements moved from written memory]
-    --------------------------------------------
-    Inside one kernel a value is not a buffer: nvFuser may compute
-    ``exp(a)[0, 0]`` again from ``a[0, 0]`` wherever a thread needs it. So a
-    region must not hold all three of: a read of memory M that feeds a write of
-    M elementwise (a ``war`` edge the graph calls safe), a node that *moves*
-    elements of a value computed from that read (slice, squeeze, permute,
-    reshape, broadcast, reduce or pad it, or use a 0-dim one beside a bigger
-    tensor), and the write: the thread that reads ``a[0, 0]`` for another
-    element may run after the thread that wrote ``a[0, 0]``. Worked example,
-    seed ``h`` after ``base_updates``::
-
-        t2 = exp(a); copy_(t2, a)                  # exp reads a, feeds the write: safe
-        t4 = tanh(squeeze(slice(t2)))              # slice moves a[0, 0] to t4's thread
-        ...; copy_(where(m, pad(t4), t2), a)
-
-    ``taint[i]``: the fusible nodes that read written memory and whose values
-    node ``i``'s value was computed from (an op outside regions hands over a
-    real buffer: no taint passes it). ``moves`` collects ``(node, readers whose
-    values it moves)``; ``build_edges`` then makes the reader's war edge to each
-    write it feeds unsafe: the read runs in an earlier region than the write
-    (the kernel model's region A), and the write and the move read its value
-    from a buffer. (Of the three, separating the read from the write keeps the
-    most together: the move may still sit with either.)
-    """
-    sym_id = b.sym.id
-    if kind == "view":
-        a0 = b.args[0]
-        j = producer_idx.get(a0.name) if isinstance(a0, TensorProxy) else None
-        acc = taint[j] if j is not None else None
-        moved = acc if id(sym_id) in _MOVING_VIEWS else None
-    else:
-        moving = kind == "reduction" or sym_id is _PAD
-        out = b.output if isinstance(b.output, TensorProxy) else None
-        acc = moved = None
-        reads_written = False
-        for p in flattened(b)[3]:
-            name = p.name
-            j = producer_idx.get(name)
-            derived = taint[j] if j is not None else None  # a value computed from reads of written memory
-            if name in root and group(name) in written_groups:
-                reads_written = True
-            if derived is not None:
-                acc = derived if acc is None or acc is derived else acc | derived
-                if moving or (out is not None and _shape(p, shapes) != _shape(out, shapes)):
-                    moved = derived if moved is None else moved | derived
-        if reads_written:
-            acc = frozenset((i,)) if acc is None else acc | {i}
-    taint[i] = acc
-    if moved:
-        moves.append((i, moved))
-
-
-_MAX_DISJOINT_CHAIN = 16
-
-
-def _add_write_hazards(i, b, d, opaque, bsyms, info, grp, last_write, reads_since, producer_idx, feeders, shapes, add,
-                       safe_readers=None, disjoint_chains=None):
-    """The ``waw`` and ``war`` edges into node ``i``, a write of ``d`` (group ``grp``)."""
-    w = last_write.get(grp)
-    coalesced = w is not None and not opaque and _covers(bsyms[w], b, info)
-    # Note [writes into disjoint views]: two writes of one root that share no element
-    # (``a[0]`` and ``a[1]``; base_updates.view_box) land in either order: a safe edge. Every
-    # write of the chain is checked, not only the last (``a[0:2]``, ``a[4:6]``, then ``a[1:3]``).
-    disjoint = False
-    if w is not None and not coalesced and not opaque and bsyms[w].sym.id is ops.COPY_ID:
-        chain = disjoint_chains.get(grp) if disjoint_chains is not None else None
-        if chain is not None and len(chain) < _MAX_DISJOINT_CHAIN:
-            box = view_box(info, d.name)
-            disjoint = box is not None and all(
-                info.root[n] == info.root[d.name] and boxes_disjoint(x, box) for n, x in chain)
-            if disjoint:
-                chain.append((d.name, box))
-    if disjoint_chains is not None and not disjoint:
-        # (after a coalesced write no chain: the next write is ordered after this one)
-        box = view_box(info, d.name) if not opaque and not coalesced and b.sym.id is ops.COPY_ID else None
-        disjoint_chains[grp] = [(d.name, box)] if box is not None else None
-    if w is not None:
-        add(w, i, WAW if coalesced or disjoint else WAW | UNSAFE)
-    if not coalesced and not disjoint:
-        # Reads before the previous write are ordered before it (war edges to
-        # it); a new chain of writes starts here.
-        reads_since[grp] = [(r, p) for r, p in reads_since.get(grp, ()) if w is None or r > w]
-    # Note [coalesced writes keep their reads]: a covering write drops the
-    # previous write-back, so a read that was safe only because it fed that
-    # write is checked again against this one (``a.neg_(); a.zero_()``:
-    # neg's read of a does not feed zero's write-back, which nvFuser may land first).
-    since = reads_since.get(grp)
-    if since:
-        src = b.args[0] if b.sym.id is ops.COPY_ID else None
-        j = producer_idx.get(src.name) if isinstance(src, TensorProxy) else None
-        fed_by = feeders[j] if j is not None and feeders[j] is not None else ()
-        view_key = info.view_key
-        d_shape = src_fits = d_key = None  # computed at the first read that may be safe
-        for r, p in since:
-            if r == i:
-                continue
-            # (cheapest tests first: the conjunction has no side effects)
-            safe = False
-            if not opaque and r in fed_by:
-                if d_shape is None:
-                    d_shape = _shape(d, shapes)
-                    src_fits = _shape(src, shapes) == d_shape
-                if src_fits:
-                    if d_key is None:
-                        d_key = view_key[d.name]
-                    safe = view_key[p.name] == d_key and _shape(p, shapes) == d_shape  # (info.same_view)
-            add(r, i, WAR if safe else WAR | UNSAFE)
-            if safe and safe_readers is not None:
-                safe_readers.setdefault(r, []).append(i)
-    last_write[grp] = i
-
-
-def _covers(earlier: BoundSymbol, later: BoundSymbol, info: AliasInfo) -> bool:
-    if earlier.sym.id is not ops.COPY_ID or later.sym.id is not ops.COPY_ID:
-        return False
-    d1, d2 = earlier.args[1].name, later.args[1].name
-    if info.same_view(d1, d2):
-        return True
-    return info.is_whole(d2) and info.root[d1] == info.root[d2]

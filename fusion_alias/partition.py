@@ -35,7 +35,7 @@ import thunder.core.prims as prims
 
 from fusion_alias import ops
 from fusion_alias.aliasing import tensor_args, tensor_outs
-from fusion_alias.graph import DependencyEdges
+from fusion_alias.graph import UNSAFE, DependencyEdges
 
 
 @dataclass
@@ -50,16 +50,19 @@ class Partition:
         return [idx for kind, idx in self.items if kind == "region"]
 
 
-def destination_views(bsyms: Sequence[BoundSymbol], producer: dict[str, int] | None = None) -> set[int]:
+def destination_views(bsyms: Sequence[BoundSymbol], producer: dict[str, int] | None = None,
+                      copies: Sequence[int] | None = None) -> set[int]:
     """Indices of view prims whose result (through more views) is a copy_ destination.
 
     ``producer``: name -> index of its first producer in ``bsyms``, if the caller has it
     (``DependencyEdges.producer_idx``, over all proxy outputs: the tensor names in it are
-    those this function would find).
+    those this function would find); ``copies``: the indices of the ``copy_`` prims, if the
+    caller has them (``DependencyEdges.copies``).
     """
     copy_id = ops.COPY_ID
-    stack = [b.args[1] for b in bsyms if b.sym.id is copy_id]
-    if not stack:
+    if copies is None:
+        copies = [i for i, b in enumerate(bsyms) if b.sym.id is copy_id]
+    if not copies:
         return set()
     if producer is None:
         producer = {}
@@ -67,9 +70,14 @@ def destination_views(bsyms: Sequence[BoundSymbol], producer: dict[str, int] | N
             for o in tensor_outs(b):
                 producer.setdefault(o.name, i)
     marked: set[int] = set()
+    seen: set[str] = set()  # (a destination written many times is followed once)
+    stack = [bsyms[i].args[1] for i in copies]
     while stack:
-        p = stack.pop()
-        j = producer.get(p.name)
+        name = stack.pop().name
+        if name in seen:
+            continue
+        seen.add(name)
+        j = producer.get(name)
         if j is None or j in marked or not ops.is_view(bsyms[j]):
             continue
         marked.add(j)
@@ -77,8 +85,9 @@ def destination_views(bsyms: Sequence[BoundSymbol], producer: dict[str, int] | N
     return marked
 
 
-def backward_nodes(bsyms: Sequence[BoundSymbol]) -> set[int]:
-    """Indices of the bound symbols that compute gradients: ``get_grad`` and all that reads its results.
+def backward_nodes(bsyms: Sequence[BoundSymbol], sym_ids: Sequence | None = None) -> set[int]:
+    """Indices of the bound symbols that compute gradients: ``get_grad`` and all that reads its results
+    (``sym_ids``: each bound symbol's ``sym.id``, if the caller has them).
 
     Note [forward and backward in one trace]: with gradients, the trace the pass
     gets is Thunder's joint trace; Thunder splits it into a forward and a backward
@@ -92,6 +101,10 @@ def backward_nodes(bsyms: Sequence[BoundSymbol]) -> set[int]:
     grads: set[str] = set()
     marked: set[int] = set()
     get_grad = prims.PrimIDs.GET_GRAD
+    if sym_ids is None:
+        sym_ids = [b.sym.id for b in bsyms]
+    if get_grad not in sym_ids:  # (no gradient: nothing to mark)
+        return marked
     for i, b in enumerate(bsyms):
         if b.sym.id is get_grad or (grads and any(a.name in grads for a in tensor_args(b))):
             marked.add(i)
@@ -127,17 +140,42 @@ def _levels(n: int, graph, fusible: list[bool], ignore_hazards: bool) -> list[in
 
 def _levels_of_arrays(edges: DependencyEdges, fusible: list[bool], ignore_hazards: bool) -> list[int]:
     """``_levels`` over the arrays, their edges in node order of their heads, as ``in_edges``
-    yields them (Note [levels in one sweep over the edges])."""
+    yields them (Note [levels in one sweep over the edges]; ``DependencyEdges.in_node_order``'s
+    merge of the data and hazard arrays, inlined)."""
     level = [0 if f else -1 for f in fusible]
-    for u, v, unsafe in edges.in_node_order():
+    du, dv, hu, hv, hc = edges.data_u, edges.data_v, edges.hazard_u, edges.hazard_v, edges.hazard_code
+    nh = len(hv)
+    cut_unsafe = 0 if ignore_hazards else UNSAFE
+    k = 0  # the next hazard edge
+    for u, v in zip(du, dv):
+        while k < nh and hv[k] < v:
+            hazard_v = hv[k]
+            hazard_u = hu[k]
+            if hazard_u >= hazard_v:
+                return _levels_node_by_node(edges.n, edges.to_networkx(), fusible, ignore_hazards)
+            need = level[hazard_u]
+            if fusible[hazard_v] and (not fusible[hazard_u] or hc[k] & cut_unsafe):  # (_level_after, inlined)
+                need += 1
+            if need > level[hazard_v]:
+                level[hazard_v] = need
+            k += 1
         if u >= v:
             return _levels_node_by_node(edges.n, edges.to_networkx(), fusible, ignore_hazards)
-        if fusible[v]:  # (_level_after, inlined)
-            need = level[u] + 1 if not fusible[u] or (unsafe and not ignore_hazards) else level[u]
-        else:
-            need = level[u]
+        need = level[u]
+        if fusible[v] and not fusible[u]:  # (a data edge is never unsafe)
+            need += 1
         if need > level[v]:
             level[v] = need
+    for k in range(k, nh):
+        hazard_v = hv[k]
+        hazard_u = hu[k]
+        if hazard_u >= hazard_v:
+            return _levels_node_by_node(edges.n, edges.to_networkx(), fusible, ignore_hazards)
+        need = level[hazard_u]
+        if fusible[hazard_v] and (not fusible[hazard_u] or hc[k] & cut_unsafe):
+            need += 1
+        if need > level[hazard_v]:
+            level[hazard_v] = need
     return level
 
 
@@ -330,7 +368,8 @@ def partition(
     """Assign every fusible node a region (see module docstring)."""
     n = len(bsyms)
     built = isinstance(graph, DependencyEdges) and graph.n == n
-    memory_views = destination_views(bsyms, graph.producer_idx if built else None)
+    sym_ids = graph.sym_ids if built and graph.sym_ids is not None else [b.sym.id for b in bsyms]
+    memory_views = destination_views(bsyms, graph.producer_idx if built else None, graph.copies if built else None)
     if built and graph.is_fusible is is_fusible and graph.opaque is not None:
         # what building the graph asked is_fusible already (the pass's own predicate)
         fusible = [not opaque for opaque in graph.opaque]
@@ -346,34 +385,58 @@ def partition(
             es = sorted(((u, v, bool(d["unsafe"])) for u, v, d in graph.edges(data=True)), key=lambda e: e[1])
             data = [(u, v) for u, v, d in graph.edges(data=True) if "data" in d["kinds"]]
         level = _sunk_levels(bsyms, n, es, data, fusible, level, ignore_hazards)
-
-    # A stage made of view prims only produces no kernel: run it on torch.
-    # One region per stage and phase (Note [forward and backward in one trace]).
-    backward = backward_nodes(bsyms)
-    stages: dict[tuple[int, bool], list[int]] = {}
-    for v in range(n):
-        if fusible[v]:
-            key = (level[v], v in backward)
-            members = stages.get(key)
-            if members is None:
-                stages[key] = [v]
-            else:
-                members.append(v)
-    result = Partition(stage={v: level[v] for v in range(n) if fusible[v]})
-    keyed: list[tuple[tuple, str, list[int]]] = []
-    for (s, is_backward), members in stages.items():
-        if all(ops.is_view(bsyms[v]) for v in members):
-            keyed.extend(((s, 0, is_backward, v), "node", [v]) for v in members)
-        else:
-            keyed.append(((s, 0, is_backward, members[0]), "region", members))
-    last = max((s for s, _ in stages), default=-1)
-    for v in range(n):
-        if not fusible[v]:
-            if bsyms[v].sym.id is prims.PrimIDs.RETURN:
-                key = (last + 1, 2, False, v)
-            else:
-                key = (level[v], 1, False, v)
-            keyed.append((key, "node", [v]))
-    keyed.sort(key=lambda t: t[0])
-    result.items = [(kind, idx) for _, kind, idx in keyed]
+    result = Partition()
+    result.items = _in_order(bsyms, sym_ids, fusible, level, backward_nodes(bsyms, sym_ids), result.stage)
     return result
+
+
+def _in_order(bsyms, sym_ids, fusible: list[bool], level: list[int], backward: set[int], stage: dict) -> list:
+    """The partition's items in execution order (module docstring): per level, the forward
+    stage's region, the backward one's (Note [forward and backward in one trace]), then the
+    nodes outside regions of that level; ``return`` last. Fills ``stage`` (fusible node -> level).
+
+    A stage made of view prims only produces no kernel: its nodes run on torch, one by one.
+    The nodes of each bucket are collected in node order, so only the levels are sorted.
+    """
+    forward: dict[int, list[int]] = {}
+    backward_stages: dict[int, list[int]] = {}
+    outside: dict[int, list[int]] = {}
+    returns: list[int] = []
+    ret = prims.PrimIDs.RETURN
+    for v, (lv, f) in enumerate(zip(level, fusible)):
+        if f:
+            stage[v] = lv
+            stages = backward_stages if backward and v in backward else forward
+        elif sym_ids[v] is ret:
+            returns.append(v)
+            continue
+        else:
+            stages = outside
+        members = stages.get(lv)
+        if members is None:
+            stages[lv] = [v]
+        else:
+            members.append(v)
+    last = max(max(forward, default=-1), max(backward_stages, default=-1))
+    levels = {*forward, *backward_stages, *outside}
+    if returns:
+        levels.add(last + 1)
+    is_view = ops.is_view
+    items: list[tuple[str, list[int]]] = []
+    for s in sorted(levels):
+        for stages in (forward, backward_stages):
+            members = stages.get(s)
+            if members is None:
+                continue
+            for v in members:
+                if not is_view(bsyms[v]):
+                    items.append(("region", members))
+                    break
+            else:
+                items.extend(("node", [v]) for v in members)
+        members = outside.get(s)
+        if members is not None:
+            items.extend(("node", [v]) for v in members)
+        if returns and s == last + 1:
+            items.extend(("node", [v]) for v in returns)
+    return items
