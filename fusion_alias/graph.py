@@ -221,7 +221,8 @@ def _writes(bsyms, sym_ids: list, opaque: list[bool], copies: list[int], info: A
     opaque_writers = [i for i, o in enumerate(opaque) if o and sym_ids[i] is not copy_id and may_write(bsyms[i])]
     for i in (copies if not opaque_writers else sorted([*copies, *opaque_writers])):
         b = bsyms[i]
-        ds = (b.args[1],) if sym_ids[i] is copy_id else tensor_args(b)
+        is_copy = sym_ids[i] is copy_id
+        ds = (b.args[1],) if is_copy else tensor_args(b)
         if not ds:
             continue
         entry = writes[i] = []
@@ -229,29 +230,27 @@ def _writes(bsyms, sym_ids: list, opaque: list[bool], copies: list[int], info: A
             name = d.name
             dest = dests.get(name)
             if dest is None:
-                dest = dests[name] = _Dest(name, info)
+                dest = dests[name] = _Dest(name, info, is_copy)
+            elif is_copy and dest.box is _UNSEEN:
+                dest.box = view_box(info, name)
             entry.append((d, dest))
     return writes, {name: dest.group for name, dest in dests.items()}
 
 
 class _Dest:
     """What a write's hazards ask of the name written: its memory group, view key and root,
-    whether it is its whole family, and its box (``view_box``, computed when first asked)."""
+    whether it is its whole family, and its box (``view_box``; asked of ``copy_``
+    destinations only)."""
 
-    __slots__ = ("name", "group", "key", "root", "whole", "_box")
+    __slots__ = ("name", "group", "key", "root", "whole", "box")
 
-    def __init__(self, name: str, info: AliasInfo):
+    def __init__(self, name: str, info: AliasInfo, written_by_copy: bool):
         self.name = name
         self.group = info.group(name)
         self.key = info.view_key[name]
         self.root = info.root[name]
         self.whole = info.is_whole(name)
-        self._box = _UNSEEN
-
-    def box(self, info: AliasInfo):
-        if self._box is _UNSEEN:
-            self._box = view_box(info, self.name)
-        return self._box
+        self.box = view_box(info, name) if written_by_copy else _UNSEEN
 
 
 def _data_edges(bsyms, edges: DependencyEdges) -> dict[str, int]:
@@ -353,7 +352,8 @@ def _walk(bsyms, info: AliasInfo, edges: DependencyEdges, writes: list, written_
         sym_id = sym_ids[i]
         kind = kind_of.get(id(sym_id))
         start = len(us)  # the edges into node i are us[start:]: one per producer
-        if kind == "view" or kind == "write" or kind == "alias" or len(targs) != len(args):
+        reads_args = kind != "view" and kind != "write" and kind != "alias"
+        if not reads_args or len(targs) != len(args):
             for a in args:
                 j = get(a.name)
                 if j is not None and (len(us) == start or j not in us[start:]):
@@ -362,7 +362,35 @@ def _walk(bsyms, info: AliasInfo, edges: DependencyEdges, writes: list, written_
             edges_added = True
         else:
             edges_added = False  # (the loop below adds them: every argument is a tensor)
-        if kind != "view" and kind != "write" and kind != "alias":
+        if kind == "write":
+            src = b.args[0]
+            src_producer = None
+            if isinstance(src, TensorProxy):
+                name = src.name
+                src_producer = get(name)
+                grp = written_group.get(name, _UNSEEN)
+                if grp is _UNSEEN:
+                    grp = written_group_of(name)
+                if grp is not None:
+                    hazards.read(i, src, grp)
+        elif not reads_args:  # a view, update_aliases
+            if sym_id is _SHALLOW_COPY:
+                j = get(b.args[0].name)
+                feeders[i] = feeders[j] if j is not None else None  # Note [feeder sets]
+            if kind == "view" and not opaque[i]:
+                a0 = b.args[0]
+                j = get(a0.name) if isinstance(a0, TensorProxy) else None
+                taint[i] = acc = taint[j] if j is not None else None
+                if acc and id(sym_id) in _MOVING_VIEWS:
+                    moves.append((i, acc))
+            if sym_id is _RESHAPE:  # torch's reshape copies when the layout is not viewable: a read, conservatively
+                p = b.args[0]
+                grp = written_group.get(p.name, _UNSEEN)
+                if grp is _UNSEEN:
+                    grp = written_group_of(p.name)
+                if grp is not None:
+                    hazards.read(i, p, grp)
+        elif targs:
             # elementwise ops, reductions, creations, unknown symbols: each tensor argument is
             # a read of memory (memory_reads), feeds (Note [feeder sets]) and taints
             out = b.output
@@ -428,27 +456,6 @@ def _walk(bsyms, info: AliasInfo, edges: DependencyEdges, writes: list, written_
                 taint[i] = taint_acc
                 if moved:
                     moves.append((i, moved))
-        elif kind == "write":
-            src = b.args[0]
-            if isinstance(src, TensorProxy):
-                name = src.name
-                src_producer = get(name)
-                hazards.read(i, src, written_group.get(name, _UNSEEN), written_group_of)
-            else:
-                src_producer = None
-        else:  # a view, update_aliases
-            if sym_id is _SHALLOW_COPY:
-                j = get(b.args[0].name)
-                feeders[i] = feeders[j] if j is not None else None  # Note [feeder sets]
-            if kind == "view" and not opaque[i]:
-                a0 = b.args[0]
-                j = get(a0.name) if isinstance(a0, TensorProxy) else None
-                taint[i] = acc = taint[j] if j is not None else None
-                if acc and id(sym_id) in _MOVING_VIEWS:
-                    moves.append((i, acc))
-            if sym_id is _RESHAPE:  # torch's reshape copies when the layout is not viewable: a read, conservatively
-                p = b.args[0]
-                hazards.read(i, p, written_group.get(p.name, _UNSEEN), written_group_of)
         ds = writes[i]
         if ds is not None:
             for d, dest in ds:
@@ -481,6 +488,7 @@ class _Hazards:
     def __init__(self, info: AliasInfo, edges: DependencyEdges, feeders: list, shape_of):
         self.info = info
         self.edges = edges
+        self.hu, self.hv, self.hc = edges.hazard_u, edges.hazard_v, edges.hazard_code  # (appended to only)
         self.feeders = feeders
         self.shape_of = shape_of
         self.last: dict[str, tuple[int, _Dest | None]] = {}
@@ -488,12 +496,9 @@ class _Hazards:
         self.safe_readers: dict[int, list[int]] = {}  # a read of memory -> the writes of it that it feeds elementwise (safe wars)
         self.disjoint_chains: dict[str, list | None] = {}  # group -> [(_Dest, box)]
 
-    def read(self, i: int, p: TensorProxy, grp, written_group_of) -> None:
-        """A read of ``p`` at node ``i`` (``grp``: its written group, None, or _UNSEEN)."""
-        if grp is _UNSEEN:
-            grp = written_group_of(p.name)
-        if grp is None:
-            return  # no write to order it against: it would only sit in reads_since
+    def read(self, i: int, p: TensorProxy, grp: str) -> None:
+        """A read of ``p`` at node ``i``, memory of the written group ``grp`` (a read of memory no
+        one writes has nothing to order it against: it would only sit in reads_since)."""
         lw = self.last.get(grp)
         if lw is not None:
             self.edges.add(lw[0], i, RAW | UNSAFE)
@@ -520,16 +525,16 @@ class _Hazards:
         if earlier is not None and not coalesced and not opaque:
             chain = self.disjoint_chains.get(grp)
             if chain is not None and len(chain) < _MAX_DISJOINT_CHAIN:
-                box = dest.box(self.info)
+                box = dest.box
                 disjoint = box is not None and all(
                     x.root == dest.root and boxes_disjoint(x_box, box) for x, x_box in chain)
                 if disjoint:
                     chain.append((dest, box))
         if not disjoint:
             # (after a coalesced write no chain: the next write is ordered after this one)
-            box = dest.box(self.info) if not opaque and not coalesced and is_copy else None
+            box = dest.box if not opaque and not coalesced and is_copy else None
             self.disjoint_chains[grp] = [(dest, box)] if box is not None else None
-        hu, hv, hc = self.edges.hazard_u, self.edges.hazard_v, self.edges.hazard_code
+        hu, hv, hc = self.hu, self.hv, self.hc
         if w is not None and w != i:
             hu.append(w)
             hv.append(i)

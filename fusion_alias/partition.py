@@ -421,15 +421,15 @@ def _in_order(bsyms, sym_ids, fusible: list[bool], level: list[int], backward: s
     levels = {*forward, *backward_stages, *outside}
     if returns:
         levels.add(last + 1)
-    is_view = ops.is_view
+    phases = (forward, backward_stages) if backward_stages else (forward,)
     items: list[tuple[str, list[int]]] = []
     for s in sorted(levels):
-        for stages in (forward, backward_stages):
+        for stages in phases:
             members = stages.get(s)
             if members is None:
                 continue
             for v in members:
-                if not is_view(bsyms[v]):
+                if id(sym_ids[v]) not in _VIEW_ADDRS:  # (ops.is_view)
                     items.append(("region", members))
                     break
             else:
@@ -440,3 +440,6 @@ def _in_order(bsyms, sym_ids, fusible: list[bool], level: list[int], backward: s
         if returns and s == last + 1:
             items.extend(("node", [v]) for v in returns)
     return items
+
+
+_VIEW_ADDRS = frozenset(id(i) for i in ops.VIEW_IDS)  # ops' Note [prim lookups by identity]
