@@ -113,7 +113,7 @@ def plan_region(
             copies.append(i)
         elif sym_id is _BROADCAST_IN_DIM:
             _check_trace_consistency(name, b)
-    input_names = {p._name for p in inputs}  # (regions.py, Note [proxy names read directly])
+    input_names = {p._name for p in inputs}  # (aliasing.py, Note [proxy names read directly])
     produced_by = None  # name -> the symbol of the region making it (``_producers``), made when first needed
     if copies:
         writebacks, writeback_dst, internal_final, produced_by = _plan_writes(

@@ -25,12 +25,9 @@ class _RegionMeta:
     schedule: str
 
 
-# Note [proxy names read directly]
-# ---------------------------------
-# ``Proxy.name`` is a Python property that returns ``Proxy._name``: a function call per
-# read, three times the cost of the attribute. Region assembly reads about a dozen names
-# per region, 40k regions per pass on the aliased 100k bench, so its loops over every
-# symbol read ``_name`` itself (as plan_region does); elsewhere ``name`` is read as usual.
+# (aliasing.py, Note [proxy names read directly]: region assembly reads about a dozen names
+# per region, 40k regions per pass on the aliased 100k bench, so its loops over every symbol
+# read ``_name`` itself, as plan_region does.)
 
 
 # Note [what a region costs]
@@ -87,7 +84,7 @@ def _last_consumers(bsyms, items) -> dict[str, int]:
     for pos, (_, idx) in enumerate(items):  # (positions ascend: the last one written is the largest)
         for i in idx:
             for a in proxy_args(bsyms[i]):
-                consumers[a._name] = pos  # (Note [proxy names read directly])
+                consumers[a._name] = pos  # (aliasing.py, Note [proxy names read directly])
     return consumers
 
 

@@ -113,7 +113,7 @@ def _check_writes(
         _, _, outs, _, t_outs = flattened(b)
         if pending:
             for o in outs:
-                if (op := pending.pop(o._name, None)) is not None and op.operands:  # (aliasing.py, Note [proxy names read directly])  # (none: nothing to check)
+                if (op := pending.pop(o._name, None)) is not None and op.operands:  # (none: nothing to check; aliasing.py, Note [proxy names read directly])
                     _check_operand_overlap(op, info, actual, proxies, metas, input_names)
         if grad_inputs:
             _propagate_differentiable(b, info, differentiable)
