@@ -515,7 +515,7 @@ class _Hazards:
         grp = dest.group
         lw = self.last.get(grp)
         w, earlier = lw if lw is not None else (None, None)  # (earlier: the last write's _Dest, if a copy_)
-        # _covers, inlined: the same view, or the whole family
+        # the later write covers the earlier one (Note [which hazards are safe inside a region]): the same view, or the whole family
         coalesced = (not opaque and is_copy and earlier is not None
                      and (earlier.key == dest.key or (dest.whole and earlier.root == dest.root)))
         # Note [writes into disjoint views]: two writes of one root that share no element
