@@ -28,7 +28,7 @@ from fusion_alias import context, ops, pipeline
 from fusion_alias.aliasing import forget_flattened
 from fusion_alias.backends import compiled as _compiled_backend, reference as _reference_backend
 from fusion_alias.errors import AliasInputError  # noqa: F401  (re-exported: fusion_alias.executor.AliasInputError)
-from fusion_alias.lowering import plan_region
+from fusion_alias.region_plan import plan_region
 from fusion_alias.pipeline import Prepared
 from fusion_alias.regions import _Region, _RegionMeta, _region_key
 

@@ -35,6 +35,7 @@ from thunder.core.symbol import BoundSymbol
 
 from fusion_alias import ops
 from fusion_alias.aliasing import AliasInfo, flattened, may_write, shape_reader, tensor_args
+from fusion_alias.dependency_edges import RAW, UNSAFE, WAR, WAW, DependencyEdges
 from fusion_alias.view_relations import boxes_disjoint, view_box
 
 
@@ -77,112 +78,12 @@ _MAX_DISJOINT_CHAIN = 16
 _UNSEEN = object()  # (a name not yet looked up in a cache whose answers include None)
 
 
-# Hazard kinds, as bits of a hazard edge's code (``DependencyEdges.hazard_code``).
-RAW, WAR, WAW, UNSAFE = 2, 4, 8, 16
-_KIND_NAMES = ((RAW, "raw"), (WAR, "war"), (WAW, "waw"))
-
-
-class DependencyEdges:
-    """The dependency graph as arrays: data edge ``k`` goes from node ``data_u[k]`` to
-    ``data_v[k]``; hazard edge ``k`` from ``hazard_u[k]`` to ``hazard_v[k]``, its kind and
-    whether it is unsafe in ``hazard_code[k]`` (``RAW | WAR | WAW``, ``| UNSAFE``).
-
-    Note [the graph as arrays]
-    --------------------------
-    The pass needs one algorithm on the graph, the partitioner's sweep over the
-    edges in node order (partition.py, Note [levels in one sweep over the
-    edges]); a ``networkx.DiGraph`` costs two dicts per node and a dict and a
-    set per edge, built and freed again on every compile (a third of graph
-    building and partitioning at 100k bsyms, and the garbage collector's time
-    after the pass). So the pass keeps the edges as arrays of ints, each kind
-    appended in node order of the heads (every edge goes forward: ``u < v``):
-    :meth:`in_node_order` merges the two into the order the sweep needs, and
-    :meth:`to_networkx` builds the ``DiGraph`` for those who want one
-    (``Prepared.graph``: reports, pictures, the benchmarks' optimum search):
-    the same graph, nodes, edges, ``kinds`` and ``unsafe`` attributes and
-    iteration orders the pass built before (``tests/test_scale_equivalence.py``).
-    A node pair may have a data edge and hazards, or several hazards;
-    :meth:`to_networkx` merges them into one edge, and the sweep gets the same
-    levels either way (a node's level is a maximum over its edges).
-    """
-
-    def __init__(self, n: int, is_fusible=None, opaque=None):
-        self.n = n
-        self.data_u: list[int] = []
-        self.data_v: list[int] = []
-        self.hazard_u: list[int] = []
-        self.hazard_v: list[int] = []
-        self.hazard_code: list[int] = []
-        # what building found on the way, for the partitioner: the predicate it was built with,
-        # ``not is_fusible(b)`` per node, and each name's first producer (a node index)
-        self.is_fusible = is_fusible
-        self.opaque: list[bool] | None = opaque
-        self.producer_idx: dict[str, int] = {}
-        # ... each node's ``sym.id``, and the nodes that are ``copy_`` prims (None: not recorded)
-        self.sym_ids: list | None = None
-        self.copies: list[int] | None = None
-
-    def add(self, u: int, v: int, code: int) -> None:
-        """A hazard edge (a data edge is appended to ``data_u``/``data_v`` by the builder)."""
-        if u != v:
-            self.hazard_u.append(u)
-            self.hazard_v.append(v)
-            self.hazard_code.append(code)
-
-    def __len__(self) -> int:
-        """The number of edges in the arrays (a pair joined twice counts twice)."""
-        return len(self.data_u) + len(self.hazard_u)
-
-    def in_node_order(self):
-        """``(u, v, unsafe)`` for every edge of the arrays, heads ``v`` in ascending order."""
-        du, dv, hu, hv, hc = self.data_u, self.data_v, self.hazard_u, self.hazard_v, self.hazard_code
-        nd, nh = len(dv), len(hv)
-        i = j = 0
-        while i < nd:
-            v = dv[i]
-            while j < nh and hv[j] < v:
-                yield hu[j], hv[j], hc[j] & UNSAFE
-                j += 1
-            yield du[i], v, 0
-            i += 1
-        while j < nh:
-            yield hu[j], hv[j], hc[j] & UNSAFE
-            j += 1
-
-    def to_networkx(self) -> nx.DiGraph:
-        """The graph as a ``DiGraph`` whose edges carry ``kinds`` (a set of kind names) and ``unsafe``.
-
-        Data edges are inserted first, then hazards in the order they were found, as the
-        pass built it before Note [the graph as arrays]; each edge's attribute dict is shared
-        by ``succ[u][v]`` and ``pred[v][u]``, the layout ``DiGraph`` keeps, and installed
-        through the ``_adj``/``_pred`` attributes, whose setters networkx provides for this.
-        """
-        succ: dict[int, dict] = {i: {} for i in range(self.n)}
-        pred: dict[int, dict] = {i: {} for i in range(self.n)}
-        for u, v in zip(self.data_u, self.data_v):
-            succ[u][v] = pred[v][u] = {"kinds": {"data"}, "unsafe": False}
-        for u, v, code in zip(self.hazard_u, self.hazard_v, self.hazard_code):
-            kind = next(name for bit, name in _KIND_NAMES if code & bit)
-            unsafe = bool(code & UNSAFE)
-            data = succ[u].get(v)
-            if data is None:
-                succ[u][v] = pred[v][u] = {"kinds": {kind}, "unsafe": unsafe}
-            else:
-                data["kinds"].add(kind)
-                data["unsafe"] = data["unsafe"] or unsafe
-        g = nx.DiGraph()
-        g._node = {i: {} for i in range(self.n)}  # what add_nodes_from stores: no attributes
-        g._adj = succ  # (networkx's setter also points _succ here)
-        g._pred = pred
-        return g
-
-
 def build_edges(
     bsyms: Sequence[BoundSymbol],
     info: AliasInfo,
     is_fusible: Callable[[BoundSymbol], bool],
 ) -> DependencyEdges:
-    """Dependency graph of ``bsyms`` (see module docstring), as arrays (Note [the graph as arrays]).
+    """Dependency graph of ``bsyms`` (see module docstring), as arrays (dependency_edges.py, Note [the graph as arrays]).
 
     Note [the graph in one walk]
     ----------------------------
@@ -557,7 +458,7 @@ class _Hazards:
             j = src_producer if isinstance(src, TensorProxy) else None
             fed_by = self.feeders[j] if j is not None and self.feeders[j] is not None else ()
             shape_of = self.shape_of
-            d_shape = src_fits = d_key = None  # computed at the first read that may be safe
+            d_shape = src_fits = None  # computed at the first read that may be safe
             for r, p in since:
                 if r == i:
                     continue
@@ -583,17 +484,8 @@ class _Hazards:
 def _add_move_hazards(edges: DependencyEdges, moves: list, safe_readers: dict) -> None:
     """Note [elements moved from written memory]: the war edge from each reader whose value is
     moved to each write it feeds becomes unsafe; the hazard arrays stay in node order of the heads."""
-    extra = sorted({(r, w) for _, readers in moves for r in readers for w in safe_readers.get(r, ())})
-    if not extra:
-        return
-    code = RAW | UNSAFE
-    merged = sorted(
-        [*zip(edges.hazard_v, range(len(edges.hazard_v)), edges.hazard_u, edges.hazard_code),
-         *((n, len(edges.hazard_v) + k, r, code) for k, (r, n) in enumerate(extra))]
-    )
-    edges.hazard_v = [v for v, _, _, _ in merged]
-    edges.hazard_u = [u for _, _, u, _ in merged]
-    edges.hazard_code = [c for _, _, _, c in merged]
+    edges.insert_hazards(sorted({(r, w) for _, readers in moves for r in readers for w in safe_readers.get(r, ())}),
+                         RAW | UNSAFE)
 
 
 def build_graph(

@@ -35,7 +35,7 @@ import thunder.core.prims as prims
 
 from fusion_alias import ops
 from fusion_alias.aliasing import tensor_args, tensor_outs
-from fusion_alias.graph import UNSAFE, DependencyEdges
+from fusion_alias.dependency_edges import UNSAFE, DependencyEdges
 
 
 @dataclass
@@ -116,7 +116,7 @@ def _levels(n: int, graph, fusible: list[bool], ignore_hazards: bool) -> list[in
     """Stage of each fusible node, "last region it follows" for the others (module docstring).
 
     Node indices are a topological order (program order). ``graph``: a ``networkx.DiGraph``
-    or the pass's ``graph.DependencyEdges`` (Note [the graph as arrays]).
+    or the pass's ``dependency_edges.DependencyEdges`` (Note [the graph as arrays]).
     """
     if isinstance(graph, DependencyEdges):
         return _levels_of_arrays(graph, fusible, ignore_hazards)

@@ -34,7 +34,8 @@ from fusion_alias.aliasing import AliasInfo, analyze, tensor_proxies_by_name
 from fusion_alias.dce import _dce
 from fusion_alias.flatten import _drop_update_aliases, flatten_trace, fusible_predicate
 from fusion_alias.functionalize import substitute_reads
-from fusion_alias.graph import DependencyEdges, build_edges
+from fusion_alias.dependency_edges import DependencyEdges
+from fusion_alias.graph import build_edges
 from fusion_alias.input_groups import _input_groups, identical_inputs, read_through_first
 from fusion_alias.layouts import copying_reshapes
 from fusion_alias.noop_copies import drop_copies_onto_themselves
@@ -48,7 +49,7 @@ from fusion_alias.regions import fuse_regions
 class Prepared:
     bsyms: list
     info: AliasInfo
-    edges: DependencyEdges  # the dependency graph as the pass keeps it (graph.py, Note [the graph as arrays])
+    edges: DependencyEdges  # the dependency graph as the pass keeps it (dependency_edges.py, Note [the graph as arrays])
     tensor_inputs: list
     seconds: dict
     is_fusible: object = None

@@ -53,7 +53,7 @@ def test_level_sweep_matches_node_by_node(kind, aliased, ignore_hazards):
     assert _levels(n, prep.graph, fusible, ignore_hazards) == _levels_node_by_node(
         n, prep.graph, fusible, ignore_hazards
     )
-    # and over the arrays the pass keeps (Note [the graph as arrays] in graph.py)
+    # and over the arrays the pass keeps (Note [the graph as arrays] in dependency_edges.py)
     assert _levels(n, prep.edges, fusible, ignore_hazards) == _levels_node_by_node(
         n, prep.graph, fusible, ignore_hazards
     )

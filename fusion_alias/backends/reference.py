@@ -193,7 +193,7 @@ def check_input_shapes(spec, args) -> None:
     """Raise ``TraceShapeError`` when a tensor input's shape differs from its proxy's
     (Thunder handed the region a value its trace does not describe; lowering.py,
     Note [Thunder's wrong 0-d gradients])."""
-    from fusion_alias.lowering import TraceShapeError
+    from fusion_alias.region_plan import TraceShapeError
 
     for p, x in zip(spec.inputs, args):
         shape = getattr(p, "shape", None)

@@ -13,7 +13,7 @@ inside a region costs nothing. So
   costs two rows, not the cache).
 
 Note [what counts as a write-back]: a region writes memory once per distinct
-destination name, with the final value (``lowering.plan_region`` coalesces two
+destination name, with the final value (``region_plan.plan_region`` coalesces two
 writes of one view). For fusion_alias the destinations are the region's
 ``writebacks``; for Thunder's groups, the distinct ``copy_`` destinations of the
 group, since Thunder's nvFuser executor writes each ``copy_`` it is given.

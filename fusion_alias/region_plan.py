@@ -1,0 +1,282 @@
+"""Region planning: which writes of a region land, and how each of its outputs is produced.
+
+``plan_region`` turns a region's symbols, inputs, outputs and alias groups into a
+:class:`RegionSpec`, which ``lowering.define_region`` and every backend read.
+
+Note [three kinds of region outputs]
+------------------------------------
+* ``fresh``: an SSA value of the fusion, ``fd.add_output(v)``.
+* ``view``: a chain of view prims from a region input. Eager PyTorch returns a
+  view of the input; so does the wrapper, replaying the chain with torch view
+  ops on the input tensor after the fusion ran (nvFuser would return a view
+  too, through its own alias analysis). The result of ``copy_(v, d)`` with
+  ``d`` a region input is the empty chain: after the region it must *be* ``d``'s
+  buffer (aliasing.py, Note [copy_ results keep their memory]), whose bytes the
+  write-back ``fd.add_output(v, alias_input=d)`` updated.
+* ``final``: a write into a tensor the region itself created
+  (``c = a * 2; c.add_(1)``) needs no write-back: ``c``'s final value is one
+  fresh output, and ``c`` and every ``copy_`` result into it are that tensor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from thunder.core.proxies import Proxy, TensorProxy
+from thunder.core.symbol import BoundSymbol
+
+from fusion_alias import ops
+from fusion_alias.aliasing import proxy_outs
+
+
+@dataclass
+class RegionSpec:
+    """Everything needed to define and run one region."""
+
+    name: str
+    inputs: list[Proxy]
+    outputs: list[Proxy]
+    bsyms: list[BoundSymbol]
+    alias_groups: list[list[str]]  # region input names that may share memory (≥2 each)
+    writebacks: list[int] = field(default_factory=list)  # indices of copy_ bsyms written back
+    writeback_dst: dict[int, str] = field(default_factory=dict)  # ... and the input each lands in
+    output_kind: dict[str, str] = field(default_factory=dict)  # name -> fresh|dst|view
+    view_chain: dict[str, tuple[str, list[BoundSymbol]]] = field(default_factory=dict)
+    final_src: dict[str, Proxy] = field(default_factory=dict)  # "final" outputs -> value
+    extra_outputs: list[Proxy] = field(default_factory=list)  # bases of views, not trace outputs
+    final_dst: dict[str, str] = field(default_factory=dict)  # "final" outputs -> the tensor written
+
+
+class TraceShapeError(RuntimeError):
+    """A trace Thunder made is inconsistent with itself (a wrong gradient), so a region cannot run it."""
+
+
+# Note [Thunder's wrong 0-d gradients]
+# ------------------------------------
+# For ``a * b.sum()`` with ``a`` and ``b`` requiring grad, Thunder 0.2.6's backward
+# computes the gradient of the 0-d ``b.sum()`` as ``mul(a, g)`` of ``a``'s shape and
+# never reduces it: its trace then says ``broadcast_in_dim(t13, (3,), ())``, a
+# 1-d tensor broadcast as if it were 0-d. Thunder's torch executor expands it
+# anyway and plain ``thunder.jit`` returns a wrong ``b.grad`` without an error
+# (checked). A region refuses such a trace when it is built, naming the bug.
+
+
+_BROADCAST_IN_DIM = ops.PrimIDs.BROADCAST_IN_DIM
+
+
+def _check_trace_consistency(name: str, b: BoundSymbol) -> None:
+    """Raise ``TraceShapeError`` where ``b``, a ``broadcast_in_dim`` of region ``name``, broadcasts
+    a tensor with dimensions its shape does not have (Note [Thunder's wrong 0-d gradients])."""
+    if isinstance(b.args[0], TensorProxy):
+        have, dims = tuple(b.args[0].shape), tuple(b.args[2])
+        if len(have) != len(dims):
+            raise TraceShapeError(
+                f"fusion_alias: Thunder's trace broadcasts {b.args[0].name} of shape {have} with broadcast "
+                f"dimensions {dims} (region {name}): Thunder 0.2.6 computed a wrong gradient for a 0-d "
+                "intermediate used with a tensor (e.g. a * b.sum() with both requiring grad); plain "
+                "thunder.jit returns that wrong gradient without an error. Workaround: keep the reduced "
+                "dimension (b.sum(0, keepdim=True) or b.sum().reshape(1))"
+            )
+
+
+def plan_region(
+    name: str,
+    bsyms: Sequence[BoundSymbol],
+    inputs: Sequence[Proxy],
+    outputs: Sequence[Proxy],
+    alias_groups: Sequence[Sequence[str]],
+    view_key=None,
+) -> RegionSpec:
+    """Decide write-backs and output kinds.
+
+    ``view_key(name)`` identifies the view of memory a destination names (from
+    the global alias analysis: equal keys, same elements); without it each
+    name is its own view, and only writes to the same name are coalesced.
+    Raises ``TraceShapeError`` where the trace is inconsistent with itself.
+    """
+    copy_id = ops.COPY_ID
+    copies: list[int] = []
+    for i, b in enumerate(bsyms):  # (nothing else below raises: the check raises as one made first would)
+        sym_id = b.sym.id
+        if sym_id is copy_id:
+            copies.append(i)
+        elif sym_id is _BROADCAST_IN_DIM:
+            _check_trace_consistency(name, b)
+    input_names = {p._name for p in inputs}  # (aliasing.py, Note [proxy names read directly])
+    produced_by = None  # name -> the symbol of the region making it (``_producers``), made when first needed
+    if copies:
+        writebacks, writeback_dst, internal_final, produced_by = _plan_writes(
+            bsyms, copies, view_key or _own_name, input_names
+        )
+    else:
+        writebacks, writeback_dst, internal_final = [], {}, {}
+    # (its fields in order: keyword arguments cost a dict per call, and there is a call per region)
+    spec = RegionSpec(
+        name,
+        list(inputs),
+        list(outputs),
+        list(bsyms),
+        [list(g) for g in alias_groups] if alias_groups else [],
+        writebacks,
+        writeback_dst,
+        {},  # output_kind, view_chain, final_src, extra_outputs, final_dst: _plan_outputs fills them
+        {},
+        {},
+        [],
+        {},
+    )
+    if outputs:
+        if produced_by is None:
+            produced_by = _producers(bsyms)
+        _plan_outputs(spec, input_names, produced_by, internal_final)
+    return spec
+
+
+def _own_name(name: str) -> str:
+    return name
+
+
+def _producers(bsyms) -> dict[str, BoundSymbol]:
+    produced_by = {}
+    for b in bsyms:
+        for o in proxy_outs(b):  # (proxies only)
+            produced_by[o.name] = b
+    return produced_by
+
+
+def _plan_writes(bsyms, copies: list[int], view_key, input_names: set):
+    """The copy_ symbols written back (their indices), the input each lands in, and the
+    last value written into each destination the region made itself; and the region's
+    producers (``_producers``) where they were needed, else None.
+
+    Such a destination gets no write-back: its final value becomes a fresh output that
+    both the destination's name and the copy_ results stand for.
+    """
+    if len(copies) == 1:  # (no later write to cover it)
+        kept = copies
+        d = bsyms[copies[0]].args[1]._name
+        if d in input_names:  # (the common case of a large trace: one write, into an input)
+            return copies, {copies[0]: d}, {}, None
+    else:
+        kept = _uncovered_writes(bsyms, copies, view_key)
+    produced_by = None
+    internal_final: dict[str, Proxy] = {}
+    dst_of: dict[int, str] = {}
+    for i in copies:
+        d = bsyms[i].args[1]._name
+        if d not in input_names:
+            if produced_by is None:
+                produced_by = _producers(bsyms)
+            d = _dst_base(d, input_names, produced_by)
+            if d not in input_names:
+                internal_final[d] = bsyms[i].args[0]
+        dst_of[i] = d
+    writebacks: list[int] = []
+    writeback_dst: dict[int, str] = {}
+    for i in kept:
+        d = dst_of[i]
+        if d in input_names:
+            writebacks.append(i)
+            writeback_dst[i] = d
+    return writebacks, writeback_dst, internal_final, produced_by
+
+
+def _uncovered_writes(bsyms, copies: list[int], view_key) -> list[int]:
+    """Coalesce (Note [one write-back per memory]): a write is dropped when a later
+    write of the region covers it."""
+    kept = []
+    later_views: set = set()
+    later_wholes: set = set()  # roots that a later write overwrites whole
+    for i in reversed(copies):
+        key = view_key(bsyms[i].args[1].name)
+        if key not in later_views and not _covered_by_whole(key, later_wholes):
+            kept.append(i)
+        later_views.add(key)
+        if _is_whole_key(key):
+            later_wholes.add(key[0])
+    kept.reverse()
+    return kept
+
+
+def _dst_base(name: str, input_names: set, produced_by: dict) -> str:
+    """The tensor a write into ``name`` lands in: ``x.add_(1).mul_(2)`` writes into the
+    first copy_'s result, and that is x's memory."""
+    while name not in input_names and name in produced_by and ops.is_copy(produced_by[name]):
+        name = produced_by[name].args[1].name
+    return name
+
+
+def _memory_base(name: str, input_names: set, produced_by: dict) -> tuple[str, list[BoundSymbol]]:
+    """The tensor whose memory ``name`` names, and the view prims from it to ``name``."""
+    steps = []
+    while name not in input_names:
+        b = produced_by.get(name)
+        if b is not None and ops.is_view(b):
+            steps.append(b)
+            name = b.args[0].name
+        elif b is not None and ops.is_copy(b):
+            name = b.args[1].name  # a copy_ result is its destination's memory
+        else:
+            break
+    return name, list(reversed(steps))
+
+
+def _plan_outputs(spec: RegionSpec, input_names: set, produced_by: dict, internal_final: dict) -> None:
+    """Fill in ``spec``'s output kinds, view chains, "final" values and extra outputs."""
+    kinds, chains = spec.output_kind, spec.view_chain
+    output_names = {o.name for o in spec.outputs}
+
+    def materialize(name: str, proxy: Proxy | None) -> None:
+        if name in internal_final:
+            kinds[name], spec.final_src[name] = "final", internal_final[name]
+            spec.final_dst[name] = name
+        else:
+            kinds[name] = "fresh"
+        if name not in output_names and proxy is not None:
+            spec.extra_outputs.append(proxy)
+
+    for o in spec.outputs:
+        if not isinstance(o, TensorProxy):
+            kinds[o.name] = "fresh"
+            continue
+        base, steps = _memory_base(o.name, input_names, produced_by)
+        if base == o.name and base not in input_names:
+            materialize(base, None)
+        else:
+            kinds[o.name], chains[o.name] = "view", (base, steps)
+            if base not in input_names and base not in kinds:
+                materialize(base, _proxy_named(spec.bsyms, base))
+
+
+# Note [one write-back per memory]
+# --------------------------------
+# nvFuser does not order the write-backs of one fusion against each other. Two
+# ``add_output(v, alias_input=d)`` into overlapping memory therefore land in
+# either order. The dependency graph lets two writes of one memory share a region
+# only when the later one covers the earlier (graph.py, ``_covers``: the same
+# view, or the whole of the same root), so the earlier write-back can always be
+# dropped here. Worked example::
+#
+#     a[0].zero_(); a.copy_(b); return a * 1
+#     t3 = copy_(zeros, t7)     # t7 = a[0]: view key (a, (slice, squeeze))
+#     t4 = copy_(b, a)          # view key (a, ()): the whole of a covers a[0]
+#
+# Only ``b -> a`` is written back. Keeping both, the reference schedule
+# ``reverse-writes`` lands the zeros last and row 0 comes out 0, not 1.
+
+
+def _is_whole_key(key) -> bool:
+    return isinstance(key, tuple) and len(key) == 2 and key[1] == () and key[0] != "unknown"
+
+
+def _covered_by_whole(key, wholes: set) -> bool:
+    return isinstance(key, tuple) and len(key) == 2 and key[0] != "unknown" and key[0] in wholes
+
+
+def _proxy_named(bsyms, name):
+    for b in bsyms:
+        for o in proxy_outs(b):
+            if isinstance(o, Proxy) and o.name == name:
+                return o
+    return None
