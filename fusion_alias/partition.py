@@ -23,6 +23,7 @@ The pass is linear in nodes + edges.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 from collections.abc import Callable, Sequence
@@ -147,7 +148,8 @@ def _levels_of_arrays(edges: DependencyEdges, fusible: list[bool], ignore_hazard
     nh = len(hv)
     cut_unsafe = 0 if ignore_hazards else UNSAFE
     k = 0  # the next hazard edge
-    for u, v in zip(du, dv):
+    # (a last head past every node drains the hazard edges after the last data edge)
+    for u, v in itertools.chain(zip(du, dv), ((None, edges.n),)):
         while k < nh and hv[k] < v:
             hazard_v = hv[k]
             hazard_u = hu[k]
@@ -159,6 +161,8 @@ def _levels_of_arrays(edges: DependencyEdges, fusible: list[bool], ignore_hazard
             if need > level[hazard_v]:
                 level[hazard_v] = need
             k += 1
+        if u is None:
+            break
         if u >= v:
             return _levels_node_by_node(edges.n, edges.to_networkx(), fusible, ignore_hazards)
         need = level[u]
@@ -166,16 +170,6 @@ def _levels_of_arrays(edges: DependencyEdges, fusible: list[bool], ignore_hazard
             need += 1
         if need > level[v]:
             level[v] = need
-    for k in range(k, nh):
-        hazard_v = hv[k]
-        hazard_u = hu[k]
-        if hazard_u >= hazard_v:
-            return _levels_node_by_node(edges.n, edges.to_networkx(), fusible, ignore_hazards)
-        need = level[hazard_u]
-        if fusible[hazard_v] and (not fusible[hazard_u] or hc[k] & cut_unsafe):
-            need += 1
-        if need > level[hazard_v]:
-            level[hazard_v] = need
     return level
 
 
