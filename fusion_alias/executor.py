@@ -75,6 +75,18 @@ def _fusible_dtype(x) -> bool:
     return entry[1]
 
 
+def _claims_all(tensors, cuda_only: bool) -> bool:
+    """Whether every tensor in ``tensors`` has a dtype we fuse (and, if ``cuda_only``, is on CUDA)."""
+    for t in tensors:
+        dtype = t.dtype
+        entry = _DTYPE_OK.get(id(dtype))
+        if entry is None or entry[0] is not dtype:
+            entry = (None, _fusible_dtype(t))
+        if not entry[1] or (cuda_only and t.device.type != "cuda"):
+            return False
+    return True
+
+
 def _fusible_dtype_uncached(x) -> bool:
     if isinstance(x, TensorProxy):
         try:
@@ -123,21 +135,25 @@ class FusionAliasExecutor(FusionExecutor):
     def _checker(self, *args, **kwargs) -> bool:
         return self._claims(args, kwargs)
 
-    def _claims(self, args, kwargs) -> bool:
-        """``_checker(*args, **kwargs)``, without packing the arguments again."""
-        tensors = _tensor_list(args, [])
-        if kwargs:
-            _tensor_list(kwargs.values(), tensors)
-        for t in tensors:
-            dtype = t.dtype
-            entry = _DTYPE_OK.get(id(dtype))  # (_fusible_dtype, its cache read inline)
-            if entry is None or entry[0] is not dtype:
-                entry = (None, _fusible_dtype(t))
-            if not entry[1]:
+    def _claims(self, args, kwargs, cuda_only: bool | None = None) -> bool:
+        """``_checker(*args, **kwargs)``, without packing the arguments again: every tensor
+        argument has a dtype we fuse, and, on the nvFuser backend (``cuda_only``; the compile
+        context is asked if None), is on a CUDA device. Note [claims without a list]: asked of
+        every symbol of the trace, so the first level of the arguments is read inline, and
+        ``_flatten_into`` passes ``cuda_only``, asked once per pass."""
+        if cuda_only is None:
+            cuda_only = context.current().backend == "nvfuser"
+        for x in args:
+            if isinstance(x, TensorProxy):
+                dtype = x.dtype
+                entry = _DTYPE_OK.get(id(dtype))  # (_fusible_dtype, its cache read inline)
+                if entry is None or entry[0] is not dtype:
+                    entry = (None, _fusible_dtype(x))
+                if not entry[1] or (cuda_only and x.device.type != "cuda"):
+                    return False
+            elif isinstance(x, (list, tuple)) and not _claims_all(_tensor_list(x, []), cuda_only):
                 return False
-        if context.current().backend == "nvfuser":
-            return all(t.device.type == "cuda" for t in tensors)
-        return True
+        return not kwargs or _claims_all(_tensor_list(kwargs.values(), []), cuda_only)
 
     def can_execute(self, bsym: BoundSymbol) -> bool:
         """Thunder's ``Executor.can_execute``, with the registry looked up by identity.
@@ -170,13 +186,17 @@ class FusionAliasExecutor(FusionExecutor):
             return out, True
         return [bsym], False
 
-    def _flatten_into(self, bsym: BoundSymbol, verdicts: dict, out: list) -> bool:
+    def _flatten_into(self, bsym: BoundSymbol, verdicts: dict, out: list, cuda_only: bool | None = None) -> bool:
         """Append ``bsym``'s symbols that we claim to ``out`` and say True, if all of it is ours;
-        else leave ``out`` as it was and say False (``_flatten``, without a list per level)."""
+        else leave ``out`` as it was and say False (``_flatten``, without a list per level).
+        ``cuda_only``: ``_claims``'s, asked of the compile context if None."""
         own = self._own_ids
         if own:  # can_execute, inlined: nothing but the op table registered (see can_execute)
-            ok = id(bsym.sym.id) in own and self._claims(bsym.args, bsym.kwargs) and (
-                bsym.sym.id is not _PAD or _plain_pad(bsym))
+            sym_id = bsym.sym.id
+            if cuda_only is None:
+                cuda_only = context.current().backend == "nvfuser"
+            ok = id(sym_id) in own and self._claims(bsym.args, bsym.kwargs, cuda_only) and (
+                sym_id is not _PAD or _plain_pad(bsym))
         else:
             ok = self.can_execute(bsym)
         if ok:
@@ -187,7 +207,7 @@ class FusionAliasExecutor(FusionExecutor):
             return False
         start = len(out)
         for sub in bsym.subsymbols:
-            if not self._flatten_into(sub, verdicts, out):
+            if not self._flatten_into(sub, verdicts, out, cuda_only):
                 del out[start:]
                 return False
         return True

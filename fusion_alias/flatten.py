@@ -8,7 +8,7 @@ from thunder.core.proxies import TensorProxy, variableify
 from thunder.core.symbol import BoundSymbol
 from thunder.core.trace import TraceCtx
 
-from fusion_alias import ops
+from fusion_alias import context, ops
 from fusion_alias.aliasing import forget_flattened, proxy_outs
 
 
@@ -19,8 +19,9 @@ def flatten_trace(executor, trace: TraceCtx) -> tuple[list[BoundSymbol], dict]:
     verdicts: dict[int, tuple] = {}  # id -> (bsym, fusible), for this pass: the checker is not free
     flat: list[BoundSymbol] = []
     flatten_into = executor._flatten_into
+    cuda_only = context.current().backend == "nvfuser"  # (asked once: Note [claims without a list], executor.py)
     for b in trace.bound_symbols:
-        if not flatten_into(b, verdicts, flat):  # (executor._flatten, appending to flat)
+        if not flatten_into(b, verdicts, flat, cuda_only):  # (executor._flatten, appending to flat)
             flat.append(b)
     return flat, verdicts
 

@@ -128,7 +128,7 @@ def _writes(bsyms, sym_ids: list, opaque: list[bool], copies: list[int], info: A
             continue
         entry = writes[i] = []
         for d in ds:
-            name = d.name
+            name = d._name
             dest = dests.get(name)
             if dest is None:
                 dest = dests[name] = _Dest(name, info, is_copy)
@@ -164,12 +164,12 @@ def _data_edges(bsyms, edges: DependencyEdges) -> dict[str, int]:
         _, args, outs, _, _ = flattened(b)
         start = len(us)  # the edges into node i are us[start:]: one per producer
         for a in args:
-            j = get(a.name)
+            j = get(a._name)
             if j is not None and (len(us) == start or j not in us[start:]):
                 us.append(j)
                 vs.append(i)
         for o in outs:
-            name = o.name
+            name = o._name
             if name not in producer_idx:
                 producer_idx[name] = i
     return producer_idx
@@ -256,7 +256,7 @@ def _walk(bsyms, info: AliasInfo, edges: DependencyEdges, writes: list, written_
         reads_args = kind != "view" and kind != "write" and kind != "alias"
         if not reads_args or len(targs) != len(args):
             for a in args:
-                j = get(a.name)
+                j = get(a._name)
                 if j is not None and (len(us) == start or j not in us[start:]):
                     us.append(j)
                     vs.append(i)
@@ -267,7 +267,7 @@ def _walk(bsyms, info: AliasInfo, edges: DependencyEdges, writes: list, written_
             src = b.args[0]
             src_producer = None
             if isinstance(src, TensorProxy):
-                name = src.name
+                name = src._name
                 src_producer = get(name)
                 grp = written_group.get(name, _UNSEEN)
                 if grp is _UNSEEN:
@@ -276,19 +276,19 @@ def _walk(bsyms, info: AliasInfo, edges: DependencyEdges, writes: list, written_
                     hazards.read(i, src, grp)
         elif not reads_args:  # a view, update_aliases
             if sym_id is _SHALLOW_COPY:
-                j = get(b.args[0].name)
+                j = get(b.args[0]._name)
                 feeders[i] = feeders[j] if j is not None else None  # Note [feeder sets]
             if kind == "view" and not opaque[i]:
                 a0 = b.args[0]
-                j = get(a0.name) if isinstance(a0, TensorProxy) else None
+                j = get(a0._name) if isinstance(a0, TensorProxy) else None
                 taint[i] = acc = taint[j] if j is not None else None
                 if acc and id(sym_id) in _MOVING_VIEWS:
                     moves.append((i, acc))
             if sym_id is _RESHAPE:  # torch's reshape copies when the layout is not viewable: a read, conservatively
                 p = b.args[0]
-                grp = written_group.get(p.name, _UNSEEN)
+                grp = written_group.get(p._name, _UNSEEN)
                 if grp is _UNSEEN:
-                    grp = written_group_of(p.name)
+                    grp = written_group_of(p._name)
                 if grp is not None:
                     hazards.read(i, p, grp)
         elif targs:
@@ -305,7 +305,7 @@ def _walk(bsyms, info: AliasInfo, edges: DependencyEdges, writes: list, written_
             taint_acc = moved = None
             reads_written = False
             for p in targs:
-                name = p.name
+                name = p._name
                 j = get(name)
                 if not edges_added and j is not None and (len(us) == start or j not in us[start:]):
                     us.append(j)
@@ -365,7 +365,7 @@ def _walk(bsyms, info: AliasInfo, edges: DependencyEdges, writes: list, written_
                 else:
                     hazards.write(i, b, d, dest, opaque[i], False, None)
         for o in outs:
-            name = o.name
+            name = o._name
             if name not in producer_idx:
                 producer_idx[name] = i
     edges.producer_idx = producer_idx
@@ -470,7 +470,7 @@ class _Hazards:
                         src_fits = shape_of(src) == d_shape
                     if src_fits:
                         view_key = self.info.view_key
-                        safe = view_key[p.name] == dest.key and shape_of(p) == d_shape  # (info.same_view)
+                        safe = view_key[p._name] == dest.key and shape_of(p) == d_shape  # (info.same_view)
                 hu.append(r)
                 hv.append(i)
                 if safe:
