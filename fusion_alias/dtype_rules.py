@@ -95,6 +95,7 @@ def _is_inplace(bsym) -> bool:
 def check_inplace_dtypes(top_bsyms) -> None:
     """Raise :class:`InplaceDtypeError` where eager refuses an in-place op's store (module Note)."""
     convert = prims.PrimIDs.CONVERT_ELEMENT_TYPE
+    copy_id = prims.PrimIDs.COPY_
     in_place = prims.OpTags.IN_PLACE
     for b in top_bsyms:
         if not b.subsymbols or in_place not in (b.sym.tags or ()):  # (_is_inplace)
@@ -103,13 +104,18 @@ def check_inplace_dtypes(top_bsyms) -> None:
         if name in _CASTING_OPS:
             continue
         # the cast Thunder puts before copy_ is a direct subsymbol; without one, nothing to look through
-        casts = False
+        casts = nested = False
+        direct = []  # the copy_ prims among the direct subsymbols: all of copies_in(b) unless one nests
         for sub in b.subsymbols:
-            if sub.sym.id is convert:
+            sym_id = sub.sym.id
+            if sym_id is copy_id:
+                direct.append(sub)
+            elif sub.subsymbols:
+                nested = True
+            if sym_id is convert:
                 casts = True
-                break
         produced = _producers(b) if casts else None
-        for c in copies_in(b):
+        for c in (copies_in(b) if nested else direct):
             src, dst = (_before_cast(c.args[0], produced) if produced else c.args[0]), c.args[1]
             if not (isinstance(src, TensorProxy) and isinstance(dst, TensorProxy)):
                 continue

@@ -110,14 +110,13 @@ def _check_writes(
     # the names made so far, in program order (the inputs first): only the gradient checks ask
     made = set(info.root) - {o.name for b in bsyms for o in tensor_outs(b)} if grad_inputs else None
     for b in bsyms:
-        _, _, outs, _, t_outs = flattened(b)
-        if pending:
-            for o in outs:
+        if pending:  # (a symbol's outputs are looked up only when a check asks: most programs ask none)
+            for o in flattened(b)[2]:
                 if (op := pending.pop(o._name, None)) is not None and op.operands:  # (none: nothing to check; aliasing.py, Note [proxy names read directly])
                     _check_operand_overlap(op, info, actual, proxies, metas, input_names)
         if grad_inputs:
             _propagate_differentiable(b, info, differentiable)
-            made.update(o.name for o in t_outs)
+            made.update(o.name for o in flattened(b)[4])
         if b.sym.id is not _COPY_ID:
             continue
         dst = b.args[1]
