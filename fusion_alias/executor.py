@@ -28,7 +28,7 @@ from fusion_alias import context, ops, pipeline
 from fusion_alias.aliasing import forget_flattened
 from fusion_alias.backends import compiled as _compiled_backend, reference as _reference_backend
 from fusion_alias.errors import AliasInputError  # noqa: F401  (re-exported: fusion_alias.executor.AliasInputError)
-from fusion_alias.region_plan import plan_region
+from fusion_alias.region_plan import planned_later, writes_back
 from fusion_alias.pipeline import Prepared
 from fusion_alias.regions import _Region, _RegionMeta, _region_key
 
@@ -226,9 +226,9 @@ class FusionAliasExecutor(FusionExecutor):
 
     def fuse(self, region, fusion_counter: int) -> BoundSymbol:
         if type(region) is _Region:  # made by fuse_regions: proxies, in lists made for this call
-            inputs, outputs, bsyms = region.inputs, region.outputs, region.bound_symbols
+            inputs, outputs, bsyms = tuple(region.inputs), region.outputs, region.bound_symbols
         else:
-            inputs = [unvariableify(x) if isinstance(x, Variable) else x for x in region.inputs]
+            inputs = tuple([unvariableify(x) if isinstance(x, Variable) else x for x in region.inputs])
             outputs = [unvariableify(x) if isinstance(x, Variable) else x for x in region.outputs]
             bsyms = list(region.bound_symbols)
         key = getattr(region, "key", None)  # our regions carry it; one Thunder rebuilt does not
@@ -238,12 +238,13 @@ class FusionAliasExecutor(FusionExecutor):
             ctx = context.current()
             meta = _RegionMeta([names] if len(names) > 1 else [], None, resolve_backend(ctx.backend), ctx.schedule)
         name = f"FusionAlias{fusion_counter}"
-        spec = plan_region(name, bsyms, inputs, outputs, meta.alias_groups, meta.view_key)
+        # (the spec keeps the bound symbol's own tuple and lists: Note [regions planned at first use])
+        spec = planned_later(name, bsyms, inputs, outputs, meta.alias_groups, meta.view_key)
         fn = make_callable(spec, meta.backend, meta.schedule)
         # A region that only writes returns nothing anyone reads: keep it from DCE.
-        tags = _KEEP_TAGS if spec.writebacks else ()
+        tags = _KEEP_TAGS if writes_back(spec) else ()
         sym = Symbol(name, meta=None, is_fusion=True, executor=self, tags=tags)
-        fused = BoundSymbol(sym, tuple(inputs), {}, outputs, bsyms)  # (outputs: a list made for this call)
+        fused = BoundSymbol(sym, inputs, {}, outputs, bsyms)  # (outputs: a list made for this call)
         fused._call_ctx = {name: fn}  # (set here, not passed: a keyword argument costs a dict per region)
         return fused
 
