@@ -1,7 +1,9 @@
 """Region planning: which writes of a region land, and how each of its outputs is produced.
 
 ``plan_region`` turns a region's symbols, inputs, outputs and alias groups into a
-:class:`RegionSpec`, which ``lowering.define_region`` and every backend read.
+:class:`RegionSpec`, which ``lowering.define_region`` and every backend read;
+``planned_later`` makes one that plans itself at first use (Note [regions planned
+at first use]).
 
 Note [three kinds of region outputs]
 ------------------------------------
@@ -32,10 +34,11 @@ from fusion_alias.aliasing import proxy_outs
 
 @dataclass
 class RegionSpec:
-    """Everything needed to define and run one region."""
+    """Everything needed to define and run one region (read only: one made by ``planned_later``
+    shares its sequences with the fusion bound symbol)."""
 
     name: str
-    inputs: list[Proxy]
+    inputs: Sequence[Proxy]  # (a list, or the fusion bound symbol's arguments tuple)
     outputs: list[Proxy]
     bsyms: list[BoundSymbol]
     alias_groups: list[list[str]]  # region input names that may share memory (≥2 each)
@@ -123,7 +126,7 @@ def plan_region(
 # * the check of Note [Thunder's wrong 0-d gradients] runs there, so its error
 #   reaches the user from the same call, with the same message;
 # * whether the region writes back (a region that only writes is kept from DCE):
-#   ``writes_back``. A region without ``copy_`` writes nothing back. The last
+#   ``planned_later`` says. A region without ``copy_`` writes nothing back. The last
 #   ``copy_`` of a region is never covered by a later write, so where its
 #   destination is an input, it is written back: ``x.add_(1)`` on an input ``x``,
 #   what large traces are made of, is decided without planning. Otherwise (a
@@ -138,34 +141,24 @@ def planned_later(
     bsyms: Sequence[BoundSymbol],
     inputs: Sequence[Proxy],
     outputs: Sequence[Proxy],
-    alias_groups: Sequence[Sequence[str]],
-    view_key=None,
-) -> RegionSpec:
-    """``plan_region(...)``, planned when first read (Note [regions planned at first use]); it
-    raises ``TraceShapeError`` now, as ``plan_region`` would. ``alias_groups`` is kept, not copied."""
-    _copies_checked(name, bsyms)
+    meta,
+) -> tuple[RegionSpec, bool]:
+    """``plan_region(name, bsyms, inputs, outputs, meta.alias_groups, meta.view_key)``, planned
+    when first read, and whether it writes back (``bool(spec.writebacks)``), decided without
+    planning where one look decides it (Note [regions planned at first use]). Raises
+    ``TraceShapeError`` now, as ``plan_region`` would. ``meta``: what the pass knows of the
+    region (``regions._RegionMeta``), kept as ``spec.meta``; its alias groups are kept, not copied."""
+    copies = _copies_checked(name, bsyms)
     spec = _PlannedLater.__new__(_PlannedLater)
-    spec.name, spec.inputs, spec.outputs, spec.bsyms, spec.alias_groups = name, inputs, outputs, bsyms, alias_groups
-    spec._view_key = view_key
-    return spec
-
-
-def writes_back(spec: RegionSpec) -> bool:
-    """``bool(spec.writebacks)``, without planning ``spec`` where one look decides it
-    (Note [regions planned at first use])."""
-    if type(spec) is not _PlannedLater or getattr(spec, "_view_key", _DONE) is _DONE:
-        return bool(spec.writebacks)
-    bsyms = spec.bsyms
-    copy_id = ops.COPY_ID
-    for i in range(len(bsyms) - 1, -1, -1):
-        b = bsyms[i]
-        if b.sym.id is copy_id:  # the last copy_: written back where its destination is an input
-            d = b.args[1]._name  # (aliasing.py, Note [proxy names read directly])
-            for p in spec.inputs:
-                if p._name == d:
-                    return True
-            return bool(spec.writebacks)
-    return False  # (no copy_: nothing to write back)
+    spec.name, spec.inputs, spec.outputs, spec.bsyms, spec.alias_groups = name, inputs, outputs, bsyms, meta.alias_groups
+    spec.meta, spec._pending = meta, True
+    if not copies:
+        return spec, False  # (no copy_: nothing to write back)
+    d = bsyms[copies[-1]].args[1]._name  # the last copy_ is written back where it writes an input
+    for p in inputs:
+        if p._name == d:  # (aliasing.py, Note [proxy names read directly])
+            return spec, True
+    return spec, bool(spec.writebacks)
 
 
 _PLANNED_FIELDS = frozenset(
@@ -175,20 +168,17 @@ _PLANNED_FIELDS = frozenset(
 
 class _PlannedLater(RegionSpec):
     """A ``RegionSpec`` whose planned fields are filled in when one of them is first read
-    (``_view_key``: ``_DONE`` from then on)."""
+    (``_pending`` until then)."""
 
     def __getattr__(self, attr):  # (only called for attributes not set yet)
-        if attr not in _PLANNED_FIELDS or self._view_key is _DONE:
+        if attr not in _PLANNED_FIELDS or not getattr(self, "_pending", False):
             raise AttributeError(attr)
         (self.writebacks, self.writeback_dst, self.output_kind, self.view_chain, self.final_src,
          self.extra_outputs, self.final_dst) = _planned(
-            _copies_checked(self.name, self.bsyms), self.bsyms, self.inputs, self.outputs, self._view_key
+            _copies_checked(self.name, self.bsyms), self.bsyms, self.inputs, self.outputs, self.meta.view_key
         )
-        self._view_key = _DONE
+        self._pending = False
         return getattr(self, attr)
-
-
-_DONE = object()  # (the ``_view_key`` of a ``_PlannedLater`` planned already)
 
 
 def _copies_checked(name: str, bsyms: Sequence[BoundSymbol]) -> list[int]:
