@@ -148,13 +148,21 @@ def planned_later(
     planning where one look decides it (Note [regions planned at first use]). Raises
     ``TraceShapeError`` now, as ``plan_region`` would. ``meta``: what the pass knows of the
     region (``regions._RegionMeta``), kept as ``spec.meta``; its alias groups are kept, not copied."""
-    copies = _copies_checked(name, bsyms)
+    copy_id = ops.COPY_ID
+    last_copy = None
+    for b in bsyms:  # (_copies_checked, less the list: what this needs is the last copy_)
+        sym_id = b.sym.id
+        if sym_id is copy_id:
+            last_copy = b
+        elif sym_id is _BROADCAST_IN_DIM:
+            _check_trace_consistency(name, b)
     spec = _PlannedLater.__new__(_PlannedLater)
-    spec.name, spec.inputs, spec.outputs, spec.bsyms, spec.alias_groups = name, inputs, outputs, bsyms, meta.alias_groups
-    spec.meta, spec._pending = meta, True
-    if not copies:
+    spec.name, spec.inputs, spec.outputs, spec.bsyms, spec.alias_groups, spec.meta = (
+        name, inputs, outputs, bsyms, meta.alias_groups, meta
+    )
+    if last_copy is None:
         return spec, False  # (no copy_: nothing to write back)
-    d = bsyms[copies[-1]].args[1]._name  # the last copy_ is written back where it writes an input
+    d = last_copy.args[1]._name  # the last copy_ is written back where it writes an input
     for p in inputs:
         if p._name == d:  # (aliasing.py, Note [proxy names read directly])
             return spec, True
@@ -167,17 +175,15 @@ _PLANNED_FIELDS = frozenset(
 
 
 class _PlannedLater(RegionSpec):
-    """A ``RegionSpec`` whose planned fields are filled in when one of them is first read
-    (``_pending`` until then)."""
+    """A ``RegionSpec`` whose planned fields are filled in when one of them is first read."""
 
-    def __getattr__(self, attr):  # (only called for attributes not set yet)
-        if attr not in _PLANNED_FIELDS or not getattr(self, "_pending", False):
+    def __getattr__(self, attr):  # (only called for attributes not set: the planned fields until planned)
+        if attr not in _PLANNED_FIELDS:
             raise AttributeError(attr)
         (self.writebacks, self.writeback_dst, self.output_kind, self.view_chain, self.final_src,
          self.extra_outputs, self.final_dst) = _planned(
             _copies_checked(self.name, self.bsyms), self.bsyms, self.inputs, self.outputs, self.meta.view_key
         )
-        self._pending = False
         return getattr(self, attr)
 
 

@@ -78,7 +78,10 @@ def fuse_regions(executor, prep, part, ctx, resolve_backend) -> tuple[list[Bound
                 no_groups = _RegionMeta([], view_key, backend, ctx.schedule)
             meta = no_groups
         bsym, spec = fused(region_bsyms, tuple(inputs), outputs, meta, counter)
-        register(registry, key, spec)
+        if key in registry:
+            register(registry, key, spec)
+        else:  # (register, the case of every region of a pass: a key of its own)
+            registry[key] = spec
         out_bsyms.append(bsym)
         counter += 1
     return out_bsyms, counter
@@ -108,13 +111,19 @@ def _regions_io(bsyms, items) -> list[tuple]:
             for a in proxy_args(bsyms[idx[0]]):
                 later.add(a._name)  # (aliasing.py, Note [proxy names read directly])
             continue
-        region_bsyms = [bsyms[i] for i in idx]
+        region_bsyms: list[BoundSymbol] = []
+        add_bsym = region_bsyms.append
         reads: set[str] = set()  # the names read so far
         made: set[str] = set()  # the names made so far
         inputs: list[Proxy] = []
         outputs: list[Proxy] = []
-        for b in region_bsyms:
+        first_outs = None
+        for i in idx:
+            b = bsyms[i]
+            add_bsym(b)
             _, args, outs, _, _ = flattened(b)  # (proxies only)
+            if first_outs is None:
+                first_outs = outs
             for a in args:
                 name = a._name
                 if name not in reads:
@@ -127,10 +136,8 @@ def _regions_io(bsyms, items) -> list[tuple]:
                 if name in later:
                     outputs.append(o)
         later |= reads
-        if region_bsyms:  # (_short_key: b is the last symbol)
-            first = region_bsyms[0]
-            first_outs = flattened(first)[2]
-            key = (len(region_bsyms), first_outs[0]._name if first_outs else first.sym.name,
+        if region_bsyms:  # (_short_key; b: the last symbol)
+            key = (len(region_bsyms), first_outs[0]._name if first_outs else region_bsyms[0].sym.name,
                    outs[0]._name if outs else b.sym.name)
         else:
             key = (0,)
