@@ -215,11 +215,29 @@ def registered_meta(registry: dict, bsyms: Sequence[BoundSymbol]) -> _RegionMeta
 
 
 def _region_alias_groups(inputs, info: AliasInfo) -> list[list[str]]:
+    """The names of the region's tensor inputs that share a memory group, per group (two names
+    or more), the groups in the order their first names come, the names in input order."""
     if len(inputs) < 2:  # (a group has two names or more)
         return []
-    by_group: dict[str, list[str]] = {}
     root = info.root
+    asked, group = info.groups_asked(), info.group  # (group(name), its memo read first)
+    named: list[tuple[str, str]] = []  # (group, name) of each tensor input with a group
+    seen: set[str] = set()
+    shared = False
     for p in inputs:
-        if isinstance(p, TensorProxy) and p.name in root:
-            by_group.setdefault(info.group(p.name), []).append(p.name)
+        if isinstance(p, TensorProxy):
+            name = p._name  # (aliasing.py, Note [proxy names read directly])
+            if name in root:
+                g = asked.get(name)
+                if g is None:
+                    g = group(name)
+                if g in seen:
+                    shared = True
+                seen.add(g)
+                named.append((g, name))
+    if not shared:  # (each in a group of its own: most regions)
+        return []
+    by_group: dict[str, list[str]] = {}
+    for g, name in named:
+        by_group.setdefault(g, []).append(name)
     return [names for names in by_group.values() if len(names) > 1]
