@@ -6,8 +6,9 @@ in the order the data flows::
     flatten → drop update_aliases → input groups → alias analysis → refusals
             → read substitution → dce → dependency graph → partition → regions
 
-and ``fuse`` turns one region into a fusion bound symbol whose callable is a
-backend wrapper (reference or nvFuser) carrying the region's alias groups.
+and ``fused`` (``fuse``, for a region Thunder hands back) turns one region into a
+fusion bound symbol whose callable is a backend wrapper (compiled torch, reference
+or nvFuser) carrying the region's alias groups.
 See docs/architecture.md for the path of one call.
 """
 
@@ -28,9 +29,9 @@ from fusion_alias import context, ops, pipeline
 from fusion_alias.aliasing import forget_flattened
 from fusion_alias.backends import compiled as _compiled_backend, reference as _reference_backend
 from fusion_alias.errors import AliasInputError  # noqa: F401  (re-exported: fusion_alias.executor.AliasInputError)
-from fusion_alias.region_plan import plan_region
+from fusion_alias.region_plan import planned_later
 from fusion_alias.pipeline import Prepared
-from fusion_alias.regions import _Region, _RegionMeta, _region_key
+from fusion_alias.regions import _RegionMeta, registered_meta
 
 
 BACKENDS = ("auto", "nvfuser", "torch", "reference")
@@ -128,7 +129,7 @@ class FusionAliasExecutor(FusionExecutor):
         for pid in ops.OP_TABLE:
             self.register_supported(pid, checker=self._checker)
         self._own_ids = frozenset(id(pid) for pid in ops.OP_TABLE)  # see can_execute
-        self._regions: dict = {}  # regions._RegionKey -> _RegionMeta, for this pass
+        self._regions: dict = {}  # the pass's regions' specs (regions.py, Note [the pass's regions, found again])
         self.last_pass_seconds: float = 0.0
 
     # -- what we claim ------------------------------------------------------
@@ -245,27 +246,31 @@ class FusionAliasExecutor(FusionExecutor):
         return new_trace
 
     def fuse(self, region, fusion_counter: int) -> BoundSymbol:
-        if type(region) is _Region:  # made by fuse_regions: proxies, in lists made for this call
-            inputs, outputs, bsyms = region.inputs, region.outputs, region.bound_symbols
-        else:
-            inputs = [unvariableify(x) if isinstance(x, Variable) else x for x in region.inputs]
-            outputs = [unvariableify(x) if isinstance(x, Variable) else x for x in region.outputs]
-            bsyms = list(region.bound_symbols)
-        key = getattr(region, "key", None)  # our regions carry it; one Thunder rebuilt does not
-        meta = self._regions.get(key if key is not None else _region_key(bsyms))
+        """Thunder's: a fusion bound symbol for ``region``, here one that Thunder hands back
+        (``update_fusion_call_ctx``), with the facts the pass had about it where it was ours
+        (regions.py, Note [the pass's regions, found again])."""
+        inputs = tuple([unvariableify(x) if isinstance(x, Variable) else x for x in region.inputs])
+        outputs = [unvariableify(x) if isinstance(x, Variable) else x for x in region.outputs]
+        meta = registered_meta(self._regions, region.bound_symbols)
         if meta is None:  # rebuilt by someone else: assume every input may alias every other
             names = [p.name for p in inputs if isinstance(p, TensorProxy)]
             ctx = context.current()
             meta = _RegionMeta([names] if len(names) > 1 else [], None, resolve_backend(ctx.backend), ctx.schedule)
+        return self.fused(list(region.bound_symbols), inputs, outputs, meta, fusion_counter)[0]
+
+    def fused(self, bsyms: list, inputs: tuple, outputs: list, meta, fusion_counter: int) -> tuple:
+        """``fuse`` for the region of ``bsyms`` with the facts ``meta`` (``regions._RegionMeta``),
+        in a tuple with its spec; ``fuse_regions`` calls it for the pass's own regions. The
+        fusion bound symbol and its spec keep ``bsyms``, ``inputs`` and ``outputs``."""
         name = f"FusionAlias{fusion_counter}"
-        spec = plan_region(name, bsyms, inputs, outputs, meta.alias_groups, meta.view_key)
+        # (Note [regions planned at first use], region_plan.py)
+        spec, keep = planned_later(name, bsyms, inputs, outputs, meta)
         fn = make_callable(spec, meta.backend, meta.schedule)
         # A region that only writes returns nothing anyone reads: keep it from DCE.
-        tags = _KEEP_TAGS if spec.writebacks else ()
-        sym = Symbol(name, meta=None, is_fusion=True, executor=self, tags=tags)
-        fused = BoundSymbol(sym, tuple(inputs), {}, outputs, bsyms)  # (outputs: a list made for this call)
+        sym = Symbol(name, meta=None, is_fusion=True, executor=self, tags=_KEEP_TAGS if keep else ())
+        fused = BoundSymbol(sym, inputs, {}, outputs, bsyms)
         fused._call_ctx = {name: fn}  # (set here, not passed: a keyword argument costs a dict per region)
-        return fused
+        return fused, spec
 
 
 _KEEP_TAGS = (prims.OpTags.DONT_DCE,)  # (one tuple for every region that only writes)

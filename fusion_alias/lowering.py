@@ -11,7 +11,8 @@ The region's :class:`RegionSpec` says what the definition cannot: which
 inputs share memory (alias groups), which writes are coalesced, and how each
 output is produced (a fusion output, the written destination buffer itself,
 or a view of an input made after the fusion ran). ``region_plan.plan_region``
-makes it (region_plan.py, Note [three kinds of region outputs]).
+(or ``planned_later``, at first use) makes it (region_plan.py, Note [three kinds
+of region outputs]).
 """
 
 from __future__ import annotations

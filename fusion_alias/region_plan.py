@@ -1,7 +1,9 @@
 """Region planning: which writes of a region land, and how each of its outputs is produced.
 
 ``plan_region`` turns a region's symbols, inputs, outputs and alias groups into a
-:class:`RegionSpec`, which ``lowering.define_region`` and every backend read.
+:class:`RegionSpec`, which ``lowering.define_region`` and every backend read;
+``planned_later`` makes one that plans itself at first use (Note [regions planned
+at first use]).
 
 Note [three kinds of region outputs]
 ------------------------------------
@@ -32,10 +34,11 @@ from fusion_alias.aliasing import proxy_outs
 
 @dataclass
 class RegionSpec:
-    """Everything needed to define and run one region."""
+    """Everything needed to define and run one region (read only: one made by ``planned_later``
+    shares its sequences with the fusion bound symbol)."""
 
     name: str
-    inputs: list[Proxy]
+    inputs: Sequence[Proxy]  # (a list, or the fusion bound symbol's arguments tuple)
     outputs: list[Proxy]
     bsyms: list[BoundSymbol]
     alias_groups: list[list[str]]  # region input names that may share memory (≥2 each)
@@ -95,14 +98,112 @@ def plan_region(
     name is its own view, and only writes to the same name are coalesced.
     Raises ``TraceShapeError`` where the trace is inconsistent with itself.
     """
+    copies = _copies_checked(name, bsyms)
+    inputs, outputs, bsyms = list(inputs), list(outputs), list(bsyms)
+    # (its fields in order: keyword arguments cost a dict per call, and there is a call per region)
+    return RegionSpec(
+        name,
+        inputs,
+        outputs,
+        bsyms,
+        [list(g) for g in alias_groups] if alias_groups else [],
+        *_planned(copies, bsyms, inputs, outputs, view_key),
+    )
+
+
+# Note [regions planned at first use]
+# -----------------------------------
+# A region's plan (its write-backs, output kinds, view chains) is read when its
+# callable is defined: the reference and nvFuser backends do that when the region
+# is made, the compiled torch backend at the region's first call or ``repr``. The
+# aliased 100k-bsym bench makes 40k regions in one pass, and planning them all
+# there was half of making them (and Thunder's ``update_fusion_call_ctx`` makes
+# every region again after the pass). So ``FusionAliasExecutor.fuse`` makes each
+# region's spec with ``planned_later``: a ``RegionSpec`` that plans itself when one
+# of the planned fields is first read. What the pass itself needs of the plan is
+# decided when the region is made, as before:
+#
+# * the check of Note [Thunder's wrong 0-d gradients] runs there, so its error
+#   reaches the user from the same call, with the same message;
+# * whether the region writes back (a region that only writes is kept from DCE):
+#   ``planned_later`` says. A region without ``copy_`` writes nothing back. The last
+#   ``copy_`` of a region is never covered by a later write, so where its
+#   destination is an input, it is written back: ``x.add_(1)`` on an input ``x``,
+#   what large traces are made of, is decided without planning. Otherwise (a
+#   last write into a tensor the region made) the spec is planned there.
+#
+# The lazy spec keeps the lists it is given (the fusion bound symbol's own
+# arguments, outputs and subsymbols): no one changes them.
+
+
+def planned_later(
+    name: str,
+    bsyms: Sequence[BoundSymbol],
+    inputs: Sequence[Proxy],
+    outputs: Sequence[Proxy],
+    meta,
+) -> tuple[RegionSpec, bool]:
+    """``plan_region(name, bsyms, inputs, outputs, meta.alias_groups, meta.view_key)``, planned
+    when first read, and whether it writes back (``bool(spec.writebacks)``), decided without
+    planning where one look decides it (Note [regions planned at first use]). Raises
+    ``TraceShapeError`` now, as ``plan_region`` would. ``meta``: what the pass knows of the
+    region (``regions._RegionMeta``), kept as ``spec.meta``; its alias groups are kept, not copied."""
+    copy_id = ops.COPY_ID
+    last_copy = None
+    for b in bsyms:  # (_copies_checked, less the list: what this needs is the last copy_)
+        sym_id = b.sym.id
+        if sym_id is copy_id:
+            last_copy = b
+        elif sym_id is _BROADCAST_IN_DIM:
+            _check_trace_consistency(name, b)
+    spec = _PlannedLater.__new__(_PlannedLater)
+    spec.name, spec.inputs, spec.outputs, spec.bsyms, spec.alias_groups, spec.meta = (
+        name, inputs, outputs, bsyms, meta.alias_groups, meta
+    )
+    if last_copy is None:
+        return spec, False  # (no copy_: nothing to write back)
+    d = last_copy.args[1]._name  # the last copy_ is written back where it writes an input
+    for p in inputs:
+        if p._name == d:  # (aliasing.py, Note [proxy names read directly])
+            return spec, True
+    return spec, bool(spec.writebacks)
+
+
+_PLANNED_FIELDS = frozenset(
+    ("writebacks", "writeback_dst", "output_kind", "view_chain", "final_src", "extra_outputs", "final_dst")
+)
+
+
+class _PlannedLater(RegionSpec):
+    """A ``RegionSpec`` whose planned fields are filled in when one of them is first read."""
+
+    def __getattr__(self, attr):  # (only called for attributes not set: the planned fields until planned)
+        if attr not in _PLANNED_FIELDS:
+            raise AttributeError(attr)
+        (self.writebacks, self.writeback_dst, self.output_kind, self.view_chain, self.final_src,
+         self.extra_outputs, self.final_dst) = _planned(
+            _copies_checked(self.name, self.bsyms), self.bsyms, self.inputs, self.outputs, self.meta.view_key
+        )
+        return getattr(self, attr)
+
+
+def _copies_checked(name: str, bsyms: Sequence[BoundSymbol]) -> list[int]:
+    """The positions of the ``copy_`` symbols of region ``name``; raises ``TraceShapeError`` at
+    the first inconsistent broadcast (Note [Thunder's wrong 0-d gradients])."""
     copy_id = ops.COPY_ID
     copies: list[int] = []
-    for i, b in enumerate(bsyms):  # (nothing else below raises: the check raises as one made first would)
+    for i, b in enumerate(bsyms):  # (nothing planned after this raises: the check raises as one made first would)
         sym_id = b.sym.id
         if sym_id is copy_id:
             copies.append(i)
         elif sym_id is _BROADCAST_IN_DIM:
             _check_trace_consistency(name, b)
+    return copies
+
+
+def _planned(copies: list[int], bsyms, inputs, outputs, view_key) -> tuple:
+    """A spec's planned fields, in order: writebacks, writeback_dst, output_kind, view_chain,
+    final_src, extra_outputs, final_dst."""
     input_names = {p._name for p in inputs}  # (aliasing.py, Note [proxy names read directly])
     produced_by = None  # name -> the symbol of the region making it (``_producers``), made when first needed
     if copies:
@@ -111,26 +212,15 @@ def plan_region(
         )
     else:
         writebacks, writeback_dst, internal_final = [], {}, {}
-    # (its fields in order: keyword arguments cost a dict per call, and there is a call per region)
-    spec = RegionSpec(
-        name,
-        list(inputs),
-        list(outputs),
-        list(bsyms),
-        [list(g) for g in alias_groups] if alias_groups else [],
-        writebacks,
-        writeback_dst,
-        {},  # output_kind, view_chain, final_src, extra_outputs, final_dst: _plan_outputs fills them
-        {},
-        {},
-        [],
-        {},
-    )
+    output_kind, view_chain, final_src, extra_outputs, final_dst = {}, {}, {}, [], {}
     if outputs:
         if produced_by is None:
             produced_by = _producers(bsyms)
-        _plan_outputs(spec, input_names, produced_by, internal_final)
-    return spec
+        _plan_outputs(
+            bsyms, outputs, input_names, produced_by, internal_final,
+            output_kind, view_chain, final_src, extra_outputs, final_dst,
+        )
+    return writebacks, writeback_dst, output_kind, view_chain, final_src, extra_outputs, final_dst
 
 
 def _own_name(name: str) -> str:
@@ -222,21 +312,22 @@ def _memory_base(name: str, input_names: set, produced_by: dict) -> tuple[str, l
     return name, list(reversed(steps))
 
 
-def _plan_outputs(spec: RegionSpec, input_names: set, produced_by: dict, internal_final: dict) -> None:
-    """Fill in ``spec``'s output kinds, view chains, "final" values and extra outputs."""
-    kinds, chains = spec.output_kind, spec.view_chain
-    output_names = {o.name for o in spec.outputs}
+def _plan_outputs(bsyms, outputs, input_names: set, produced_by: dict, internal_final: dict,
+                  kinds: dict, chains: dict, final_src: dict, extra_outputs: list, final_dst: dict) -> None:
+    """Fill in a spec's output kinds, view chains, "final" values (and the tensors they land
+    in) and extra outputs."""
+    output_names = {o.name for o in outputs}
 
     def materialize(name: str, proxy: Proxy | None) -> None:
         if name in internal_final:
-            kinds[name], spec.final_src[name] = "final", internal_final[name]
-            spec.final_dst[name] = name
+            kinds[name], final_src[name] = "final", internal_final[name]
+            final_dst[name] = name
         else:
             kinds[name] = "fresh"
         if name not in output_names and proxy is not None:
-            spec.extra_outputs.append(proxy)
+            extra_outputs.append(proxy)
 
-    for o in spec.outputs:
+    for o in outputs:
         if not isinstance(o, TensorProxy):
             kinds[o.name] = "fresh"
             continue
@@ -246,7 +337,7 @@ def _plan_outputs(spec: RegionSpec, input_names: set, produced_by: dict, interna
         else:
             kinds[o.name], chains[o.name] = "view", (base, steps)
             if base not in input_names and base not in kinds:
-                materialize(base, _proxy_named(spec.bsyms, base))
+                materialize(base, _proxy_named(bsyms, base))
 
 
 # Note [one write-back per memory]

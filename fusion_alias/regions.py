@@ -2,8 +2,9 @@
 
 A region's inputs are the values its symbols read and no symbol of it makes;
 its outputs are the values it makes that a later item reads. Its alias groups
-(inputs that may share memory) travel with it to the backend, as ``_RegionMeta``
-keyed by the region's symbols, for ``FusionAliasExecutor.fuse`` to find.
+(inputs that may share memory) travel with it to the backend, as ``_RegionMeta``,
+which ``FusionAliasExecutor.fuse`` also finds for a region Thunder hands back
+(Note [the pass's regions, found again]).
 """
 
 from __future__ import annotations
@@ -34,35 +35,39 @@ class _RegionMeta:
 # --------------------------
 # The aliased 100k-bsym bench makes 40k regions in one pass, so everything made per
 # region is paid 40k times, and every container that outlives the pass is scanned
-# again by each full collection after it. ``fuse_regions`` therefore makes little per
-# region beyond the fusion bound symbol itself: the regions without alias groups (all
-# of them there) share one ``_RegionMeta``, ``_Region`` has slots, and the region's list
-# of symbols is both its key's and its fusion bound symbol's ``subsymbols`` (neither
-# changes it; ``fuse`` copies the lists of a region Thunder rebuilt).
+# again by each full collection after it (and the first collection after the pass
+# visits every new one). ``fuse_regions`` therefore leaves little per region beyond
+# the fusion bound symbol itself (Thunder's ``Symbol``, ``BoundSymbol``, its tags set,
+# arguments tuple, output and subsymbols lists, and call context dict), its callable,
+# and the callable's ``RegionSpec``, which keeps the bound symbol's own tuple and
+# lists and plans itself at first use (region_plan.py, Note [regions planned at
+# first use]): nine tracked objects. The regions without alias groups (all of them
+# there) share one ``_RegionMeta``, the registry of the pass's regions keeps the specs
+# under keys the collector does not track (Note [the pass's regions, found again]),
+# and no list of a region is copied (no one changes them; ``fuse`` copies the lists of
+# a region Thunder hands back).
 
 
 def fuse_regions(executor, prep, part, ctx, resolve_backend) -> tuple[list[BoundSymbol], int]:
     """The pass's new bound symbols: the partition's lone nodes as they are, each region fused
-    by ``executor.fuse`` (its alias groups and backend, ``resolve_backend(ctx.backend, device)``,
-    recorded in ``executor._regions`` first); and the number of regions."""
+    by ``executor.fused`` with its alias groups and backend (``resolve_backend(ctx.backend,
+    device)``), and its spec recorded in ``executor._regions``; and the number of regions."""
     bsyms, info = prep.bsyms, prep.info
     items = part.items
-    consumers = _last_consumers(bsyms, items)
+    regions = _regions_io(bsyms, items)
     backend = None  # the same for every region of the pass: asked at the first
     view_key = lambda n, keys=info.view_key: keys.get(n, ("unknown", n))  # noqa: E731
     no_groups = None  # the meta of every region without alias groups (Note [what a region costs])
-    metas = executor._regions
-    fuse = executor.fuse
+    fused = executor.fused
+    registry = executor._regions
     out_bsyms: list[BoundSymbol] = []
     counter = 0
-    for pos, (kind, idx) in enumerate(items):
+    for kind, idx in items:
         if kind == "node":
             out_bsyms.append(bsyms[idx[0]])
             continue
-        region_bsyms = [bsyms[i] for i in idx]
-        inputs, outputs, ends = _region_io(region_bsyms, pos, consumers)
+        region_bsyms, inputs, outputs, key = regions.pop()
         groups = _region_alias_groups(inputs, info)
-        key = _RegionKey(region_bsyms, ends)
         if backend is None:
             device = prep.tensor_inputs[0].device.type if prep.tensor_inputs else None
             backend = resolve_backend(ctx.backend, device)
@@ -72,33 +77,97 @@ def fuse_regions(executor, prep, part, ctx, resolve_backend) -> tuple[list[Bound
             if no_groups is None:
                 no_groups = _RegionMeta([], view_key, backend, ctx.schedule)
             meta = no_groups
-        metas[key] = meta
-        out_bsyms.append(fuse(_Region(inputs, outputs, region_bsyms, key), counter))
+        bsym, spec = fused(region_bsyms, tuple(inputs), outputs, meta, counter)
+        if key in registry:
+            register(registry, key, spec)
+        else:  # (register, the case of every region of a pass: a key of its own)
+            registry[key] = spec
+        out_bsyms.append(bsym)
         counter += 1
     return out_bsyms, counter
 
 
-def _last_consumers(bsyms, items) -> dict[str, int]:
-    """name -> the position of the last item that reads it."""
-    consumers: dict[str, int] = {}
-    for pos, (_, idx) in enumerate(items):  # (positions ascend: the last one written is the largest)
+# Note [region inputs and outputs in one walk back]
+# -------------------------------------------------
+# A region's outputs are the values it makes that an item after it reads. Walking
+# the items from the last to the first, the names read after the item at hand are
+# one set (``later``), grown by each item's reads once it is done: each symbol's
+# arguments are read once, and the region's own walk finds its inputs, its outputs and
+# the names it reads together. (Before, a first walk forward recorded the last reader of
+# every name, and each region's walk compared with it: every region symbol read twice.)
+# Example: items ``[R0: t0 = tanh(a); t1 = copy_(t0, a)]``, ``[R1: t2 = add(b, 1); t3 =
+# copy_(t2, b)]``, ``[node: return t1]``: walking back, ``later`` is {t1} at R1 (no
+# output), then {t1, t2, b} at R0: its output is t1.
+
+
+def _regions_io(bsyms, items) -> list[tuple]:
+    """Per region of ``items``, last first: its symbols, its inputs (the proxies it reads before
+    it makes them, each once), its outputs (those it makes that a later item reads), and its
+    ``_short_key`` (Note [region inputs and outputs in one walk back])."""
+    later: set[str] = set()  # the names that the items after the one at hand read
+    out: list[tuple] = []
+    for kind, idx in reversed(items):
+        if kind == "node":
+            for a in proxy_args(bsyms[idx[0]]):
+                later.add(a._name)  # (aliasing.py, Note [proxy names read directly])
+            continue
+        region_bsyms: list[BoundSymbol] = []
+        add_bsym = region_bsyms.append
+        reads: set[str] = set()  # the names read so far
+        made: set[str] = set()  # the names made so far
+        inputs: list[Proxy] = []
+        outputs: list[Proxy] = []
+        first_outs = None
         for i in idx:
-            for a in proxy_args(bsyms[i]):
-                consumers[a._name] = pos  # (aliasing.py, Note [proxy names read directly])
-    return consumers
+            b = bsyms[i]
+            add_bsym(b)
+            _, args, outs, _, _ = flattened(b)  # (proxies only)
+            if first_outs is None:
+                first_outs = outs
+            for a in args:
+                name = a._name
+                if name not in reads:
+                    reads.add(name)
+                    if name not in made:
+                        inputs.append(a)
+            for o in outs:
+                name = o._name
+                made.add(name)
+                if name in later:
+                    outputs.append(o)
+        later |= reads
+        if region_bsyms:  # (_short_key; b: the last symbol)
+            key = (len(region_bsyms), first_outs[0]._name if first_outs else region_bsyms[0].sym.name,
+                   outs[0]._name if outs else b.sym.name)
+        else:
+            key = (0,)
+        out.append((region_bsyms, inputs, outputs, key))
+    return out
 
 
-@dataclass(slots=True)
-class _Region:
-    inputs: list
-    outputs: list
-    bound_symbols: list
-    key: "_RegionKey | None" = None  # ``_RegionKey(bound_symbols)``, computed once (Thunder's own regions have none)
+# Note [the pass's regions, found again]
+# --------------------------------------
+# Thunder's ``update_fusion_call_ctx`` (run by the torch.compile and nvFuser executors'
+# passes after ours) hands each fusion bound symbol back to ``fuse`` as a region of its
+# own: its subsymbols, its arguments and outputs variableified. ``fuse`` then needs the
+# facts the pass had (``_RegionMeta``), and finds them by what identifies a region within
+# one pass: its symbols' names and output names, in order (``_full_key``). Spelling that
+# out for every region is a tuple per symbol, and a 100k-bsym trace has 100k-symbol
+# regions, or 40k regions; so ``executor._regions`` is keyed by a short key, the
+# region's length and its first and last symbols' first names (``_short_key``: a tuple
+# of an int and two strings, which the garbage collector stops tracking), and holds the
+# region's spec (``RegionSpec.meta``: its facts), or the specs of every region with that
+# short key, last made last. A lookup compares the full keys of those only, and none
+# where the region handed back is the very list of symbols the spec keeps (what
+# ``update_fusion_call_ctx`` hands back). The short keys of one pass differ (the output
+# names of a trace are unique; symbol names alone put the 40k two-symbol regions of the
+# aliased 100k bench under one key), so a region costs the dict entry and nothing it
+# would not keep anyway. Equal full keys: the region made last is the one found.
 
 
-def _region_key(bsyms: Sequence[BoundSymbol]) -> "_RegionKey":
-    """What identifies a region within one pass: its symbols' names and output names, in order."""
-    return _RegionKey(list(bsyms))
+def _short_key(bsyms: Sequence[BoundSymbol]) -> tuple:
+    """The length of ``bsyms`` and its first and last entries' ``_end_name``."""
+    return (len(bsyms), _end_name(bsyms[0]), _end_name(bsyms[-1])) if bsyms else (0,)
 
 
 def _full_key(bsyms: Sequence[BoundSymbol]) -> tuple:
@@ -110,86 +179,65 @@ def _entry_key(b: BoundSymbol) -> tuple:
 
 
 def _end_name(b: BoundSymbol) -> str:
-    """A name of ``_entry_key(b)`` for the hash: its first output's, else its symbol's."""
+    """A name of ``_entry_key(b)`` for the short key: its first output's, else its symbol's."""
     outs = proxy_outs(b)
     return outs[0]._name if outs else b.sym.name
 
 
-def _end_names(bsyms: Sequence[BoundSymbol]) -> tuple:
-    """What ``_RegionKey`` hashes besides the length: its first and last entries' ``_end_name``."""
-    return (_end_name(bsyms[0]), _end_name(bsyms[-1])) if bsyms else ()
+def register(registry: dict, key: tuple, spec) -> None:
+    """Record the spec of a region of the pass under its ``_short_key`` (Note [the pass's
+    regions, found again])."""
+    found = registry.get(key)
+    if found is None:
+        registry[key] = spec
+    elif type(found) is list:
+        found.append(spec)
+    else:
+        registry[key] = [found, spec]
 
 
-class _RegionKey:
-    """``_full_key(bsyms)``, as a dict key that spells it out only when asked to compare.
-
-    A region of a 100k-bsym trace has a 100k-entry key, built and hashed for one dict
-    entry that ``fuse`` finds again through the very same key object (``_Region.key``);
-    only a region Thunder rebuilt is looked up by a new key, and compared in full then.
-    The hash covers the length and the first and last entries' first names: equal keys hash alike, and
-    keys of one pass hash apart (the output names of a trace are unique; hashing only the
-    symbol names put the 40k two-symbol regions of the aliased 100k bench in one bucket).
-    The key keeps ``bsyms`` itself, not a copy: its maker must not change the list
-    afterwards (``_region_key`` copies).
-    """
-
-    __slots__ = ("bsyms", "_full", "_hash")
-
-    def __init__(self, bsyms: list[BoundSymbol], ends: tuple | None = None):
-        """``ends``: ``_end_names(bsyms)``, where the maker has read them already."""
-        self.bsyms = bsyms
-        self._full: tuple | None = None
-        self._hash = hash((len(bsyms), _end_names(bsyms) if ends is None else ends))
-
-    def full(self) -> tuple:
-        if self._full is None:
-            self._full = _full_key(self.bsyms)
-        return self._full
-
-    def __hash__(self) -> int:
-        return self._hash
-
-    def __eq__(self, other) -> bool:
-        if self is other:
-            return True
-        if not isinstance(other, _RegionKey):
-            return NotImplemented
-        return self._hash == other._hash and self.full() == other.full()
-
-
-def _region_io(region_bsyms, pos, consumers) -> tuple[list[Proxy], list[Proxy], tuple]:
-    """The region's inputs (the proxies it reads before it makes them, each once), its
-    outputs (those it makes that an item after position ``pos`` reads), and its
-    ``_end_names`` for the key, read on the way."""
-    known: set[str] = set()  # the names read so far and the names made so far
-    inputs: list[Proxy] = []
-    outputs: list[Proxy] = []
-    first_end = None
-    for b in region_bsyms:
-        _, args, outs, _, _ = flattened(b)  # (proxies only)
-        if first_end is None:
-            first_end = outs[0]._name if outs else b.sym.name  # (_end_name)
-        for a in args:
-            name = a._name
-            if name not in known:
-                known.add(name)
-                inputs.append(a)
-        for o in outs:
-            name = o._name
-            known.add(name)
-            if consumers.get(name, -1) > pos:
-                outputs.append(o)
-    if first_end is None:
-        return inputs, outputs, ()
-    return inputs, outputs, (first_end, outs[0]._name if outs else b.sym.name)  # (b: the last symbol)
+def registered_meta(registry: dict, bsyms: Sequence[BoundSymbol]) -> _RegionMeta | None:
+    """The facts of the region of the pass with the symbols ``bsyms`` (equal ``_full_key``),
+    or None (Note [the pass's regions, found again])."""
+    found = registry.get(_short_key(bsyms))
+    if found is None:
+        return None
+    specs = found if type(found) is list else [found]
+    full = None
+    for spec in reversed(specs):  # (the one made last first)
+        if spec.bsyms is bsyms:
+            return spec.meta
+        if full is None:
+            full = _full_key(bsyms)
+        if _full_key(spec.bsyms) == full:
+            return spec.meta
+    return None
 
 
 def _region_alias_groups(inputs, info: AliasInfo) -> list[list[str]]:
+    """The names of the region's tensor inputs that share a memory group, per group (two names
+    or more), the groups in the order their first names come, the names in input order."""
     if len(inputs) < 2:  # (a group has two names or more)
         return []
-    by_group: dict[str, list[str]] = {}
     root = info.root
+    asked, group = info.groups_asked(), info.group  # (group(name), its memo read first)
+    named: list[tuple[str, str]] = []  # (group, name) of each tensor input with a group
+    seen: set[str] = set()
+    shared = False
     for p in inputs:
-        if isinstance(p, TensorProxy) and p.name in root:
-            by_group.setdefault(info.group(p.name), []).append(p.name)
+        if isinstance(p, TensorProxy):
+            name = p._name  # (aliasing.py, Note [proxy names read directly])
+            if name in root:
+                g = asked.get(name)
+                if g is None:
+                    g = group(name)
+                if g in seen:
+                    shared = True
+                seen.add(g)
+                named.append((g, name))
+    if not shared:  # (each in a group of its own: most regions)
+        return []
+    by_group: dict[str, list[str]] = {}
+    for g, name in named:
+        by_group.setdefault(g, []).append(name)
     return [names for names in by_group.values() if len(names) > 1]

@@ -116,18 +116,26 @@ def test_level_sweep_falls_back_on_unordered_nodes():
     assert _levels(3, g, fusible, False) == _levels_node_by_node(3, g, fusible, False) == [0, 1, 1]
 
 
-def test_region_keys_compare_in_full_and_hash_apart():
-    # regions._RegionKey: the same symbols make equal keys (a region Thunder rebuilt finds its
-    # facts), and the many small regions of an aliased trace do not share a hash bucket
-    from fusion_alias.regions import _full_key, _region_key
+def test_regions_are_found_again_by_their_symbols():
+    # regions.py, Note [the pass's regions, found again]: the same symbols find a region's
+    # facts (a region Thunder hands back), and the many small regions of an aliased trace
+    # have short keys of their own
+    from types import SimpleNamespace
+
+    from fusion_alias.regions import _short_key, register, registered_meta
 
     prep = _prepared("chain", True)
     pairs = [prep.bsyms[i:i + 2] for i in range(0, len(prep.bsyms) - 1, 2)]
-    keys = [_region_key(p) for p in pairs]
-    assert len({hash(k) for k in keys}) == len(keys)
-    for p, k in zip(pairs, keys):
-        again = _region_key(list(p))
-        assert again is not k and again == k and hash(again) == hash(k) and again.full() == _full_key(p)
-    assert keys[0] != keys[1] and _region_key(pairs[0][:1]) != keys[0]
-    meta = {k: i for i, k in enumerate(keys)}
-    assert [meta[_region_key(list(p))] for p in pairs] == list(range(len(pairs)))
+    keys = [_short_key(p) for p in pairs]
+    assert len(set(keys)) == len(keys)
+    registry: dict = {}
+    for i, (p, k) in enumerate(zip(pairs, keys)):
+        register(registry, k, SimpleNamespace(bsyms=p, meta=i))
+    assert [registered_meta(registry, p) for p in pairs] == list(range(len(pairs)))  # (the very lists)
+    assert [registered_meta(registry, list(p)) for p in pairs] == list(range(len(pairs)))  # (equal symbols)
+    assert registered_meta(registry, pairs[0][:1]) is None
+    # equal short keys: compared in full, the region registered last found first
+    register(registry, keys[0], SimpleNamespace(bsyms=list(pairs[0]), meta="again"))
+    assert registered_meta(registry, list(pairs[0])) == "again"
+    register(registry, keys[1], SimpleNamespace(bsyms=pairs[0][:1] * 2, meta="other"))  # (a forged collision)
+    assert registered_meta(registry, list(pairs[1])) == 1

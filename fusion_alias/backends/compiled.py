@@ -403,15 +403,18 @@ class CompiledFusion:
     The definition is recorded and the function generated at the first call (or
     ``repr``), not when the region is made: a 100k-bsym trace makes tens of
     thousands of regions in one fusion pass, and a region Thunder rebuilds
-    (``update_fusion_call_ctx``) may never run.
+    (``update_fusion_call_ctx``) may never run. The region's spec is planned
+    then too (region_plan.py, Note [regions planned at first use]).
     """
+
+    # (until built: class attributes, not three stores per region)
+    _fd = None
+    _source = None
+    _fn = None  # the generated function, once built
 
     def __init__(self, spec):
         # (no bound method of self kept on self: that cycle left every region to the cyclic collector)
         self.spec = spec
-        self._fd = None
-        self._source = None
-        self._fn = None  # the generated function, once built
 
     def _build(self) -> None:
         if self._source is None:
