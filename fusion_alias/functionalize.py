@@ -45,7 +45,8 @@ from thunder.core.symbol import BoundSymbol
 from thunder.core.trace import TraceCtx, tracectx
 
 from fusion_alias import ops
-from fusion_alias.aliasing import AliasInfo, may_write, shape_reader, tensor_args, with_new_args
+from fusion_alias.aliasing import AliasInfo, may_write, shape_reader, tensor_args
+from fusion_alias.new_args import with_new_args
 
 
 def substitute_reads(
@@ -147,11 +148,19 @@ def substitute_reads(
     for bsym in bsyms:
         sym_id = bsym.sym.id
         if sym_id is copy_id:
-            new = rewrite_args(bsym, True) if known else bsym
+            src = bsym.args[0]
+            if not known:
+                new = bsym
+            elif isinstance(src, TensorProxy):  # (rewrite_args(bsym, True), its usual case inlined)
+                value = resolve(src)
+                new = bsym if value is src else with_new_args(bsym, (value, *bsym.args[1:]))
+            else:
+                new = rewrite_args(bsym, True)
             append(new)
             dst = bsym.args[1]
             group = asked.get(dst._name) or group_of(dst._name)
-            forget(group)
+            if group in known or group in holders:
+                forget(group)
             src = new.args[0]
             # a broadcasting write (``b.copy_(s)`` with a 0-dim ``s``) leaves a value of dst's shape,
             # not ``s``: later reads keep reading the written buffer (fuzz seed 1 #1249)
