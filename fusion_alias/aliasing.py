@@ -192,23 +192,6 @@ class ProxiesByName(Mapping):
         return self._built().get(name, default)
 
 
-def with_new_args(bsym: BoundSymbol, args: tuple) -> BoundSymbol:
-    """``bsym.from_bsym(args=args)``, flattened on the way from what ``bsym``'s entry holds.
-
-    The copy keeps ``bsym``'s output and kwargs, so only the new arguments are
-    walked (read substitution rewrites tens of thousands of bsyms on a large trace).
-    """
-    new = bsym.from_bsym(args=args)
-    _, _, outs, _, t_outs = flattened(bsym)
-    if new.output is not bsym.output or new.kwargs is not bsym.kwargs:  # (from_bsym copies none today)
-        return new
-    flat_args = _proxies(args, [])
-    if new.kwargs:
-        _proxies(new.kwargs, flat_args)
-    _ARGS[id(new)] = (new, flat_args, outs, [a for a in flat_args if isinstance(a, TensorProxy)], t_outs)
-    return new
-
-
 # id(bsym) -> (bsym, the copy_ prims of its decomposition): asked by two checks of every
 # in-place op of the trace (refusals.inplace_ops, dtype_rules), for the same bsyms
 _COPIES: dict[int, tuple] = {}
@@ -368,8 +351,12 @@ def analyze(
 
     root, chain, view_key = info.root, info.chain, info.view_key
     op_by_addr = ops._OP_BY_ADDR
+    memo = _ARGS.get
     for bsym in bsyms:
-        _, _, _, args, outs = flattened(bsym)
+        entry = memo(id(bsym))  # (flattened, inlined: the first stage to ask fills the cache)
+        if entry is None or entry[0] is not bsym:
+            entry = _flat(bsym)
+        args, outs = entry[3], entry[4]
         for a in args:  # proxies we have not seen (e.g. produced by a prologue)
             if a._name not in root:  # (Note [proxy names read directly])
                 info.add_root(a._name)

@@ -8,7 +8,7 @@ from thunder.core.symbol import BoundSymbol
 from thunder.core.trace import TraceCtx
 
 from fusion_alias import ops
-from fusion_alias.aliasing import flattened
+from fusion_alias.aliasing import _ARGS, _flat
 
 
 def _dce(bsyms: list[BoundSymbol], trace: TraceCtx) -> list[BoundSymbol]:
@@ -19,8 +19,12 @@ def _dce(bsyms: list[BoundSymbol], trace: TraceCtx) -> list[BoundSymbol]:
     keep = []
     add = needed.add
     side_effects = (ops.COPY_ID, ops.UPDATE_ALIASES_ID)
+    memo = _ARGS.get
     for b in reversed(bsyms):
-        _, args, outs, _, _ = flattened(b)  # one cache lookup for both lists
+        entry = memo(id(b))  # (aliasing.flattened, inlined: one cache lookup for both lists)
+        if entry is None or entry[0] is not b:
+            entry = _flat(b)
+        args, outs = entry[1], entry[2]
         if outs:
             for o in outs:
                 if o._name in needed:  # (aliasing.py, Note [proxy names read directly])

@@ -45,7 +45,8 @@ from thunder.core.symbol import BoundSymbol
 from thunder.core.trace import TraceCtx, tracectx
 
 from fusion_alias import ops
-from fusion_alias.aliasing import AliasInfo, may_write, shape_reader, tensor_args, with_new_args
+from fusion_alias.aliasing import AliasInfo, may_write, shape_reader, tensor_args
+from fusion_alias.new_args import with_new_args
 
 
 def substitute_reads(
@@ -68,6 +69,14 @@ def substitute_reads(
     # when the value's own memory is written
     holders: dict[str, set[tuple[str, tuple]]] = {}
     out: list[BoundSymbol] = []
+    # Note [no reference cycles in the stage]: the helpers below are closures over these dicts, and
+    # none refers to itself (the walk into tuples and lists is ``_rewritten``, outside): when the
+    # stage returns, reference counting frees them at once. A recursive closure held ``known``,
+    # ``holders`` and every set in them in a cycle that only the cyclic collector freed, scanning
+    # each object (tens of thousands of sets and tuples at 100k bsyms).
+
+    root, view_key, chain_of = info.root, info.view_key, info.chain
+    group_of, asked = info.group, info.groups_asked()
 
     def forget(group: str) -> None:
         known.pop(group, None)
@@ -77,50 +86,54 @@ def substitute_reads(
                 entry.pop(k, None)
 
     def remember(group: str, key: tuple, value: TensorProxy) -> None:
-        known.setdefault(group, {})[key] = value
-        holders.setdefault(info.group(value.name), set()).add((group, key))
-
-    root, group_of, asked = info.root, info.group, info.groups_asked()
+        entry = known.get(group)
+        if entry is None:
+            known[group] = {key: value}
+        else:
+            entry[key] = value
+        name = value._name  # (aliasing.py, Note [proxy names read directly])
+        value_group = asked.get(name) or group_of(name)  # (``info.group``, its cache read inline)
+        held = holders.get(value_group)
+        if held is None:
+            holders[value_group] = {(group, key)}
+        else:
+            held.add((group, key))
 
     def resolve(p: TensorProxy) -> TensorProxy:
-        name = p._name  # (aliasing.py, Note [proxy names read directly])
-        if name not in root or not known:
+        name = p._name
+        if not known or name not in root:
             return p
-        group = asked.get(name) or group_of(name)  # (``info.group``, its cache read inline)
+        group = asked.get(name) or group_of(name)
         entry = known.get(group)
         if not entry:
             return p
-        key = info.view_key[name]
-        if key in entry:
-            return entry[key]
-        root_key = (info.root[p.name], ())
-        base = entry.get(root_key)
+        key = view_key[name]
+        value = entry.get(key)  # (a value is a proxy, never None)
+        if value is not None:
+            return value
+        chain = chain_of[name]
+        if not chain:  # the root itself, not known (its key was the one looked up)
+            return p
+        base = entry.get((root[name], ()))
         if base is None:
             return p
-        chain = info.chain[p.name]
-        value = _pushed_down(trace, out, base, chain, info, is_fusible, _PUSH_DEPTH) if chain else None
+        value = _pushed_down(trace, out, base, chain, info, is_fusible, _PUSH_DEPTH)
         if value is None:
             value = _replay(trace, out, len(out), base, chain, info)
         remember(group, key, value)
         return value
-
-    def rewrite(x):
-        """``x`` with its tensor proxies resolved; the very same object when none changes."""
-        if isinstance(x, TensorProxy):
-            return resolve(x)
-        if isinstance(x, (tuple, list)):
-            items = [rewrite(y) for y in x]
-            if all(a is b for a, b in zip(items, x)):
-                return x
-            return type(x)(items)
-        return x
 
     def rewrite_args(bsym: BoundSymbol, first_only: bool) -> BoundSymbol:
         """``bsym`` reading resolved values (all arguments, or only the first); itself when none changes."""
         args = bsym.args
         new_args = None  # a copy of args, made at the first change
         for i, a in enumerate(args[:1] if first_only else args):
-            new = resolve(a) if isinstance(a, TensorProxy) else rewrite(a)  # (rewrite's first test, inlined)
+            if isinstance(a, TensorProxy):
+                new = resolve(a)
+            elif isinstance(a, (tuple, list)):
+                new = _rewritten(a, resolve)
+            else:
+                continue  # (a number, a dtype, None: nothing to resolve)
             if new is not a:
                 if new_args is None:
                     new_args = list(args)
@@ -131,35 +144,56 @@ def substitute_reads(
 
     copy_id, update_aliases_id, view_addrs = ops.COPY_ID, ops.UPDATE_ALIASES_ID, ops._VIEW_ADDRS
     shape_of = shape_reader()
+    append = out.append
     for bsym in bsyms:
         sym_id = bsym.sym.id
         if sym_id is copy_id:
-            new = rewrite_args(bsym, True)
-            out.append(new)
+            src = bsym.args[0]
+            if not known:
+                new = bsym
+            elif isinstance(src, TensorProxy):  # (rewrite_args(bsym, True), its usual case inlined)
+                value = resolve(src)
+                new = bsym if value is src else with_new_args(bsym, (value, *bsym.args[1:]))
+            else:
+                new = rewrite_args(bsym, True)
+            append(new)
             dst = bsym.args[1]
             group = asked.get(dst._name) or group_of(dst._name)
-            forget(group)
+            if group in known or group in holders:
+                forget(group)
             src = new.args[0]
             # a broadcasting write (``b.copy_(s)`` with a 0-dim ``s``) leaves a value of dst's shape,
             # not ``s``: later reads keep reading the written buffer (fuzz seed 1 #1249)
             if isinstance(src, TensorProxy) and shape_of(src) == shape_of(dst):
-                remember(group, info.view_key[dst.name], src)
+                remember(group, view_key[dst._name], src)
             extra = written_views.get(bsym.output.name) if written_views else None
             if extra is not None:
                 view, value = extra
-                remember(group, info.view_key[view], resolve(value) if isinstance(value, TensorProxy) else value)
+                remember(group, view_key[view], resolve(value) if isinstance(value, TensorProxy) else value)
             continue
         if id(sym_id) in view_addrs or sym_id is update_aliases_id:  # (ops.is_view, ops.is_update_aliases)
-            out.append(bsym)
+            append(bsym)
             continue
         if is_fusible(bsym):
-            out.append(rewrite_args(bsym, False) if known else bsym)  # (nothing known: nothing to rewrite)
+            append(rewrite_args(bsym, False) if known else bsym)  # (nothing known: nothing to rewrite)
             continue
-        out.append(bsym)
+        append(bsym)
         if may_write(bsym):
             for a in tensor_args(bsym):
-                forget(info.group(a.name))
+                forget(group_of(a.name))
     return out
+
+
+def _rewritten(x, resolve):
+    """``x`` (an argument) with its tensor proxies resolved; the very same object when none changes."""
+    if isinstance(x, TensorProxy):
+        return resolve(x)
+    if isinstance(x, (tuple, list)):
+        items = [_rewritten(y, resolve) for y in x]
+        if all(a is b for a, b in zip(items, x)):
+            return x
+        return type(x)(items)
+    return x
 
 
 def _replay(trace, out: list, at: int, value: TensorProxy, chain, info: AliasInfo) -> TensorProxy:
