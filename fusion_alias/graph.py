@@ -68,8 +68,6 @@ def memory_writes(bsym: BoundSymbol, opaque: bool) -> list[TensorProxy]:
 
 
 _NOTHING: list = []  # (shared: most symbols write nothing)
-
-
 _SHALLOW_COPY = ops.PrimIDs.SHALLOW_COPY
 _MOVING_VIEWS = frozenset(id(i) for i in ops.VIEW_IDS if i is not ops.PrimIDs.SHALLOW_COPY)
 _PAD = ops.PrimIDs.PAD
@@ -162,8 +160,7 @@ def _data_edges(bsyms, edges: DependencyEdges) -> dict[str, int]:
     get = producer_idx.get
     flat_of = _ARGS.get  # (aliasing.flattened, its lookup inline: aliasing.py, Note [flattened once per pass])
     for i, b in enumerate(bsyms):
-        entry = flat_of(id(b))
-        _, args, outs, _, _ = entry if entry is not None and entry[0] is b else _flat(b)
+        _, args, outs, _, _ = e if (e := flat_of(id(b))) is not None and e[0] is b else _flat(b)
         start = len(us)  # the edges into node i are us[start:]: one per producer
         for a in args:
             j = get(a._name)
@@ -252,8 +249,7 @@ def _walk(bsyms, info: AliasInfo, edges: DependencyEdges, writes: list, written_
     copy_id = ops.COPY_ID
     flat_of = _ARGS.get  # (aliasing.flattened, its lookup inline: aliasing.py, Note [flattened once per pass])
     for i, b in enumerate(bsyms):
-        entry = flat_of(id(b))
-        _, args, outs, targs, _ = entry if entry is not None and entry[0] is b else _flat(b)
+        _, args, outs, targs, _ = e if (e := flat_of(id(b))) is not None and e[0] is b else _flat(b)
         sym_id = sym_ids[i]
         kind = kind_of.get(id(sym_id))
         start = len(us)  # the edges into node i are us[start:]: one per producer
