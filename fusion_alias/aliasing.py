@@ -64,17 +64,25 @@ def _proxies(x, out: list) -> list:
 _ARGS: dict[int, tuple] = {}
 
 
-def _flat(bsym: BoundSymbol) -> tuple:
-    args = []
-    only_tensors = True  # every proxy argument a tensor: the tensor arguments are the same list
-    for x in bsym.args:  # (_proxies, its first level inlined: most arguments are proxies or numbers)
+def _arg_proxies(xs, out: list) -> bool:
+    """Append the proxies among ``xs`` to ``out`` (``_proxies``, its first level inlined: most
+    arguments are proxies or numbers); whether each was a tensor proxy at the first level, so
+    that the tensor arguments are the same list."""
+    only_tensors = True
+    for x in xs:
         if isinstance(x, Proxy):
-            args.append(x)
+            out.append(x)
             if only_tensors and not isinstance(x, TensorProxy):
                 only_tensors = False
         elif isinstance(x, (tuple, list, dict)):
             only_tensors = False
-            _proxies(x, args)
+            _proxies(x, out)
+    return only_tensors
+
+
+def _flat(bsym: BoundSymbol) -> tuple:
+    args = []
+    only_tensors = _arg_proxies(bsym.args, args)
     kwargs = bsym.kwargs
     if kwargs:
         for x in kwargs.values():  # (_proxies of the dict, its first level inlined: copy_'s is a flag)

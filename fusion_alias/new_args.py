@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from thunder.core.proxies import Proxy, TensorProxy
+from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import BoundSymbol
 
-from fusion_alias.aliasing import _ARGS, _proxies, flattened
+from fusion_alias.aliasing import _ARGS, _arg_proxies, _proxies, flattened
 
 
 # Note [a bound symbol copied with new arguments]
@@ -55,15 +55,7 @@ def with_new_args(bsym: BoundSymbol, args: tuple) -> BoundSymbol:
     if new.output is not bsym.output or new.kwargs is not bsym.kwargs:  # (from_bsym copies none today)
         return new
     flat_args = []
-    only_tensors = True  # as in ``_flat``: the tensor arguments are then the same list
-    for x in args:  # (_proxies, its first level inlined)
-        if isinstance(x, Proxy):
-            flat_args.append(x)
-            if only_tensors and not isinstance(x, TensorProxy):
-                only_tensors = False
-        elif isinstance(x, (tuple, list, dict)):
-            only_tensors = False
-            _proxies(x, flat_args)
+    only_tensors = _arg_proxies(args, flat_args)  # (as in ``_flat``)
     if new.kwargs:
         n = len(flat_args)
         _proxies(new.kwargs, flat_args)
