@@ -359,12 +359,8 @@ def analyze(
 
     root, chain, view_key = info.root, info.chain, info.view_key
     op_by_addr = ops._OP_BY_ADDR
-    memo = _ARGS.get
     for bsym in bsyms:
-        entry = memo(id(bsym))  # (flattened, inlined: the first stage to ask fills the cache)
-        if entry is None or entry[0] is not bsym:
-            entry = _flat(bsym)
-        args, outs = entry[3], entry[4]
+        _, _, _, args, outs = flattened(bsym)
         for a in args:  # proxies we have not seen (e.g. produced by a prologue)
             if a._name not in root:  # (Note [proxy names read directly])
                 info.add_root(a._name)

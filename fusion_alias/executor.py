@@ -78,14 +78,7 @@ def _fusible_dtype(x) -> bool:
 
 def _claims_all(tensors, cuda_only: bool) -> bool:
     """Whether every tensor in ``tensors`` has a dtype we fuse (and, if ``cuda_only``, is on CUDA)."""
-    for t in tensors:
-        dtype = t.dtype
-        entry = _DTYPE_OK.get(id(dtype))
-        if entry is None or entry[0] is not dtype:
-            entry = (None, _fusible_dtype(t))
-        if not entry[1] or (cuda_only and t.device.type != "cuda"):
-            return False
-    return True
+    return all(_fusible_dtype(t) and not (cuda_only and t.device.type != "cuda") for t in tensors)
 
 
 def _fusible_dtype_uncached(x) -> bool:

@@ -34,7 +34,7 @@ from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import BoundSymbol
 
 from fusion_alias import ops
-from fusion_alias.aliasing import _ARGS, AliasInfo, _flat, may_write, shape_reader, tensor_args
+from fusion_alias.aliasing import AliasInfo, flattened, may_write, shape_reader, tensor_args
 from fusion_alias.dependency_edges import RAW, UNSAFE, WAR, WAW, DependencyEdges
 from fusion_alias.view_relations import boxes_disjoint, view_box
 
@@ -158,9 +158,8 @@ def _data_edges(bsyms, edges: DependencyEdges) -> dict[str, int]:
     producer_idx: dict[str, int] = {}
     us, vs = edges.data_u, edges.data_v
     get = producer_idx.get
-    flat_of = _ARGS.get  # (aliasing.flattened, its lookup inline: aliasing.py, Note [flattened once per pass])
     for i, b in enumerate(bsyms):
-        _, args, outs, _, _ = e if (e := flat_of(id(b))) is not None and e[0] is b else _flat(b)
+        _, args, outs, _, _ = flattened(b)
         start = len(us)  # the edges into node i are us[start:]: one per producer
         for a in args:
             j = get(a._name)
@@ -247,9 +246,8 @@ def _walk(bsyms, info: AliasInfo, edges: DependencyEdges, writes: list, written_
 
     sym_ids = edges.sym_ids
     copy_id = ops.COPY_ID
-    flat_of = _ARGS.get  # (aliasing.flattened, its lookup inline: aliasing.py, Note [flattened once per pass])
     for i, b in enumerate(bsyms):
-        _, args, outs, targs, _ = e if (e := flat_of(id(b))) is not None and e[0] is b else _flat(b)
+        _, args, outs, targs, _ = flattened(b)
         sym_id = sym_ids[i]
         kind = kind_of.get(id(sym_id))
         start = len(us)  # the edges into node i are us[start:]: one per producer
