@@ -78,7 +78,10 @@ def fuse_regions(executor, prep, part, ctx, resolve_backend) -> tuple[list[Bound
                 no_groups = _RegionMeta([], view_key, backend, ctx.schedule)
             meta = no_groups
         bsym, spec = fused(region_bsyms, tuple(inputs), outputs, meta, counter)
-        register(registry, key, spec)
+        if key in registry:
+            register(registry, key, spec)
+        else:  # (register, the case of every region of a pass: a key of its own)
+            registry[key] = spec
         out_bsyms.append(bsym)
         counter += 1
     return out_bsyms, counter
@@ -114,10 +117,13 @@ def _regions_io(bsyms, items) -> list[tuple]:
         made: set[str] = set()  # the names made so far
         inputs: list[Proxy] = []
         outputs: list[Proxy] = []
+        first_outs = None
         for i in idx:
             b = bsyms[i]
             add_bsym(b)
             _, args, outs, _, _ = flattened(b)  # (proxies only)
+            if first_outs is None:
+                first_outs = outs
             for a in args:
                 name = a._name
                 if name not in reads:
@@ -130,7 +136,12 @@ def _regions_io(bsyms, items) -> list[tuple]:
                 if name in later:
                     outputs.append(o)
         later |= reads
-        out.append((region_bsyms, inputs, outputs, _short_key(region_bsyms)))
+        if region_bsyms:  # (_short_key; b: the last symbol)
+            key = (len(region_bsyms), first_outs[0]._name if first_outs else region_bsyms[0].sym.name,
+                   outs[0]._name if outs else b.sym.name)
+        else:
+            key = (0,)
+        out.append((region_bsyms, inputs, outputs, key))
     return out
 
 
