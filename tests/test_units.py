@@ -215,3 +215,22 @@ def test_non_overlapping_and_dense_agrees_with_torch():
         stride = [int(s) for s in torch.randint(0, 30, (rank,), generator=gen)]
         t = buf.as_strided(shape, stride)
         assert _non_overlapping_and_dense(t) == ref(t), (shape, stride)
+
+
+def test_fusion_symbol_equals_thunders_own():
+    """A fusion symbol copied from the executor's model (executor.py, Note [fusion symbols copied
+    from one]) has every field a ``Symbol(...)`` made by Thunder has, and stays its own."""
+    import dataclasses
+
+    from thunder.core.symbol import Symbol
+
+    from fusion_alias.executor import _KEEP_TAGS
+
+    for tags in ((), _KEEP_TAGS):
+        made = executor._fusion_symbol("FusionAlias7", tags)
+        expected = Symbol("FusionAlias7", meta=None, is_fusion=True, executor=executor, tags=tags)
+        assert type(made) is Symbol
+        for f in dataclasses.fields(Symbol):
+            assert getattr(made, f.name) is getattr(expected, f.name) or getattr(made, f.name) == getattr(expected, f.name), f.name
+        assert made == expected and hash(made) == hash(expected)
+    assert executor._fusion_symbol("FusionAlias8", ()) is not executor._fusion_symbol("FusionAlias8", ())

@@ -167,6 +167,40 @@ def _check_operand_overlap(
             )
 
 
+# Note [operand checks the analysis decides]
+# ------------------------------------------
+# ``_check_operand_overlap`` first asks, per operand, what the alias analysis alone
+# answers: an operand outside the written tensor's memory group, or two different
+# roots that are both inputs (the caller only says they may overlap) with no tensors
+# to compare, says nothing. Where that holds for every operand the check returns
+# without a tensor, so ``_check_writes`` keeps such ops out of what it looks for in
+# program order: ``p.add_(g, alpha=-lr)`` over 20k parameters in one input group (the
+# aliased wide bench) is decided here, and the flattened trace is not searched for
+# their writes (``_check_writes`` 0.43 -> 0.18 s there, best of 5).
+
+
+def _compares_operands(op: _InplaceOp, info: AliasInfo, actual: dict, inputs: frozenset | None) -> bool:
+    """Whether ``_check_operand_overlap(op, info, actual, ..., inputs)`` goes past the analysis's
+    answer for some operand, to compare tensors or to refuse (Note [operand checks the analysis
+    decides]); False: the check says nothing."""
+    root = info.root
+    dst = op.written.name
+    dst_root = root.get(dst)
+    if dst_root is None:
+        return False
+    dst_group = info.group(dst)
+    for x, _ in op.operands:
+        name = x.name
+        x_root = root.get(name)
+        if x_root is None or info.group(name) != dst_group:
+            continue
+        if x_root != dst_root and (x_root not in actual or dst_root not in actual):
+            if inputs is None or all(r in actual or r in inputs for r in (x_root, dst_root)):
+                continue
+        return True
+    return False
+
+
 def _written_view(op: _InplaceOp, info: AliasInfo, actual: dict, proxies: dict, metas: dict):
     view = _actual_view(op.written.name, info, actual, proxies, metas)
     if view is None or op.key is None:

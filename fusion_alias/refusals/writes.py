@@ -59,7 +59,7 @@ from fusion_alias.refusals.autograd import (
     _propagate_differentiable,
 )
 from fusion_alias.refusals.inplace_ops import _describe_setitem
-from fusion_alias.refusals.operands import _check_operand_overlap, _written_view
+from fusion_alias.refusals.operands import _check_operand_overlap, _compares_operands, _written_view
 from fusion_alias.views import replay_view
 
 
@@ -104,7 +104,9 @@ def _check_writes(
     # memory that a write of such a value made so (the forward trace's proxies do not say)
     differentiable = set(grad_inputs)
     ops_by_write = inplace_ops or {}
-    pending = dict(ops_by_write)
+    # (the ops whose operand check may compare tensors or refuse: Note [operand checks the analysis decides])
+    pending = {name: op for name, op in ops_by_write.items()
+               if op.operands and _compares_operands(op, info, actual, input_names)}
     metas: dict = {}
     shape_of = shape_reader()
     # the names made so far, in program order (the inputs first): only the gradient checks ask
@@ -112,7 +114,7 @@ def _check_writes(
     for b in bsyms:
         if pending:  # (a symbol's outputs are looked up only when a check asks: most programs ask none)
             for o in flattened(b)[2]:
-                if (op := pending.pop(o._name, None)) is not None and op.operands:  # (none: nothing to check; aliasing.py, Note [proxy names read directly])
+                if (op := pending.pop(o._name, None)) is not None:  # (aliasing.py, Note [proxy names read directly])
                     _check_operand_overlap(op, info, actual, proxies, metas, input_names)
         if grad_inputs:
             _propagate_differentiable(b, info, differentiable)
