@@ -141,7 +141,7 @@ class FusionAliasExecutor(FusionExecutor):
             cuda_only = context.current().backend == "nvfuser"
         for x in args:
             if isinstance(x, TensorProxy):
-                dtype = x.dtype
+                dtype = x._dtype  # (the ``dtype`` property's field: aliasing.py, Note [proxy names read directly])
                 entry = _DTYPE_OK.get(id(dtype))  # (_fusible_dtype, its cache read inline)
                 if entry is None or entry[0] is not dtype:
                     entry = (None, _fusible_dtype(x))
@@ -149,7 +149,11 @@ class FusionAliasExecutor(FusionExecutor):
                     return False
             elif isinstance(x, (list, tuple)) and not _claims_all(_tensor_list(x, []), cuda_only):
                 return False
-        return not kwargs or _claims_all(_tensor_list(kwargs.values(), []), cuda_only)
+        if kwargs:  # (most are flags: copy_'s grad_enabled)
+            for x in kwargs.values():
+                if isinstance(x, (TensorProxy, list, tuple)) and not _claims_all(_tensor_list((x,), []), cuda_only):
+                    return False
+        return True
 
     def can_execute(self, bsym: BoundSymbol) -> bool:
         """Thunder's ``Executor.can_execute``, with the registry looked up by identity.

@@ -130,7 +130,8 @@ def test_tiny_end_to_end(tmp_path, rows):
     assert {(r.kind, r.aliased) for r in scale_rows} == {(k, a) for k in S.KINDS for a in (False, True)}
     chain_aliased = [r for r in scale_rows if r.kind == "chain" and r.aliased]
     assert all(r.regions > 1 for r in chain_aliased)  # a and b may overlap: cut at every op
-    assert all(r.regions == 1 for r in scale_rows if not r.aliased)
+    assert all(r.regions == 1 for r in scale_rows if not r.aliased and r.kind != "views")
+    assert all(r.regions == 2 for r in scale_rows if not r.aliased and r.kind == "views")  # reads before, writes after
     region_rows = list(rows.values())
     md = "\n".join([report.region_table(region_rows, 25), report.scale_table(scale_rows), report.exponent_table(scale_rows)])
     paths = report.write(str(tmp_path), md, region_rows, scale_rows)

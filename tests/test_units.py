@@ -234,3 +234,36 @@ def test_fusion_symbol_equals_thunders_own():
             assert getattr(made, f.name) is getattr(expected, f.name) or getattr(made, f.name) == getattr(expected, f.name), f.name
         assert made == expected and hash(made) == hash(expected)
     assert executor._fusion_symbol("FusionAlias8", ()) is not executor._fusion_symbol("FusionAlias8", ())
+
+def test_placed_symbols_keep_the_order_list_insertions_gave():
+    # Note [symbols placed beside their producer, not inserted] (functionalize.py): the lists beside
+    # each symbol lay out as inserting into one list did (before: at the symbol's index; after: at
+    # the index right after it), for random sequences of appends and placements
+    import random
+    from types import SimpleNamespace
+    from fusion_alias.functionalize import _Placed
+
+    for seed in range(200):
+        rng = random.Random(seed)
+        out, model = [], []
+        placed = _Placed(out)
+        made = []
+        for step in range(rng.randint(1, 40)):
+            b = SimpleNamespace(output=None, step=step)
+            op = rng.choice(["append", "before", "after"]) if made else "append"
+            if op == "append":
+                out.append(b)
+                model.append(b)
+            elif op == "before":
+                anchor = rng.choice(made)
+                extra = SimpleNamespace(output=None, step=(step, "second"))
+                placed.before(anchor, [b, extra])
+                at = model.index(anchor)
+                model[at:at] = [b, extra]
+                made.append(extra)
+            else:
+                anchor = rng.choice(made)
+                placed.after(anchor, b)
+                model.insert(model.index(anchor) + 1, b)
+            made.append(b)
+        assert placed.in_order() == model, seed

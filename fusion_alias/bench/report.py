@@ -377,7 +377,8 @@ def plot_scale(rows: list[ScaleRow], path: str) -> None:
     import matplotlib.pyplot as plt
 
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.8), sharey=True)
-    colors = {("chain", False): "#1f77b4", ("chain", True): "#d62728", ("wide", False): "#2ca02c", ("wide", True): "#9467bd"}
+    colors = {("chain", False): "#1f77b4", ("chain", True): "#d62728", ("wide", False): "#2ca02c", ("wide", True): "#9467bd",
+              ("views", False): "#8c564b", ("views", True): "#e377c2"}
     for key, color in colors.items():
         pts = sorted((r for r in rows if (r.kind, r.aliased) == key), key=lambda r: r.size)
         if not pts:

@@ -15,6 +15,10 @@ size is counted in *flattened* bound symbols: the nodes the partitioner sees.
 * ``wide``: ``p_i.add_(g_i, alpha=-lr)`` for thousands of parameters (many
   independent in-place updates). Aliased: all ``p_i`` in one memory group
   (what a guard that cannot separate them would say).
+* ``views``: ``v_i = x_i[0]`` taken first for thousands of buffers, then every
+  ``x_i.exp_()``, then every ``v_i * 2``, all returned: reads of views of
+  written memory (replayed on the new values), two stages, and one symbol (the
+  return) with thousands of arguments. Aliased: all ``x_i`` in one memory group.
 
 Per size and variant, the figure reported (``total``) is the *whole* fusion
 pass: ``executor.fusion_pass(trace)`` on the composite trace, as Thunder hands
@@ -56,7 +60,7 @@ from fusion_alias.partition import partition
 from fusion_alias.bench.programs import Program
 from fusion_alias.bench import regions as reg
 
-KINDS = ("chain", "wide")
+KINDS = ("chain", "wide", "views")
 
 
 @dataclass
@@ -80,6 +84,25 @@ def _flat_size_of_update() -> int:
         p, g = _proxy("p"), _proxy("g")
         ltorch.add_(p, g, alpha=-0.1)
     return sum(len(executor.flatten(b)) for b in trc.bound_symbols)
+
+
+def _row0(x: TensorProxy) -> TensorProxy:
+    """``x[0]`` of an (8, 8) ``x``, as the prims a traced ``ltorch.getitem`` decomposes into (called
+    bare, ``getitem`` also records a ``prims.shape`` the pass does not claim, which a traced
+    program's does not have)."""
+    return prims.squeeze(prims.slice_prim(x, [0, 0], [1, 8], [1, 1]), (0,))
+
+
+def _flat_size_of_views() -> int:
+    """Flattened bound symbols per buffer of the ``views`` kind (its unpack, view, write and read,
+    and its argument of the return)."""
+    trc = TraceCtx()
+    with tracectx(trc), langctx(Languages.TORCH):
+        x = _proxy("x", (8, 8))
+        v = _row0(x)
+        ltorch.exp_(x)
+        ltorch.mul(v, 2)
+    return 1 + sum(len(executor.flatten(b)) for b in trc.bound_symbols)
 
 
 def build(kind: str, size: int) -> Synthetic:
@@ -124,10 +147,23 @@ def build(kind: str, size: int) -> Synthetic:
                     break
             groups = [[p.name for p in params]]
             indices = [list(range(m))]
+        elif kind == "views":
+            per_buffer = _flat_size_of_views()
+            m = max(1, math.ceil((size - 1) / per_buffer))
+            args = [_proxy(f"x{i}", (8, 8)) for i in range(m)]
+            for p in args:
+                prims.unpack_trivial(p, name=p.name)
+            views = [_row0(x) for x in args]
+            for x in args:
+                ltorch.exp_(x)
+            results = [ltorch.mul(v, 2) for v in views]
+            record_flat(0)
+            groups = [[p.name for p in args]]
+            indices = [list(range(m))]
         else:
             raise ValueError(f"unknown synthetic kind {kind!r}")
         trc.args = args
-        prims.python_return(tuple(args[:2]))
+        prims.python_return(tuple(results) if kind == "views" else tuple(args[:2]))
     flat = reg.flatten_trace(trc)
     return Synthetic(kind, trc, flat, groups, indices, time.perf_counter() - start)
 
