@@ -235,6 +235,7 @@ def test_fusion_symbol_equals_thunders_own():
         assert made == expected and hash(made) == hash(expected)
     assert executor._fusion_symbol("FusionAlias8", ()) is not executor._fusion_symbol("FusionAlias8", ())
 
+
 def test_placed_symbols_keep_the_order_list_insertions_gave():
     # Note [symbols placed beside their producer, not inserted] (functionalize.py): the lists beside
     # each symbol lay out as inserting into one list did (before: at the symbol's index; after: at
