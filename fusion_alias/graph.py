@@ -36,7 +36,8 @@ from thunder.core.symbol import BoundSymbol
 from fusion_alias import ops
 from fusion_alias.aliasing import AliasInfo, flattened, may_write, shape_reader, tensor_args
 from fusion_alias.dependency_edges import RAW, UNSAFE, WAR, WAW, DependencyEdges
-from fusion_alias.view_relations import boxes_disjoint, view_box
+from fusion_alias.trace_writes import Dest, trace_writes
+from fusion_alias.view_relations import boxes_disjoint
 
 
 def memory_reads(bsym: BoundSymbol) -> list[TensorProxy]:
@@ -85,7 +86,7 @@ def build_edges(
 
     Note [the graph in one walk]
     ----------------------------
-    One look at the whole trace first (:func:`_writes`): which nodes may join a
+    One look at the whole trace first (:func:`trace_writes.trace_writes`): which nodes may join a
     region, what each writes, and so which memory groups the trace writes (a
     read of memory no one writes orders against nothing). Then one forward walk
     (:func:`_walk`) does the rest, each node's outputs registered after its
@@ -101,55 +102,12 @@ def build_edges(
     edges.sym_ids = sym_ids = [b.sym.id for b in bsyms]
     copy_id = ops.COPY_ID
     edges.copies = [i for i, sym_id in enumerate(sym_ids) if sym_id is copy_id]
-    writes, written_group = _writes(bsyms, sym_ids, opaque, edges.copies, info)
+    writes, written_group = trace_writes(bsyms, sym_ids, opaque, edges.copies, info)
     if not written_group:
         edges.producer_idx = _data_edges(bsyms, edges)  # no write: no hazard
         return edges
     _walk(bsyms, info, edges, writes, written_group)
     return edges
-
-
-def _writes(bsyms, sym_ids: list, opaque: list[bool], copies: list[int], info: AliasInfo) -> tuple[list, dict]:
-    """``(writes, written_group)``: ``writes[i]`` lists ``(tensor, _Dest)`` for each tensor
-    node ``i`` writes (None: none; ``memory_writes``, its cheap cases inlined), and
-    ``written_group`` maps each written name to its memory group (the start of the walk's
-    cache of groups, ``_walk``)."""
-    copy_id = ops.COPY_ID
-    writes: list = [None] * len(bsyms)
-    dests: dict[str, _Dest] = {}
-    opaque_writers = [i for i, o in enumerate(opaque) if o and sym_ids[i] is not copy_id and may_write(bsyms[i])]
-    for i in (copies if not opaque_writers else sorted([*copies, *opaque_writers])):
-        b = bsyms[i]
-        is_copy = sym_ids[i] is copy_id
-        ds = (b.args[1],) if is_copy else tensor_args(b)
-        if not ds:
-            continue
-        entry = writes[i] = []
-        for d in ds:
-            name = d._name
-            dest = dests.get(name)
-            if dest is None:
-                dest = dests[name] = _Dest(name, info, is_copy)
-            elif is_copy and dest.box is _UNSEEN:
-                dest.box = view_box(info, name)
-            entry.append((d, dest))
-    return writes, {name: dest.group for name, dest in dests.items()}
-
-
-class _Dest:
-    """What a write's hazards ask of the name written: its memory group, view key and root,
-    whether it is its whole family, and its box (``view_box``; asked of ``copy_``
-    destinations only)."""
-
-    __slots__ = ("name", "group", "key", "root", "whole", "box")
-
-    def __init__(self, name: str, info: AliasInfo, written_by_copy: bool):
-        self.name = name
-        self.group = info.group(name)
-        self.key = info.view_key[name]
-        self.root = info.root[name]
-        self.whole = info.is_whole(name)
-        self.box = view_box(info, name) if written_by_copy else _UNSEEN
 
 
 def _data_edges(bsyms, edges: DependencyEdges) -> dict[str, int]:
@@ -379,7 +337,7 @@ class _Hazards:
     into writes, as the walk meets them (Note [the graph in one walk]; the walk adds the
     ``raw`` edges of elementwise ops itself, as :meth:`read` does).
 
-    Per memory group: ``last``, its last write and that write's :class:`_Dest` when it is
+    Per memory group: ``last``, its last write and that write's :class:`Dest` when it is
     a ``copy_`` (else None); ``reads_since``, the reads since then (node order, each
     ``(node, tensor read)``); ``disjoint_chains``, the writes since its last overlapping one.
     """
@@ -390,10 +348,10 @@ class _Hazards:
         self.hu, self.hv, self.hc = edges.hazard_u, edges.hazard_v, edges.hazard_code  # (appended to only)
         self.feeders = feeders
         self.shape_of = shape_of
-        self.last: dict[str, tuple[int, _Dest | None]] = {}
+        self.last: dict[str, tuple[int, Dest | None]] = {}
         self.reads_since: dict[str, list[tuple[int, TensorProxy]]] = {}
         self.safe_readers: dict[int, list[int]] = {}  # a read of memory -> the writes of it that it feeds elementwise (safe wars)
-        self.disjoint_chains: dict[str, list | None] = {}  # group -> [(_Dest, box)]
+        self.disjoint_chains: dict[str, list | None] = {}  # group -> [(Dest, box)]
 
     def read(self, i: int, p: TensorProxy, grp: str) -> None:
         """A read of ``p`` at node ``i``, memory of the written group ``grp`` (a read of memory no
@@ -407,13 +365,13 @@ class _Hazards:
         else:
             since.append((i, p))
 
-    def write(self, i: int, b: BoundSymbol, d: TensorProxy, dest: _Dest, opaque: bool, is_copy: bool,
+    def write(self, i: int, b: BoundSymbol, d: TensorProxy, dest: Dest, opaque: bool, is_copy: bool,
               src_producer: int | None) -> None:
         """The ``waw`` and ``war`` edges into node ``i``, a write of ``d`` (``src_producer``: the
         producer of what a ``copy_`` writes, if any)."""
         grp = dest.group
         lw = self.last.get(grp)
-        w, earlier = lw if lw is not None else (None, None)  # (earlier: the last write's _Dest, if a copy_)
+        w, earlier = lw if lw is not None else (None, None)  # (earlier: the last write's Dest, if a copy_)
         # the later write covers the earlier one (Note [which hazards are safe inside a region]): the same view, or the whole family
         coalesced = (not opaque and is_copy and earlier is not None
                      and (earlier.key == dest.key or (dest.whole and earlier.root == dest.root)))
