@@ -125,12 +125,10 @@ def _check_operand_overlap(
     dst = op.written
     written = None
     for x, rule in op.operands:
-        if dst.name not in info.root or x.name not in info.root or info.group(x.name) != info.group(dst.name):
+        if _says_nothing(x.name, dst.name, info, actual, inputs):
             continue
         roots = (info.root[x.name], info.root[dst.name])
         if roots[0] != roots[1] and (roots[0] not in actual or roots[1] not in actual):
-            if inputs is None or all(r in actual or r in inputs for r in roots):
-                continue  # two inputs the caller says may overlap, no tensors to compare: nothing to say
             # Note [operands related through an opaque op]: a root the program made meets another root
             # in one memory group only through an op whose result may alias its input and that
             # fusion_alias cannot replay (the torch executor's ``torch.narrow``): with ``b = a.t()``,
@@ -179,26 +177,25 @@ def _check_operand_overlap(
 # their writes (``_check_writes`` 0.43 -> 0.18 s there, best of 5).
 
 
+def _says_nothing(x_name: str, dst_name: str, info: AliasInfo, actual: dict, inputs: frozenset | None) -> bool:
+    """Whether the alias analysis alone answers for operand ``x_name`` of a write of ``dst_name``:
+    outside its memory group, or two different roots that are both inputs with no tensors to
+    compare (the caller only says they may overlap): nothing to say (Note [operand checks the
+    analysis decides])."""
+    root = info.root
+    if dst_name not in root or x_name not in root or info.group(x_name) != info.group(dst_name):
+        return True
+    roots = (root[x_name], root[dst_name])
+    return (roots[0] != roots[1] and (roots[0] not in actual or roots[1] not in actual)
+            and (inputs is None or all(r in actual or r in inputs for r in roots)))
+
+
 def _compares_operands(op: _InplaceOp, info: AliasInfo, actual: dict, inputs: frozenset | None) -> bool:
     """Whether ``_check_operand_overlap(op, info, actual, ..., inputs)`` goes past the analysis's
     answer for some operand, to compare tensors or to refuse (Note [operand checks the analysis
     decides]); False: the check says nothing."""
-    root = info.root
     dst = op.written.name
-    dst_root = root.get(dst)
-    if dst_root is None:
-        return False
-    dst_group = info.group(dst)
-    for x, _ in op.operands:
-        name = x.name
-        x_root = root.get(name)
-        if x_root is None or info.group(name) != dst_group:
-            continue
-        if x_root != dst_root and (x_root not in actual or dst_root not in actual):
-            if inputs is None or all(r in actual or r in inputs for r in (x_root, dst_root)):
-                continue
-        return True
-    return False
+    return any(not _says_nothing(x.name, dst, info, actual, inputs) for x, _ in op.operands)
 
 
 def _written_view(op: _InplaceOp, info: AliasInfo, actual: dict, proxies: dict, metas: dict):
