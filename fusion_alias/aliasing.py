@@ -316,8 +316,9 @@ class AliasInfo:
         self.view_key[name] = (name, ())
         self.groups[name]  # registers the singleton
 
-    def add_alias(self, name: str, of: str, step: BoundSymbol | None) -> None:
-        """``name`` is a view of ``of`` (``step`` None: the very same view)."""
+    def add_alias(self, name: str, of: str, step: BoundSymbol | None, step_key: tuple | None = None) -> None:
+        """``name`` is a view of ``of`` (``step`` None: the very same view); ``step_key``, when
+        given, is ``step``'s view step (that of a step it replays), not computed again."""
         self._group_of.pop(name, None)
         self.root[name] = self.root[of]
         if step is None or step.sym.id in ops.IDENTITY_VIEW_IDS:
@@ -326,7 +327,7 @@ class AliasInfo:
         else:
             self.chain[name] = self.chain[of] + (step,)
             root, steps = self.view_key[of]
-            self.view_key[name] = (root, steps + (_view_step(step),))
+            self.view_key[name] = (root, steps + (step_key if step_key is not None else _view_step(step),))
 
 
 def analyze(

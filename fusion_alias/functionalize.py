@@ -42,11 +42,12 @@ from collections.abc import Callable, Sequence
 
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import BoundSymbol
-from thunder.core.trace import TraceCtx, tracectx
+from thunder.core.trace import TraceCtx
 
 from fusion_alias import ops
 from fusion_alias.aliasing import AliasInfo, may_write, shape_reader, tensor_args
-from fusion_alias.new_args import with_new_args
+from fusion_alias.new_args import replayed, with_new_args
+from fusion_alias.new_values import tensor_like
 
 
 def substitute_reads(
@@ -201,12 +202,15 @@ def _replay(trace, placed: _Placed, anchor, value: TensorProxy, chain, info: Ali
     """``chain`` replayed on ``value``, its symbols placed right before ``anchor`` (a symbol; None:
     after every symbol so far); the last view."""
     made = []
-    for step in chain:
-        with tracectx(trace):
-            new_out = TensorProxy(like=step.output)
-        replay = step.from_bsym(args=(value, *step.args[1:]), output=new_out, subsymbols=[])
+    # each replayed step is the chain's step on another value: its view step is the step's own,
+    # read from the view key of the chain's last view (aliasing.add_alias)
+    keys = info.view_key.get(chain[-1].output._name)
+    keys = keys[1] if keys is not None and len(keys[1]) == len(chain) else (None,) * len(chain)
+    for step, key in zip(chain, keys):
+        new_out = tensor_like(trace, step.output)
+        replay = replayed(step, (value, *step.args[1:]), new_out)
         made.append(replay)
-        info.add_alias(new_out.name, value.name, replay)
+        info.add_alias(new_out._name, value._name, replay, key)
         value = new_out
     placed.before(anchor, made)
     return value
@@ -257,9 +261,8 @@ def _pushed_down(trace, placed: _Placed, base: TensorProxy, chain, info: AliasIn
         if view is None:
             view = _replay(trace, placed, producer, a, chain, info)
         args.append(view)
-    with tracectx(trace):
-        result = TensorProxy(like=chain[-1].output)
-    placed.after(producer, producer.from_bsym(args=tuple(args), output=result, subsymbols=[]))
+    result = tensor_like(trace, chain[-1].output)
+    placed.after(producer, replayed(producer, tuple(args), result))
     info.add_root(result.name)
     return result
 

@@ -44,6 +44,23 @@ def _copy_with_args(bsym: BoundSymbol, args: tuple) -> BoundSymbol:
     return new
 
 
+def replayed(bsym: BoundSymbol, args: tuple, output) -> BoundSymbol:
+    """``bsym.from_bsym(args=args, output=output, subsymbols=[])``: the same op on other values,
+    as read substitution replays views and pushes ops down (Note [a bound symbol copied with new
+    arguments])."""
+    if not _FIELDS_KNOWN:
+        return bsym.from_bsym(args=args, output=output, subsymbols=[])
+    sym = bsym.sym
+    new = BoundSymbol(
+        sym, args, bsym.kwargs, output, [], bsym.header, bsym.source_filename,
+        bsym.source_positions, bsym.tags.copy(), bsym._call_ctx, bsym._import_ctx, bsym._object_ctx,
+        bsym._executor,
+    )
+    if sym._bind_postprocess:
+        sym._bind_postprocess(new)
+    return new
+
+
 def with_new_args(bsym: BoundSymbol, args: tuple) -> BoundSymbol:
     """``bsym.from_bsym(args=args)``, flattened on the way from what ``bsym``'s entry holds.
 

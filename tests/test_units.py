@@ -268,3 +268,65 @@ def test_placed_symbols_keep_the_order_list_insertions_gave():
                 model.insert(model.index(anchor) + 1, b)
             made.append(b)
         assert placed.in_order() == model, seed
+
+
+def test_a_proxy_like_another_is_what_the_constructor_makes():
+    # Note [a proxy copied from the one it is like] (new_values.py): every field but the name is
+    # what TensorProxy(like=...) gives, for several dtypes, ranks, grads and tags; names are new
+    from thunder.core import devices, dtypes
+    from thunder.core.proxies import TensorProxy
+    from thunder.core.trace import TraceCtx, tracectx
+    from fusion_alias import new_values
+
+    assert new_values.copy_matches_constructor()
+    trace = TraceCtx()
+    with tracectx(trace):
+        likes = [
+            TensorProxy(shape=shape, device=devices.cpu, dtype=dtype, requires_grad=grad, tags=tags)
+            for shape in ((), (1,), (4, 0), (2, 3, 5))
+            for dtype in (dtypes.float32, dtypes.bfloat16, dtypes.int32, dtypes.bool8, dtypes.complex64)
+            for grad in (False, True)
+            for tags in (None, {"tag"})
+        ]
+    names = set()
+    for like in likes:
+        with tracectx(trace):
+            expected = vars(TensorProxy(like=like))
+        made = new_values.tensor_like(trace, like)
+        assert type(made) is TensorProxy
+        got = vars(made)
+        assert got.keys() == expected.keys()
+        assert {k: v for k, v in got.items() if k != "_name"} == {k: v for k, v in expected.items() if k != "_name"}
+        assert trace.has_name(made.name) and made.name not in names and made.name != like.name
+        names.add(made.name)
+        assert made.tags is not like.tags
+
+
+def test_a_replayed_symbol_is_what_from_bsym_makes():
+    # new_args.replayed: the fields from_bsym(args=, output=, subsymbols=[]) gives, for a view prim
+    import dataclasses
+    import thunder.core.prims as prims
+    from thunder.core import devices, dtypes
+    from thunder.core.proxies import TensorProxy
+    from thunder.core.trace import TraceCtx, tracectx
+    from fusion_alias.new_args import replayed
+
+    trace = TraceCtx()
+    with tracectx(trace):
+        a = TensorProxy(shape=(4, 3), device=devices.cpu, dtype=dtypes.float32)
+        b = TensorProxy(shape=(4, 3), device=devices.cpu, dtype=dtypes.float32)
+        trace.bound_symbols = []
+        prims.slice_prim(a, [0, 0], [1, 3])
+        step = trace.bound_symbols[-1]
+        out = TensorProxy(like=step.output)
+    expected = step.from_bsym(args=(b, *step.args[1:]), output=out, subsymbols=[])
+    made = replayed(step, (b, *step.args[1:]), out)
+    def same(x, y):  # (a proxy's == is a traced op: compare proxies by identity)
+        if isinstance(x, (tuple, list)):
+            return type(x) is type(y) and len(x) == len(y) and all(same(i, j) for i, j in zip(x, y))
+        return x is y or (not isinstance(x, TensorProxy) and x == y)
+
+    for f in dataclasses.fields(type(step)):
+        assert same(getattr(made, f.name), getattr(expected, f.name)), f.name
+    assert made.output is out and made.args[0] is b and made.subsymbols == []
+    assert made.tags is not step.tags
