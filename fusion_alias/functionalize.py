@@ -325,17 +325,23 @@ class _Placed:
         if not self.placed_before and not self.placed_after:
             return self.out
         laid: list = []
+        append = laid.append
         before, after = self.placed_before, self.placed_after
-        stack = [(b, False) for b in reversed(self.out)]  # (symbol, its own turn): a walk without recursion
-        while stack:
-            b, own_turn = stack.pop()
-            if own_turn:
-                laid.append(b)
+        for b in self.out:
+            key = id(b)
+            if key not in before and key not in after:  # (most symbols: nothing placed beside them)
+                append(b)
                 continue
-            # b's order: what was placed before it, b, then what was placed after it, last placed first
-            for x in after.get(id(b), ()):
-                stack.append((x, False))
-            stack.append((b, True))
-            for x in reversed(before.get(id(b), ())):
-                stack.append((x, False))
+            stack = [(b, False)]  # (symbol, its own turn): a walk without recursion
+            while stack:
+                b, own_turn = stack.pop()
+                if own_turn:
+                    append(b)
+                    continue
+                # b's order: what was placed before it, b, then what was placed after it, last placed first
+                for x in after.get(id(b), ()):
+                    stack.append((x, False))
+                stack.append((b, True))
+                for x in reversed(before.get(id(b), ())):
+                    stack.append((x, False))
         return laid
