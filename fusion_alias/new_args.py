@@ -33,15 +33,7 @@ def _copy_with_args(bsym: BoundSymbol, args: tuple) -> BoundSymbol:
     """``bsym.from_bsym(args=args)`` (Note [a bound symbol copied with new arguments])."""
     if not _FIELDS_KNOWN:
         return bsym.from_bsym(args=args)
-    sym = bsym.sym
-    new = BoundSymbol(
-        sym, args, bsym.kwargs, bsym.output, bsym.subsymbols, bsym.header, bsym.source_filename,
-        bsym.source_positions, bsym.tags.copy(), bsym._call_ctx, bsym._import_ctx, bsym._object_ctx,
-        bsym._executor,
-    )
-    if sym._bind_postprocess:
-        sym._bind_postprocess(new)
-    return new
+    return _copied(bsym, args, bsym.output, bsym.subsymbols)
 
 
 def replayed(bsym: BoundSymbol, args: tuple, output) -> BoundSymbol:
@@ -50,9 +42,13 @@ def replayed(bsym: BoundSymbol, args: tuple, output) -> BoundSymbol:
     arguments])."""
     if not _FIELDS_KNOWN:
         return bsym.from_bsym(args=args, output=output, subsymbols=[])
+    return _copied(bsym, args, output, [])
+
+
+def _copied(bsym: BoundSymbol, args: tuple, output, subsymbols) -> BoundSymbol:
     sym = bsym.sym
     new = BoundSymbol(
-        sym, args, bsym.kwargs, output, [], bsym.header, bsym.source_filename,
+        sym, args, bsym.kwargs, output, subsymbols, bsym.header, bsym.source_filename,
         bsym.source_positions, bsym.tags.copy(), bsym._call_ctx, bsym._import_ctx, bsym._object_ctx,
         bsym._executor,
     )
