@@ -8,6 +8,9 @@ Public API
 ``overlap_detail(a, b, *, max_work=DEFAULT_MAX_WORK) -> OverlapVerdict``
     Like ``may_overlap`` but also says whether the answer is exact, which rung
     of the ladder decided it, and how much search work it took.
+``may_overlap_itself(t) -> bool``
+    True when two elements of one tensor may share memory (Note [a tensor whose
+    elements overlap each other]).
 
 The ladder (cheapest first)
 ---------------------------
@@ -116,7 +119,7 @@ from typing import NamedTuple
 
 import torch
 
-__all__ = ["DEFAULT_MAX_WORK", "OverlapVerdict", "may_overlap", "overlap_detail"]
+__all__ = ["DEFAULT_MAX_WORK", "OverlapVerdict", "may_overlap", "may_overlap_itself", "overlap_detail"]
 
 DEFAULT_MAX_WORK = 4096
 
@@ -412,3 +415,36 @@ def may_overlap(a: torch.Tensor, b: torch.Tensor, *, max_work: int | None = DEFA
 
 # ---------------------------------------------------------------------------
 # Components (per-call guard).
+
+
+def may_overlap_itself(t: torch.Tensor) -> bool:
+    """True when two elements of ``t`` may share memory.
+
+    Note [a tensor whose elements overlap each other]
+    -------------------------------------------------
+    Torch answers "yes" for a zero stride on a dimension of size > 1 (an ``expand()``ed tensor)
+    and "too hard" for every layout that is not dense (``x[::2]``, ``x.as_strided(...)``). A write
+    into a tensor whose elements overlap each other is not a function of its value:
+    ``x.as_strided((3, 3), (1, 1)).add_(1)`` on ``x = zeros(6)`` gives ``[1, 2, 3, 2, 1, 0]`` in
+    eager (its kernel adds 1 to a location once per element that refers to it), while a region
+    writes back one value per location, ``[1, 1, 1, 1, 1, 0]``. So writes into such tensors are
+    refused (``refusals/writes.py``), and this question must not answer "no" wrongly.
+
+    Sorted by stride, the dimensions of size > 1 of a layout whose every stride exceeds the span
+    of the smaller ones (``stride_k > sum_{j<k} stride_j * (size_j - 1)``) address distinct
+    locations: each element's offset is its index written in a mixed radix. Every chain of views
+    torch makes from a tensor that has this property keeps it (slices with steps, selects,
+    permutes, reshapes that view), so only ``as_strided`` and zero strides fail it: for those
+    the answer is "may" (``(2, 3)`` with strides ``(3, 2)`` does not overlap but is answered True).
+    Example: ``x[:, ::2]`` of a ``(4, 6)`` ``x``: sizes ``(4, 3)``, strides ``(6, 2)``: stride 2
+    over span 0, stride 6 over span 4: no overlap. ``as_strided((3, 3), (1, 1))``: stride 1
+    over span 2: may overlap.
+    """
+    if t.numel() <= 1:
+        return False
+    span = 0
+    for stride, size in sorted((abs(st), sz) for sz, st in zip(t.shape, t.stride()) if sz > 1):
+        if stride <= span:
+            return True
+        span += stride * (size - 1)
+    return False

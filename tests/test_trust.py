@@ -667,3 +667,91 @@ def test_fresh_output_overwritten_with_a_transposed_input_is_contiguous(schedule
     x0 = torch.arange(16.0).reshape(4, 4) / 7
     for make in (lambda: (x0.clone(), x0.t().clone()), lambda: (x0.clone(), x0.clone() + 1)):
         assert_like_eager(_copy_into_fresh_then_view, make, schedule)
+
+
+# ---------------------------------------------------------------------------
+# writes into a tensor whose elements overlap each other (overlap.py, Note [a tensor whose elements
+# overlap each other]; refusals/writes.py, Note [writes into what as_strided made]), and operands
+# made by torch functions whose result is new memory (aliasing.py, Note [torch functions whose
+# result is new memory]): found by hostile probes (2026-12-02)
+# ---------------------------------------------------------------------------
+
+
+def _write_strided_inside(x):
+    x.as_strided((3, 3), (1, 1)).add_(1)  # eager: [1, 2, 3, 2, 1, 0] from zeros; one write-back per location: all ones
+    return x
+
+
+def _write_strided_slice_inside(x):
+    x.as_strided((3, 3), (1, 1))[1:].mul_(2)
+    return x * 1
+
+
+def _write_strided_arg(x, v):
+    v.add_(1)
+    return x
+
+
+def _strided_arg_inputs():
+    x = _ramp(6)
+    return x, x.as_strided((3, 3), (1, 1))
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize(
+    "fn, make_inputs",
+    [
+        (_write_strided_inside, lambda: (_ramp(6),)),
+        (_write_strided_slice_inside, lambda: (_ramp(6),)),
+        (_write_strided_arg, _strided_arg_inputs),
+    ],
+    ids=["as_strided-inside", "as_strided-slice-inside", "as_strided-argument"],
+)
+def test_writes_into_elements_that_overlap_each_other_are_refused(fn, make_inputs, schedule):
+    fn(*make_inputs())  # eager runs it (its result depends on its kernel's order of updates)
+    jitted = fusion_alias.jit(fn, backend="reference", schedule=schedule)
+    for _ in range(2):
+        with pytest.raises(fusion_alias.AliasInputError, match="whose elements may overlap each other"):
+            jitted(*make_inputs())
+
+
+def _write_apart_inside(x):
+    x.as_strided((2, 3), (3, 1)).add_(1)
+    x.as_strided((2,), (2,), 1).mul_(3)
+    return x.sum(), x * 2
+
+
+def _write_stepped_arg(x, v):
+    v.mul_(2)
+    return x + 1
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize(
+    "fn, make_inputs",
+    [
+        (_write_apart_inside, lambda: (_ramp(6),)),
+        (_write_stepped_arg, lambda: (lambda x: (x, x[:, ::2]))(_ramp(4, 6))),
+        (_write_stepped_arg, lambda: (lambda x: (x, x.t()[1::2, ::3]))(_ramp(4, 6))),
+        (lambda x: (x.as_strided((3, 3), (1, 1)).sum(), x.add_(1)), lambda: (_ramp(6),)),
+    ],
+    ids=["as_strided-apart", "stepped-view-argument", "transposed-stepped-argument", "read-overlapping"],
+)
+def test_writes_into_elements_apart_still_run(fn, make_inputs, schedule):
+    assert_like_eager(fn, make_inputs, schedule)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize(
+    "fn, make_inputs",
+    [
+        (lambda x: x.div_(x.norm()), lambda: (_ramp(3, 3) + 0.5,)),
+        (lambda x: x.add_(x.cumsum(0)), lambda: (_ramp(3, 3),)),
+        (lambda x: x.add_(x.roll(1, 0)), lambda: (_ramp(3, 3),)),
+        (lambda x, row: (x.div_(row.norm()), row * 1), lambda: (lambda x: (x, x[0]))(_ramp(3, 3) + 0.5)),
+        (lambda x: x.sub_(x.cumprod(1).tril()), lambda: (_ramp(3, 3) / 4,)),
+    ],
+    ids=["div-norm", "add-cumsum", "add-roll", "div-norm-of-aliased-row", "sub-cumprod-tril"],
+)
+def test_operands_made_by_torch_functions_of_new_memory_run(fn, make_inputs, schedule):
+    assert_like_eager(fn, make_inputs, schedule)

@@ -330,3 +330,67 @@ def test_a_replayed_symbol_is_what_from_bsym_makes():
         assert same(getattr(made, f.name), getattr(expected, f.name)), f.name
     assert made.output is out and made.args[0] is b and made.subsymbols == []
     assert made.tags is not step.tags
+
+
+def test_torch_functions_trusted_to_return_new_memory_do_so_in_eager():
+    # aliasing.py, Note [torch functions whose result is new memory]: each name the analysis trusts
+    # is called on eager tensors (contiguous, transposed, one row) and shares no memory with them
+    import torch
+    from fusion_alias.aliasing import _FRESH_RESULTS
+    from fusion_alias.overlap import may_overlap
+
+    calls = {
+        "norm": lambda x: torch.norm(x), "cumsum": lambda x: torch.cumsum(x, 0),
+        "cumprod": lambda x: torch.cumprod(x, 0), "cummax": lambda x: torch.cummax(x, 0),
+        "cummin": lambda x: torch.cummin(x, 0), "logcumsumexp": lambda x: torch.logcumsumexp(x, 0),
+        "roll": lambda x: torch.roll(x, 0, 0), "diff": lambda x: torch.diff(x, n=0),
+        "tril": lambda x: torch.tril(x, 5), "triu": lambda x: torch.triu(x, -5),
+        "renorm": lambda x: torch.renorm(x, 2, 0, 1e9), "outer": lambda x: torch.outer(x[0], x[0]),
+        "kron": lambda x: torch.kron(x, torch.ones(1, 1)), "cross": lambda x: torch.cross(x[:3, :3], x[:3, :3], dim=1),
+        "trace": lambda x: torch.trace(x), "sort": lambda x: torch.sort(x, 0),
+        "argsort": lambda x: torch.argsort(x, 0), "topk": lambda x: torch.topk(x, x.shape[0], 0),
+        "kthvalue": lambda x: torch.kthvalue(x, 1, 0), "msort": lambda x: torch.msort(x),
+    }
+    assert set(calls) == set(_FRESH_RESULTS)
+    base = torch.randn(4, 4)
+    for name, call in calls.items():
+        for x in (base, base.t(), base[1:3]):
+            out = call(x)
+            for o in (out if isinstance(out, tuple) else (out,)):
+                assert not may_overlap(o, x), name
+
+
+def test_may_overlap_itself_never_says_no_wrongly_and_passes_every_plain_view():
+    # overlap.py, Note [a tensor whose elements overlap each other]: against the offsets themselves,
+    # on random as_strided layouts (a "no" is always right), and on random chains of plain views of
+    # a contiguous tensor (always "no": they are never refused)
+    import random
+    import torch
+    from fusion_alias.overlap import may_overlap_itself
+
+    rng = random.Random(0)
+    storage = torch.zeros(4096)
+    for _ in range(3000):
+        nd = rng.randint(0, 4)
+        size = [rng.randint(0, 5) for _ in range(nd)]
+        stride = [rng.randint(0, 12) for _ in range(nd)]
+        t = storage.as_strided(size, stride)
+        offsets = torch.arange(4096).as_strided(size, stride).flatten().tolist()
+        overlaps = len(set(offsets)) < len(offsets)
+        assert may_overlap_itself(t) or not overlaps, (size, stride)
+    for _ in range(1000):
+        t = torch.zeros([rng.randint(1, 6) for _ in range(rng.randint(1, 4))])
+        for _ in range(rng.randint(1, 4)):
+            d = rng.randrange(t.dim())
+            op = rng.choice(["slice", "select", "permute", "unsqueeze"])
+            if op == "slice" and t.shape[d] > 0:
+                start = rng.randrange(t.shape[d])
+                t = t.narrow(d, start, rng.randint(1, t.shape[d] - start))[
+                    (slice(None),) * d + (slice(None, None, rng.randint(1, 3)),)]
+            elif op == "select" and t.dim() > 1 and t.shape[d] > 0:
+                t = t.select(d, rng.randrange(t.shape[d]))
+            elif op == "permute":
+                t = t.permute(*rng.sample(range(t.dim()), t.dim()))
+            elif op == "unsqueeze":
+                t = t.unsqueeze(d)
+        assert not may_overlap_itself(t), (t.shape, t.stride())

@@ -50,8 +50,9 @@ import torch
 from thunder.core.proxies import TensorProxy
 
 from fusion_alias import ops
-from fusion_alias.aliasing import AliasInfo, flattened, proxy_outs, shape_reader, tensor_outs
+from fusion_alias.aliasing import AliasInfo, flattened, output_may_alias, proxy_outs, shape_reader, tensor_outs
 from fusion_alias.errors import AliasInputError
+from fusion_alias.overlap import may_overlap_itself
 from fusion_alias.refusals.autograd import (
     WriteIntoGradInput,
     _check_write_into_differentiable_view,
@@ -163,22 +164,33 @@ def _check_writes(
                 grad_enabled=_grad_mode_of(b),
             )
         chain = info.chain.get(dst._name, ())
-        if not chain and t is None:
-            continue  # a fresh tensor the program made: contiguous, nothing overlaps
         base = t
-        if base is None and root in proxies and isinstance(proxies[root], TensorProxy):
-            base = torch.empty(tuple(proxies[root].shape), device="meta")
+        if base is None:
+            base = _layout_made_by_opaque_op(root, dst.name, producers, actual, info)
+            if base is None:
+                if not chain:
+                    continue  # a fresh tensor the program made: contiguous, nothing overlaps
+                if root in proxies and isinstance(proxies[root], TensorProxy):
+                    base = torch.empty(tuple(proxies[root].shape), device="meta")
         if base is None:
             continue
         try:
             view = replay_view(base, chain)
         except Exception:  # a chain torch cannot replay as views: nothing to say
             continue
-        if torch._debug_has_internal_overlap(view) != 1:
+        overlap = torch._debug_has_internal_overlap(view)  # 0: no, 1: yes (a zero stride), 2: too hard to tell
+        if t is not None:
+            what = f"input {root}" if view is t else f"{dst.name} (a view of input {root})"
+        elif base.is_contiguous():
+            what = f"{dst.name} (a view of {root})"
+        else:  # (a layout an opaque op made: _layout_made_by_opaque_op)
+            what = f"{dst.name} (made by {producers.get(root).sym.name})"
+        where = f"strides {tuple(view.stride())} on shape {tuple(view.shape)}"
+        if overlap == 2 and may_overlap_itself(view):  # Note [a tensor whose elements overlap each other] (overlap.py)
+            raise AliasInputError(_overlapping_elements_message(what, where))
+        if overlap != 1:
             continue
         src = producers.get(getattr(b.args[0], "name", None))
-        what = f"input {root}" if t is not None and view is t else f"{dst.name} (a view of {root})"
-        where = f"strides {tuple(view.stride())} on shape {tuple(view.shape)}"
         kind = _accepted_on_expanded(src, ops_by_write.get(_out_name(b)), info, actual, proxies, metas)
         if kind is not None:
             raise AliasInputError(
@@ -193,6 +205,59 @@ def _check_writes(
             "an expand()ed tensor): more than one element of the written-to tensor refers to a single "
             "memory location (eager PyTorch rejects this too); clone() it first"
         )
+
+
+def _overlapping_elements_message(what: str, where: str) -> str:
+    return (
+        f"fusion_alias: in-place write into {what}, whose elements may overlap each other ({where}): "
+        "eager PyTorch's kernel then updates a memory location once for every element that refers to it, "
+        "which a fusion's write-back of one value per location does not reproduce (plain Thunder returns a "
+        "different result too): not supported. clone() it first, or write through a view whose elements "
+        "do not overlap"
+    )
+
+
+# torch functions (Thunder symbols outside the op table) whose result may have elements that overlap
+# each other even when their operand's do not
+_MAY_OVERLAP_ITSELF = frozenset({"expand", "expand_as", "broadcast_to", "broadcast_tensors", "unfold"})
+
+
+def _layout_made_by_opaque_op(root: str, dst_name: str, producers, actual: dict, info: AliasInfo):
+    """A meta tensor with the layout of ``root`` when an op outside the op table made it as a
+    possible view of its operands (Note [unknown ops alias conservatively], aliasing.py); None when
+    ``root`` is a fresh tensor (made by an op we claim, or an op whose result is new memory).
+
+    Note [writes into what as_strided made]: ``x.as_strided((3, 3), (1, 1)).add_(1)`` writes a
+    root the analysis cannot relate to ``x`` (``as_strided`` is not in the op table), so its layout
+    is not the contiguous one a fresh root has: it is the size and stride ``as_strided`` was given.
+    Other views torch makes keep elements apart where their operand does, so they are fine unless
+    an input of the same memory has overlapping elements itself; ops that can make a zero stride
+    or overlapping windows (``_MAY_OVERLAP_ITSELF``) cannot be told apart from a write eager
+    rejects, and are refused.
+    """
+    producer = producers.get(root)
+    if producer is None or ops.op_info(producer) is not None or not output_may_alias(producer, root):
+        return None
+    name = producer.sym.name
+    what = f"{dst_name} (made by {name})"
+    if name == "as_strided":
+        size = producer.args[1] if len(producer.args) > 1 else producer.kwargs.get("size")
+        stride = producer.args[2] if len(producer.args) > 2 else producer.kwargs.get("stride")
+        if _ints(size) and _ints(stride) and len(size) == len(stride):
+            return torch.empty_strided(tuple(size), tuple(stride), device="meta")
+    elif name not in _MAY_OVERLAP_ITSELF:
+        group = info.group(root)
+        overlapping = [n for n, x in actual.items()
+                       if isinstance(x, torch.Tensor) and n in info.root and info.group(n) == group
+                       and may_overlap_itself(x)]
+        if not overlapping:
+            return None
+        what += f", which may be a view of input {overlapping[0]}"
+    raise AliasInputError(_overlapping_elements_message(what, "a layout fusion_alias cannot see through"))
+
+
+def _ints(xs) -> bool:
+    return isinstance(xs, (tuple, list)) and all(isinstance(x, int) and not isinstance(x, bool) for x in xs)
 
 
 def _grad_mode_of(copy_bsym) -> bool:
