@@ -67,6 +67,9 @@ class FuzzReport:
     schedules: tuple[str, ...] = ()
     per_generator: dict[str, int] = dataclasses.field(default_factory=dict)  # generator -> programs
     failed_per_generator: dict[str, int] = dataclasses.field(default_factory=dict)  # generator -> failing programs
+    # generator -> runs fusion_alias refused: a needless refusal shows next to its generator (the ``fresh``
+    # generator's programs should all be accepted; the ``strided`` one's writes into self-overlapping views refused)
+    refused_per_generator: dict[str, int] = dataclasses.field(default_factory=dict)
 
     @property
     def failures(self) -> list[Failure]:
@@ -81,6 +84,7 @@ class FuzzReport:
         accepted = self.runs - self.both_raised - len(self.missed_rejections)  # runs eager returns from
         refused = len(self.unsupported) / accepted if accepted > 0 else 0.0
         gens = " ".join(f"{g}={n}" + (f"(failed {self.failed_per_generator[g]})" if self.failed_per_generator.get(g) else "")
+                        + (f"(refused {self.refused_per_generator[g]} runs)" if self.refused_per_generator.get(g) else "")
                         for g, n in sorted(self.per_generator.items()))
         return (
             f"fuzz summary: programs={self.programs} seconds={self.seconds:.1f} "
@@ -170,6 +174,8 @@ def run_fuzz(
             elif status == "jit-raised" and (why := _expected_raise(p, schedule, detail, system, make_jit, thunder_raises)):
                 kind = report.thunder_unsupported if why == "thunder" else report.unsupported
                 kind.append((p.name, schedule, _last_line(detail)))
+                if why != "thunder":
+                    report.refused_per_generator[p.kind] = report.refused_per_generator.get(p.kind, 0) + 1
                 what = "unsupported by Thunder (plain thunder.jit raises the same)" if why == "thunder" else "refused"
                 log(f"program {p.name} [{schedule}]: jit raised, {what}: {_last_line(detail)}")
                 if verbose:

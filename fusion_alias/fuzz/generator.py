@@ -22,13 +22,13 @@ from typing import Sequence
 
 import torch
 
-from fusion_alias.fuzz import gen_aliasing, gen_dtype, gen_layout
+from fusion_alias.fuzz import gen_aliasing, gen_dtype, gen_fresh, gen_layout, gen_strided
 from fusion_alias.fuzz.gen_basic import _gen_inputs, _Gen
 from fusion_alias.fuzz.hazard import _exec_stmt, _ill_defined, eager_env
 from fusion_alias.fuzz.program import GENERATORS, Program, Stmt
 
 # relative frequency of each generator when several are enabled
-_WEIGHTS = {"basic": 3, "dtype": 2, "layout": 2, "hidden": 2, "calls": 2}
+_WEIGHTS = {"basic": 3, "dtype": 2, "layout": 2, "hidden": 2, "calls": 2, "strided": 1, "fresh": 1}
 
 
 def _basic_inputs(rng: random.Random) -> dict:
@@ -44,6 +44,8 @@ _MAKERS = {
     "layout": (gen_layout.layout_inputs, gen_layout.LayoutGen, 4.0),
     "hidden": (gen_aliasing.hidden_inputs, _Gen, 1.0),
     "calls": (gen_aliasing.calls_inputs, _Gen, 1.0),
+    "strided": (gen_strided.strided_inputs, gen_strided.StridedGen, 2.0),
+    "fresh": (gen_fresh.fresh_inputs, gen_fresh.FreshGen, 1.0),
 }
 
 

@@ -17,7 +17,9 @@ CONSTANTS = (0.5, -0.25, 2.0, 0.75, -1.5, 0.125)
 #   layout  reshape / flatten / repeat / expand().reshape() of layouts that are not viewable (copies)
 #   hidden  tensors reached without arguments: globals, closure cells, module buffers, argument attributes
 #   calls   one program called with changing aliasing of same-shaped inputs
-GENERATORS = ("basic", "dtype", "layout", "hidden", "calls")
+#   strided writes into as_strided views whose elements overlap each other (refused), and their neighbours
+#   fresh   in-place ops reading a fresh result of the tensor they write (x.div_(x.norm())), which must run
+GENERATORS = ("basic", "dtype", "layout", "hidden", "calls", "strided", "fresh")
 
 # Kinds of hidden tensors (Program.hidden); see source.py for how each is rendered.
 HIDDEN_KINDS = ("global", "global_dict", "closure", "buffer", "attr")
