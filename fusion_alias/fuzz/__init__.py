@@ -18,10 +18,14 @@ flatten, repeat, expand().reshape() of layouts that are not viewable, before
 and after writes), ``hidden`` (tensors reached through globals, closure cells,
 module buffers and argument attributes, aliasing an argument on some calls),
 ``calls`` (one program called with changing aliasing of same-shaped inputs:
-independent -> the same tensor -> transposed -> ...). A raise of the jitted
-call that eager does not make is a failure unless plain ``thunder.jit`` raises
-the same or fusion_alias refuses clearly (Note [what a raise of the jitted call
-counts as], driver.py).
+independent -> the same tensor -> transposed -> ...), ``strided`` (writes into
+``as_strided`` views whose elements overlap each other, which fusion_alias must
+refuse, and neighbours that must match eager), ``fresh`` (in-place ops reading a
+fresh result of the tensor they write: ``x.div_(x.norm())``, which must run);
+the last two have a small weight, and the summary counts each generator's
+refused runs. A raise of the jitted call that eager does not make is a failure
+unless plain ``thunder.jit`` raises the same or fusion_alias refuses clearly
+(Note [what a raise of the jitted call counts as], driver.py).
 
 Note [the repro is what ran]
     A program is a list of statements over variable names. It is rendered to
@@ -54,7 +58,8 @@ Modules (the path of one fuzz case, in order):
 
 * ``program``   -- the data model: ``Stmt``, ``Program``.
 * ``generator`` -- ``generate_program(seed, index)``: picks a generator, grows the body against eager runs.
-* ``gen_basic``, ``gen_dtype``, ``gen_layout``, ``gen_aliasing`` -- the generators' inputs and statements.
+* ``gen_basic``, ``gen_dtype``, ``gen_layout``, ``gen_aliasing``, ``gen_strided``, ``gen_fresh`` -- the
+  generators' inputs and statements.
 * ``hazard``    -- eager statement-by-statement runs: memory overlap, ``has_alias_hazard``.
 * ``source``    -- rendering hidden-tensor holders, inputs per call, body and jit as Python source.
 * ``oracle``    -- the ``check`` driver (eager vs jitted, per schedule), ``run_program``.
