@@ -191,6 +191,13 @@ class AliasSpecializedFunction:
             # which now end with the final values to write back; applied to the program's own
             # outputs after the call instead (``_mark_non_differentiable``)
             options.pop("is_differentiable_outputs", None)
+        else:
+            # Note [no autodiff for a call that computes no gradient]: under torch.no_grad() with an
+            # input that requires grad, Thunder 0.2.6 still builds its autograd forward (it asks only
+            # the inputs), and its forward/backward split of a program that writes in place lost
+            # writes: ``m.mul_(2).add_(1)`` wrote back the ``mul``, ``c[0].copy_(v)`` nothing
+            # (hostile probes 2026-12-02). Such a call needs no autodiff, as in eager: none is built.
+            options.setdefault("disable_torch_autograd", True)
         jfn = thunder.jit(
             self._fn,
             executors=[executor],

@@ -56,7 +56,7 @@ from thunder.core.trace import from_trace, tracectx
 from thunder.core.transform_common import Transform
 
 from fusion_alias import context, ops
-from fusion_alias.aliasing import _view_symbols, analyze, may_write, tensor_proxies_by_name
+from fusion_alias.aliasing import _made_from_args, _view_symbols, analyze, may_write, tensor_proxies_by_name
 from fusion_alias.errors import AliasInputError
 from fusion_alias.functional_rewrite import Rewriter
 
@@ -195,12 +195,27 @@ def _explicit_writes(bsyms, state_update: bool = False) -> list:
                 b = b.from_bsym(kwargs={**b.kwargs, "grad_enabled": False})
             out.append(b)
         elif (not ops.is_view(b) and b.subsymbols and b.sym.name not in _OPAQUE_VIEWS
-              and (may_write(b) or b.sym in _view_symbols())):
+              and (may_write(b) or (b.sym in _view_symbols() and _decomposes_into_views(b)))):
             inner = state_update or any(k in b.sym.name for k in _STATE_UPDATING_OPS)
             out.extend(_explicit_writes(b.subsymbols, inner))
         else:
             out.append(b)
     return out
+
+
+def _decomposes_into_views(b) -> bool:
+    """Whether each tensor output of the view symbol ``b`` is made from its arguments by view prims
+    in its decomposition.
+
+    Note [views whose decomposition copies]: Thunder decomposes ``diagonal`` into ``reshape`` and
+    ``take``, a gather that copies. Flattened, ``h.diagonal().mul_(a)`` wrote into the gather's
+    fresh result and never into ``h``: with gradients the write was lost, forward values too
+    (hostile probes 2026-12-02). Such a symbol stays whole, an opaque view of its argument, which the
+    rewrite refuses to write through (module Note) instead of computing something else.
+    """
+    outer = {a.name for a in b.flat_args if isinstance(a, TensorProxy)}
+    outs = [o for o in b.flat_outs if isinstance(o, TensorProxy)]
+    return all(_made_from_args(b.subsymbols, o.name, outer) for o in outs)
 
 
 def _checked_as_the_fusion_pass_sees_it(trace, explicit, ret, tensor_inputs, input_groups, actual, ctx) -> set:

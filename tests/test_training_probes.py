@@ -1,0 +1,96 @@
+"""Training-call classes found by hostile probes (2026-12-02): each behaves as eager, or is refused
+with an error that names the problem; never a silently different value or gradient."""
+
+import pytest
+import torch
+
+import fusion_alias
+from fusion_alias.backends.reference import SCHEDULES
+
+
+def _chain(p, m):
+    m.mul_(2).add_(1)
+    return p * 1
+
+
+def _rows(p, c, v):
+    c[0].copy_(v)
+    c[1].copy_(v * 2)
+    return p * 1
+
+
+def _method_on_result(p, m):
+    t = m.mul_(2)
+    t.add_(1)
+    return p * 1
+
+
+def _momentum_step(p, g, buf):
+    buf.mul_(0.9).add_(g)
+    p.sub_(buf, alpha=0.1)
+    return p.sum()
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("p_requires_grad", [True, False])
+@pytest.mark.parametrize(
+    "fn, make_rest",
+    [
+        (_chain, lambda: [torch.ones(2)]),
+        (_rows, lambda: [torch.zeros(2, 2), torch.tensor([1.0, 2.0])]),
+        (_method_on_result, lambda: [torch.ones(2)]),
+    ],
+    ids=["chained-writes", "rows-written", "method-on-result"],
+)
+def test_writes_under_no_grad_with_an_input_that_requires_grad(fn, make_rest, p_requires_grad, schedule):
+    # Note [no autodiff for a call that computes no gradient] (api.py): Thunder's autograd forward
+    # wrote back the mul of ``m.mul_(2).add_(1)`` and lost ``c[0].copy_(v)``
+    jitted = fusion_alias.jit(fn, backend="reference", schedule=schedule)
+    for _ in range(2):
+        p = torch.ones(2, requires_grad=p_requires_grad)
+        rest_e, rest_j = make_rest(), make_rest()
+        with torch.no_grad():
+            want, got = fn(p, *rest_e), jitted(p, *rest_j)
+        torch.testing.assert_close(got, want)
+        assert got.requires_grad == want.requires_grad
+        for a, b in zip(rest_j, rest_e):
+            torch.testing.assert_close(a, b)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_an_optimizer_step_under_no_grad_on_parameters_that_require_grad(schedule):
+    jitted = fusion_alias.jit(_momentum_step, backend="reference", schedule=schedule)
+    for step in range(3):
+        torch.manual_seed(step)
+        p_e = torch.randn(4, requires_grad=True)
+        p_j = p_e.detach().clone().requires_grad_(True)
+        g, buf_e = torch.randn(4), torch.randn(4)
+        buf_j = buf_e.clone()
+        with torch.no_grad():
+            want, got = _momentum_step(p_e, g, buf_e), jitted(p_j, g, buf_j)
+        torch.testing.assert_close(got, want)
+        torch.testing.assert_close(p_j, p_e)
+        torch.testing.assert_close(buf_j, buf_e)
+
+
+def _diagonal_write(h0, a):
+    h = h0 * 1
+    h.diagonal().mul_(a)
+    return h
+
+
+def test_a_write_through_a_view_whose_decomposition_copies_is_refused_with_gradients():
+    # Note [views whose decomposition copies] (autograd_functionalize.py): Thunder's diagonal is a
+    # gather; flattened, the write landed in the gather's result and h kept its old values
+    jitted = fusion_alias.jit(_diagonal_write, backend="reference")
+    h0, a = torch.ones(3, 3, requires_grad=True), torch.tensor([2.0, 3.0, 5.0], requires_grad=True)
+    with pytest.raises(fusion_alias.AliasInputError, match="computes gradients"):
+        jitted(h0, a)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_a_write_through_diagonal_without_gradients_runs(schedule):
+    jitted = fusion_alias.jit(_diagonal_write, backend="reference", schedule=schedule)
+    for _ in range(2):
+        h0, a = torch.randn(3, 3), torch.tensor([2.0, 3.0, 5.0])
+        torch.testing.assert_close(jitted(h0, a), _diagonal_write(h0, a))
