@@ -115,18 +115,34 @@ def _constant_outputs(flat, info, tensor_inputs, outs, step_outputs=frozenset())
     requires grad still does, and so do views of ``b``), and a write of a value that requires grad
     makes the memory require it. Returns the positions among ``outs`` (the program's outputs) of
     those no gradient reaches, or that are not floating point."""
+    requires = _requires_grad(flat, info, tensor_inputs, step_outputs)
+    return [
+        i for i, o in enumerate(outs)
+        if isinstance(o, TensorProxy) and (not requires(o.name) or not dtypes.is_inexact_dtype(o.dtype))
+    ]
+
+
+def _requires_grad(flat, info, tensor_inputs, step_outputs=frozenset()):
+    """Whether a name of ``flat`` requires grad after the program, by eager's rules for memory
+    (Note [outputs no gradient reaches]): a predicate over names."""
     root = info.root
     memory = {root.get(p.name, p.name) for p in tensor_inputs if p.requires_grad}  # memories that require grad
     values: set = set()  # names computed from something that requires grad
+    # ``x.detach()`` and views of it share ``x``'s memory but require no grad (Note [a write-back no
+    # gradient reaches]); a write into them with a value that requires grad is not followed here
+    detached_names: set = set()
 
     def requires(n: str) -> bool:
-        return n in values or root.get(n, n) in memory
+        return n not in detached_names and (n in values or root.get(n, n) in memory)
 
     for b in flat:
         if ops.is_copy(b):
             src, dst = b.args[0], b.args[1]
             if isinstance(src, TensorProxy) and requires(src.name) and b.kwargs.get("grad_enabled", True):
                 memory.add(root.get(dst.name, dst.name))
+            continue
+        if b.sym.name == "detach" or (ops.is_view(b) and b.args and getattr(b.args[0], "name", None) in detached_names):
+            detached_names.update(o.name for o in b.flat_outs if isinstance(o, TensorProxy))
             continue
         if ops.is_view(b):
             continue  # a view requires grad when its memory does
@@ -137,10 +153,7 @@ def _constant_outputs(flat, info, tensor_inputs, outs, step_outputs=frozenset())
                     values.add(o.name)
                     if root.get(o.name) == o.name:
                         memory.add(o.name)
-    return [
-        i for i, o in enumerate(outs)
-        if isinstance(o, TensorProxy) and (not requires(o.name) or not dtypes.is_inexact_dtype(o.dtype))
-    ]
+    return requires
 
 
 def _narrow(t: torch.Tensor, dims: tuple) -> torch.Tensor:
@@ -364,10 +377,17 @@ def functionalize(prologue_trc, trace, epilogue_trc):
 
     positions = {p.name: i for i, p in enumerate(trace.args) if isinstance(p, TensorProxy)}
     narrowed = {name: dims for name, (dims, _, _) in rewriter.narrowed.items()}
-    written_positions = tuple((positions[p.name], rewriter.mode_of(p.name), narrowed.get(p.name, ())) for p in written)
+    # Note [a write-back no gradient reaches]: Thunder's autograd function returns every final value
+    # as requiring grad; copied back under grad mode, a buffer that no gradient reaches
+    # (``buf.mul_(0.9).add_(x.detach().mean(0))`` in a training call) got a CopyBackwards history,
+    # and the next step's backward ran through this one ("backward through the graph a second
+    # time"; hostile probes 2026-12-02). Such a write-back runs under no_grad, as eager's writes did.
+    requires = _requires_grad(flat, info, tensor_inputs, rewriter.step_outputs)
+    modes = {p.name: bool(rewriter.mode_of(p.name)) and requires(p.name) for p in written}
+    written_positions = tuple((positions[p.name], modes[p.name], narrowed.get(p.name, ())) for p in written)
     ctx.written_positions = written_positions
     ctx.writebacks = WriteBacks(
-        [(_narrow(actual[p.name], narrowed.get(p.name, ())), rewriter.mode_of(p.name)) for p in written if p.name in actual]
+        [(_narrow(actual[p.name], narrowed.get(p.name, ())), modes[p.name]) for p in written if p.name in actual]
     )
     if len(ctx.writebacks.targets) < len(written):
         raise AliasInputError(

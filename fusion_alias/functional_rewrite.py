@@ -39,7 +39,7 @@ class Rewriter:
         self.version: dict[str, int] = {}  # root -> writes so far
         self.made_at: dict[str, int] = {}  # name -> its root's version when the name was made
         self.replayed: dict[tuple, TensorProxy] = {}  # (name, version) -> its value then
-        self.last_mode: dict[str, bool] = {}  # memory -> grad mode of its last write
+        self.last_mode: dict[str, bool] = {}  # memory -> grad mode of its write-back (Note [the grad mode of a write-back])
         # Note [memory shared in ways the rewrite cannot follow]: writes per memory group and per
         # memory, and both counts when each name was made
         self.group_writes: dict[str, int] = {}
@@ -125,7 +125,8 @@ class Rewriter:
         return value
 
     def mode_of(self, root: str):
-        """The grad mode of the last write into ``root``'s memory, or None when it was not written."""
+        """The grad mode of the write-back of ``root``'s memory (Note [the grad mode of a write-back]),
+        or None when it was not written."""
         return self.last_mode.get(self.memory.get(root, root))
 
     def _root_value(self, root: str) -> TensorProxy:
@@ -381,7 +382,12 @@ class Rewriter:
             new = _keep_identity(old, new)
         self.current[mem] = new
         self.version[mem] = int(self.version.get(mem, 0)) + 1
-        self.last_mode[mem] = grad_mode
+        # Note [the grad mode of a write-back]: the caller's tensor keeps the history of every write
+        # made under grad mode, as in eager: ``a.mul_(b)`` then ``with no_grad(): a.add_(1)`` leaves
+        # ``a`` with mul's history (the add is not recorded, its value is: ``_keep_identity``). So the
+        # write-back runs under grad mode when any write of the memory did; the last write's mode
+        # alone dropped mul's history, and the gradients through ``a`` (hostile probes 2026-12-02).
+        self.last_mode[mem] = grad_mode or self.last_mode.get(mem, False)
         group = self.info.group(root)
         self.group_writes[group] = self.group_writes.get(group, 0) + 1
         if root not in self.input_names and mem == root:  # memory the program made: not written back

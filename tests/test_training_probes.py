@@ -94,3 +94,44 @@ def test_a_write_through_diagonal_without_gradients_runs(schedule):
     for _ in range(2):
         h0, a = torch.randn(3, 3), torch.tensor([2.0, 3.0, 5.0])
         torch.testing.assert_close(jitted(h0, a), _diagonal_write(h0, a))
+
+
+def _grad_then_no_grad(a, b):
+    a.mul_(b)
+    with torch.no_grad():
+        a.add_(1.0)
+    return b * 1
+
+
+def test_a_write_under_grad_then_one_under_no_grad_keeps_the_first_ones_history():
+    # functional_rewrite.py, Note [the grad mode of a write-back]
+    jitted = fusion_alias.jit(_grad_then_no_grad, backend="reference")
+    for _ in range(2):
+        grads = []
+        for fn in (_grad_then_no_grad, jitted):
+            w = torch.tensor([1.0, 2.0], requires_grad=True)
+            b = torch.tensor([3.0, 4.0], requires_grad=True)
+            a = w * 1
+            out = fn(a, b)  # (before a.sum(): the loss reads a after the writes)
+            (a.sum() + out.sum()).backward()
+            grads.append((a.detach().clone(), w.grad.clone(), b.grad.clone()))
+        for got, want in zip(grads[1], grads[0]):
+            torch.testing.assert_close(got, want)
+
+
+def _running_stat(buf, x):
+    buf.mul_(0.9).add_(x.detach().mean(0))
+    return x * 2
+
+
+def test_a_buffer_written_with_a_detached_value_gets_no_history():
+    # autograd_functionalize.py, Note [a write-back no gradient reaches]: a second training step
+    # raised "backward through the graph a second time"
+    jitted = fusion_alias.jit(_running_stat, backend="reference")
+    buf_e, buf_j = torch.zeros(3), torch.zeros(3)
+    for step in range(3):
+        x = torch.full((2, 3), float(step + 1), requires_grad=True)
+        _running_stat(buf_e, x).sum().backward()
+        jitted(buf_j, x).sum().backward()
+        torch.testing.assert_close(buf_j, buf_e)
+        assert not buf_j.requires_grad and buf_j.grad_fn is None
