@@ -459,6 +459,7 @@ def output_may_alias(bsym: BoundSymbol, out_name: str) -> bool:
 _FRESH_RESULTS = frozenset({
     "norm", "cumsum", "cumprod", "cummax", "cummin", "logcumsumexp", "roll", "diff", "tril", "triu",
     "renorm", "outer", "kron", "cross", "trace", "sort", "argsort", "topk", "kthvalue", "msort",
+    "median", "nanmedian", "vector_norm",
 })
 
 _TORCH_MODULES = frozenset({"thunder.torch", "torch", "torch.linalg"})

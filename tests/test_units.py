@@ -350,6 +350,9 @@ def test_torch_functions_trusted_to_return_new_memory_do_so_in_eager():
         "trace": lambda x: torch.trace(x), "sort": lambda x: torch.sort(x, 0),
         "argsort": lambda x: torch.argsort(x, 0), "topk": lambda x: torch.topk(x, x.shape[0], 0),
         "kthvalue": lambda x: torch.kthvalue(x, 1, 0), "msort": lambda x: torch.msort(x),
+        "median": lambda x: (torch.median(x), *torch.median(x, 0)),
+        "nanmedian": lambda x: (torch.nanmedian(x), *torch.nanmedian(x, 0)),
+        "vector_norm": lambda x: torch.linalg.vector_norm(x),
     }
     assert set(calls) == set(_FRESH_RESULTS)
     base = torch.randn(4, 4)
