@@ -23,7 +23,12 @@ independent -> the same tensor -> transposed -> ...), ``strided`` (writes into
 refuse, and neighbours that must match eager), ``fresh`` (in-place ops reading a
 fresh result of the tensor they write: ``x.div_(x.norm())``, which must run);
 the last two have a small weight, and the summary counts each generator's
-refused runs. A raise of the jitted call that eager does not make is a failure
+refused runs; ``train`` (gradient mode: calls under ``torch.no_grad()`` with an
+input that requires grad, writes through ``diagonal()`` with gradients, which
+must be refused, a write under grad mode then one under no_grad read by the loss
+after the call, a running statistic of ``x.detach()`` kept across calls; Note
+[training calls in the fuzzer], gen_train.py and oracle.py), drawn among the
+others only with ``--grad``. A raise of the jitted call that eager does not make is a failure
 unless plain ``thunder.jit`` raises the same or fusion_alias refuses clearly
 (Note [what a raise of the jitted call counts as], driver.py).
 
@@ -59,7 +64,7 @@ Modules (the path of one fuzz case, in order):
 * ``program``   -- the data model: ``Stmt``, ``Program``.
 * ``generator`` -- ``generate_program(seed, index)``: picks a generator, grows the body against eager runs.
 * ``gen_basic``, ``gen_dtype``, ``gen_layout``, ``gen_aliasing``, ``gen_strided``, ``gen_fresh`` -- the
-  generators' inputs and statements.
+  generators' inputs and statements; ``gen_train`` -- whole programs of the training-call classes.
 * ``hazard``    -- eager statement-by-statement runs: memory overlap, ``has_alias_hazard``.
 * ``source``    -- rendering hidden-tensor holders, inputs per call, body and jit as Python source.
 * ``oracle``    -- the ``check`` driver (eager vs jitted, per schedule), ``run_program``.

@@ -150,7 +150,8 @@ def run_fuzz(
         if time_budget is not None and time.perf_counter() - start > time_budget:
             log(f"time budget of {time_budget}s spent after {report.programs} programs")
             break
-        p = generate_program(seed, index, max_stmts=max_stmts, error_rate=error_rate, generators=generators)
+        p = generate_program(seed, index, max_stmts=max_stmts, error_rate=error_rate, generators=generators,
+                             grad=grad)
         if grad:
             p = p.replace(grad=True)
         report.programs += 1

@@ -22,13 +22,16 @@ from typing import Sequence
 
 import torch
 
-from fusion_alias.fuzz import gen_aliasing, gen_dtype, gen_fresh, gen_layout, gen_strided
+from fusion_alias.fuzz import gen_aliasing, gen_dtype, gen_fresh, gen_layout, gen_strided, gen_train
 from fusion_alias.fuzz.gen_basic import _gen_inputs, _Gen
 from fusion_alias.fuzz.hazard import _exec_stmt, _ill_defined, eager_env
 from fusion_alias.fuzz.program import GENERATORS, Program, Stmt
 
 # relative frequency of each generator when several are enabled
-_WEIGHTS = {"basic": 3, "dtype": 2, "layout": 2, "hidden": 2, "calls": 2, "strided": 1, "fresh": 1}
+_WEIGHTS = {"basic": 3, "dtype": 2, "layout": 2, "hidden": 2, "calls": 2, "strided": 1, "fresh": 1, "train": 4}
+# drawn among others only in gradient mode (alone, with ``generators=("train",)``, in either mode): the
+# streams without --grad stay the ones of the fuzzer before it existed
+_GRAD_ONLY = ("train",)
 
 
 def _basic_inputs(rng: random.Random) -> dict:
@@ -55,6 +58,7 @@ def generate_program(
     max_stmts: int = 8,
     error_rate: float = 0.05,
     generators: Sequence[str] = GENERATORS,
+    grad: bool = False,
 ) -> Program:
     """Program ``index`` of the stream for ``seed`` (deterministic for given ``generators``).
 
@@ -63,7 +67,8 @@ def generate_program(
     generators existed). Statements are validated one by one against eager runs
     (Note [a body valid for every call]). With probability ``error_rate`` (higher
     for the dtype and layout generators) the program ends in a statement eager
-    rejects: the jitted program must then raise too.
+    rejects: the jitted program must then raise too. ``grad``: the programs are run with
+    ``--grad``; the ``train`` generator is drawn among others only then.
     """
     unknown = set(generators) - set(GENERATORS)
     if unknown or not generators:
@@ -72,7 +77,12 @@ def generate_program(
     if len(generators) == 1:
         kind = generators[0]
     else:
-        kind = rng.choices(list(generators), [_WEIGHTS[g] for g in generators])[0]
+        weights = [0 if g in _GRAD_ONLY and not grad else _WEIGHTS[g] for g in generators]
+        if not any(weights):
+            raise ValueError(f"fuzz: generators {sorted(generators)} are drawn among others only with grad=True")
+        kind = rng.choices(list(generators), weights)[0]
+    if kind == "train":  # Note [training calls in the fuzzer]: whole programs of one class, not grown
+        return gen_train.train_program(f"seed {seed} #{index}", rng)
     make_inputs, gen_class, bad_factor = _MAKERS[kind]
     fields = make_inputs(rng)
     p = Program(name=f"seed {seed} #{index}", input_seed=rng.randrange(2**31), stmts=(), returns=(), **fields)

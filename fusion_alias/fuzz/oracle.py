@@ -41,8 +41,29 @@ MakeJit = Callable[[Callable, str], Callable]
 #     float16/bfloat16 results are compared with a wider tolerance (a fused
 #     region may keep an intermediate in float32 where eager rounds it), every
 #     other dtype with assert_close's defaults; dtypes must match exactly.
+# Note [training calls in the fuzzer] (the oracle's part; the programs: gen_train.py)
+#     Four flags of a program (all off for every generator but ``train``) extend the oracle
+#     above to the ways a training loop calls a function:
+#       * ``NO_GRAD_CALL``: eager and the jitted function are each called under
+#         ``torch.no_grad()`` (with inputs that may require grad, e.g. a parameter ``p``
+#         passed as the leaf itself); no backward;
+#       * ``LOSS_READS_ARGS``: the loss also reads every argument that requires grad *after*
+#         the call (``out = f(a, b); (a.sum() + out.sum()).backward()``), so a write-back
+#         that lost a history shows in the leaves' gradients;
+#       * ``CARRIED``: these bases are made on the first call and passed again, as mutated
+#         by it, on every later call (a running statistic, an optimizer buffer), each side
+#         its own; the backward of every call runs;
+#       * ``CHECK_REQUIRES_GRAD``: ``requires_grad`` of the outputs, the arguments and the
+#         bases right after the call must be eager's (a buffer that got a history, an output
+#         of a no_grad call that requires grad).
 _DRIVER = '''
 CALLS = {calls!r}  # the aliasing variant of each call: Note [calls with changing aliasing]
+# Note [training calls in the fuzzer] (oracle.py)
+NO_GRAD_CALL = {no_grad_call!r}
+LOSS_READS_ARGS = {loss_reads_args!r}
+CARRIED = {carried!r}
+CHECK_REQUIRES_GRAD = {check_requires_grad!r}
+BASE_NAMES = {base_names!r}
 _LOW_PRECISION = {{torch.float16: 1e-2, torch.bfloat16: 4e-2}}
 
 
@@ -66,29 +87,48 @@ def _qualname(e):
     return f"{{type(e).__module__}}.{{type(e).__qualname__}}"
 
 
-def _run(fn, variant):
-    \"\"\"(outputs, bases, args, hidden, leaf gradients, error, phase of the error) of one call on fresh inputs.\"\"\"
-    bases, args, leaves, hidden = make_inputs(variant)  # leaves: --grad, the leaves the bases come from
+def _requires_grad(*groups):
+    return [[t.requires_grad for t in ts if isinstance(t, torch.Tensor)] for ts in groups]
+
+
+def _run(fn, variant, state=None):
+    \"\"\"(outputs, bases, args, hidden, leaf gradients, error, phase of the error, requires_grad flags)
+    of one call on fresh inputs (the bases of CARRIED: kept in ``state`` from this side's previous call).\"\"\"
+    state = {{}} if state is None else state
+    # leaves: --grad, the leaves the bases come from
+    bases, args, leaves, hidden = make_inputs(variant, state.get("carried"))
+    if CARRIED:
+        state["carried"] = {{n: b for n, b in zip(BASE_NAMES, bases) if n in CARRIED}}
     install_hidden(hidden)
     hidden = list(hidden.values())
+    flags = None
     try:
-        out = _as_list(fn(*args))
+        if NO_GRAD_CALL:
+            with torch.no_grad():
+                out = _as_list(fn(*args))
+        else:
+            out = _as_list(fn(*args))
         args = [a for a in args if isinstance(a, torch.Tensor)]  # an attribute holder's tensors are hidden ones
     except Exception as e:  # noqa: BLE001 - any exception counts as a rejection
-        return None, bases, args, hidden, None, e, "forward"
-    if leaves:
+        return None, bases, args, hidden, None, e, "forward", None
+    if CHECK_REQUIRES_GRAD:
+        flags = _requires_grad(out, args, bases)
+    if leaves and not NO_GRAD_CALL:
         try:
             weights = torch.Generator().manual_seed(1)
             diff = [o for o in out if isinstance(o, torch.Tensor) and o.requires_grad]
+            if LOSS_READS_ARGS:
+                diff += [a for a in args if a.requires_grad]
             if diff:
                 sum((o * torch.rand(o.shape, generator=weights, dtype=o.dtype)).sum() for o in diff).backward()
         except Exception as e:  # noqa: BLE001
-            return None, bases, args, hidden, None, e, "backward"
+            return None, bases, args, hidden, None, e, "backward", flags
+    if leaves:
         out = [o.detach() if isinstance(o, torch.Tensor) else o for o in out]
     # None (no gradient reached the leaf) as zeros of the leaf's own shape and dtype: the bases list
     # also holds tensors with no leaf (an int input), so zeros made from it misaligned (seed 14004 #87)
     grads = [torch.zeros_like(leaf) if leaf.grad is None else leaf.grad for leaf in leaves]
-    return out, bases, args, hidden, grads, None, None
+    return out, bases, args, hidden, grads, None, None, flags
 
 
 def check(schedule, make_jit=make_jit):
@@ -96,9 +136,11 @@ def check(schedule, make_jit=make_jit):
     Returns (status, detail); status is ok, both-raised, jit-raised, missed-rejection or mismatch.\"\"\"
     jitted = None
     compared, raised = 0, []
+    want_state, got_state = {{}}, {{}}  # CARRIED bases of each side, from one call to the next
     for call, variant in enumerate(CALLS, 1):
         where = f"call {{call}}" + (f" (aliasing variant {{variant}})" if len(set(CALLS)) > 1 else "")
-        want, want_bases, want_args, want_hidden, want_grads, want_err, want_phase = _run(prog, variant)
+        want, want_bases, want_args, want_hidden, want_grads, want_err, want_phase, want_flags = _run(
+            prog, variant, want_state)
         if want_phase == "backward":
             return "both-raised", f"not comparable: eager's backward raised {{want_err!r}}"
         if jitted is None:
@@ -108,7 +150,8 @@ def check(schedule, make_jit=make_jit):
                 if want_err is not None:
                     return "both-raised", repr(e)
                 return "jit-raised", f"make_jit raised {{_qualname(e)}}:\\n" + "".join(traceback.format_exception(e))
-        got, got_bases, got_args, got_hidden, got_grads, got_err, got_phase = _run(jitted, variant)
+        got, got_bases, got_args, got_hidden, got_grads, got_err, got_phase, got_flags = _run(
+            jitted, variant, got_state)
         if want_err is not None:
             if got_err is None:
                 return "missed-rejection", f"{{where}}: eager raised {{want_err!r}}; the jitted call returned"
@@ -127,6 +170,10 @@ def check(schedule, make_jit=make_jit):
                 _assert_close(g, w)
             except AssertionError as e:
                 return "mismatch", f"{{where}}: {{what}} differ from eager:\\n{{e}}"
+        if got_flags != want_flags:  # (after the values: a lost write shows as one)
+            kinds = ("outputs", "arguments", "bases")
+            return "mismatch", (f"{{where}}: requires_grad after the call differs from eager: "
+                                + "; ".join(f"{{k}} {{g}}, eager {{w}}" for k, g, w in zip(kinds, got_flags, want_flags)))
         compared += 1
     if not compared:
         return "both-raised", "; ".join(raised)
@@ -148,7 +195,9 @@ def program_source(p: Program, system: str = "fusion_alias", unsafe: bool = Fals
         + "\n\n"
         + _make_jit_source(system, unsafe)
         + "\n"
-        + _DRIVER.format(calls=p.calls)
+        + _DRIVER.format(calls=p.calls, no_grad_call=p.no_grad_call, loss_reads_args=p.loss_reads_args,
+                         carried=tuple(n for n, _ in p.bases if n in p.carried),
+                         check_requires_grad=p.check_requires_grad, base_names=tuple(n for n, _ in p.bases))
     )
 
 

@@ -19,7 +19,13 @@ CONSTANTS = (0.5, -0.25, 2.0, 0.75, -1.5, 0.125)
 #   calls   one program called with changing aliasing of same-shaped inputs
 #   strided writes into as_strided views whose elements overlap each other (refused), and their neighbours
 #   fresh   in-place ops reading a fresh result of the tensor they write (x.div_(x.norm())), which must run
-GENERATORS = ("basic", "dtype", "layout", "hidden", "calls", "strided", "fresh")
+#   train   training calls (gen_train.py): a call under torch.no_grad() with an input that requires grad,
+#           writes through diagonal() with gradients (refused), a write under grad mode then one under
+#           no_grad read by the loss after the call, a running statistic of x.detach() over several steps;
+#           drawn by default only with --grad (Note [training calls in the fuzzer])
+GENERATORS = ("basic", "dtype", "layout", "hidden", "calls", "strided", "fresh", "train")
+# how a float base is made with --grad (Program.base_grad; absent: "nonleaf", ``x_leaf * 1``)
+BASE_GRAD_KINDS = ("nonleaf", "leaf", "none")
 
 # Kinds of hidden tensors (Program.hidden); see source.py for how each is rendered.
 HIDDEN_KINDS = ("global", "global_dict", "closure", "buffer", "attr")
@@ -82,6 +88,12 @@ class Program:
     dtypes: tuple[tuple[str, str], ...] = ()  # (base name, torch dtype name) where not float32
     hidden: tuple[tuple[str, str, str], ...] = ()  # (variable, kind in HIDDEN_KINDS, expression over bases)
     variants: tuple[Variant, ...] = ()  # aliasings of the later calls
+    # Note [training calls in the fuzzer] (gen_train.py); the defaults are the plain --grad oracle
+    base_grad: tuple[tuple[str, str], ...] = ()  # (base, kind in BASE_GRAD_KINDS) where not "nonleaf"
+    no_grad_call: bool = False  # eager and jitted called under torch.no_grad(); no backward
+    loss_reads_args: bool = False  # the loss also reads the arguments that require grad, after the call
+    carried: tuple[str, ...] = ()  # bases made on the first call and passed again (mutated) on every later one
+    check_requires_grad: bool = False  # requires_grad of outputs, arguments and bases compared with eager
 
     @property
     def params(self) -> tuple[str, ...]:
@@ -93,6 +105,9 @@ class Program:
 
     def dtype_of(self, base: str) -> str:
         return dict(self.dtypes).get(base, "float32")
+
+    def grad_kind_of(self, base: str) -> str:
+        return dict(self.base_grad).get(base, "nonleaf")
 
     @property
     def all_variants(self) -> tuple[Variant, ...]:

@@ -24,8 +24,10 @@ _INT_DTYPES = ("int32", "int64", "int16", "int8", "uint8")
 FLOAT_DTYPES = ("float32", "float64", "float16", "bfloat16")
 
 
-def _base_source(name: str, shape: tuple[int, ...], dtype: str, grad: bool) -> list[str]:
-    """Lines that create base ``name``: seeded values of ``dtype`` (``*_leaf`` requires grad with ``grad``)."""
+def _base_source(name: str, shape: tuple[int, ...], dtype: str, grad: bool, how: str = "nonleaf") -> list[str]:
+    """Lines that create base ``name``: seeded values of ``dtype`` (with ``grad``, ``how``: "nonleaf",
+    ``*_leaf`` requires grad and the base is ``*_leaf * 1``; "leaf", the base itself requires grad;
+    "none", it does not)."""
     rand = f"torch.rand({shape!r}, generator=g)"
     if dtype == "float32":
         value = f"{rand} * 2 - 1"
@@ -39,7 +41,9 @@ def _base_source(name: str, shape: tuple[int, ...], dtype: str, grad: bool) -> l
         value = f"torch.complex({rand} * 2 - 1, {rand} * 2 - 1).to(torch.{dtype})"
     else:
         raise ValueError(f"fuzz: no generator of base values for dtype {dtype}")
-    if grad and dtype in FLOAT_DTYPES:  # a leaf that requires grad, and the base: a non-leaf eager may write into
+    if grad and dtype in FLOAT_DTYPES and how == "leaf":  # passed as it is: a leaf that requires grad
+        return [f"    {name} = ({value}).requires_grad_()"]
+    if grad and dtype in FLOAT_DTYPES and how == "nonleaf":  # a leaf that requires grad, and the base: a non-leaf eager may write into
         if dtype == "float32":
             value = f"({value})"
         return [f"    {name}_leaf = {value}.requires_grad_()", f"    {name} = {name}_leaf * 1"]
@@ -48,16 +52,24 @@ def _base_source(name: str, shape: tuple[int, ...], dtype: str, grad: bool) -> l
 
 def _make_inputs_source(p: Program) -> str:
     lines = [
-        "def make_inputs(variant=0):",
-        '    """(bases, arguments, leaves that require grad, hidden tensors) of one call of the given aliasing."""',
+        "def make_inputs(variant=0, carried=None):",
+        '    """(bases, arguments, leaves that require grad, hidden tensors) of one call of the given aliasing'
+        + (' (``carried``: the bases of CARRIED kept from the previous call)' if p.carried else '') + '."""',
         f"    g = torch.Generator().manual_seed({p.input_seed})",
     ]
     leaves = []
     for name, shape in p.bases:
-        made = _base_source(name, shape, p.dtype_of(name), p.grad)
+        how = p.grad_kind_of(name)
+        made = _base_source(name, shape, p.dtype_of(name), p.grad, how)
         lines += made
         if len(made) == 2:
             leaves.append(f"{name}_leaf")
+        elif made[0].endswith(".requires_grad_()"):
+            leaves.append(name)
+    carried = [n for n, _ in p.bases if n in p.carried]
+    if carried:  # Note [training calls in the fuzzer]: a buffer kept from one step to the next
+        lines.append("    if carried is not None:")
+        lines += [f"        {n} = carried[{n!r}]" for n in carried]
     variants = p.all_variants
     for i, v in enumerate(variants):
         indent = "    "
