@@ -45,6 +45,7 @@ from thunder.core.symbol import BoundSymbol, gather_tags
 import thunder.core.prims as prims
 
 from fusion_alias import ops
+from fusion_alias.fresh_results import returns_new_memory
 
 
 def _proxies(x, out: list) -> list:
@@ -441,28 +442,9 @@ def output_may_alias(bsym: BoundSymbol, out_name: str) -> bool:
     if not bsym.subsymbols and (prim := _prim_implemented_by(sym.name)) is not None:
         # an executor's implementation of a prim (copy_with_setitem_impl): the prim says
         return prim in ops.VIEW_IDS or prim in _OPAQUE_VIEW_PRIMS
-    if not bsym.subsymbols and sym.name in _FRESH_RESULTS and getattr(getattr(sym, "module", None), "__name__", None) in _TORCH_MODULES:
-        return False  # Note [torch functions whose result is new memory]
+    if not bsym.subsymbols and returns_new_memory(sym):
+        return False  # Note [torch functions whose result is new memory] (fresh_results.py)
     return not bsym.subsymbols  # an opaque leaf: cannot tell
-
-
-# Note [torch functions whose result is new memory]
-# --------------------------------------------------
-# Thunder 0.2.6 hands some torch functions over as leaf symbols (``t0 = ltorch.norm(x)``, no
-# decomposition), which the rule above reads as "cannot tell": the result joined ``x``'s memory, and
-# ``x.div_(x.norm())`` was refused as an operand fusion_alias cannot relate to what its op writes.
-# By the fusion pass, Thunder's torch executor has claimed them (``t4 = torch.roll(x, 1, 0)``: its
-# symbol named ``roll`` in module ``torch``). These functions always allocate their result (torch
-# documents no case where it is a view of or the same tensor as an argument; ``tests/test_units.py``
-# checks each on eager tensors), so their results are fresh memory. Only the symbols of torch's and
-# Thunder's torch modules are trusted by name (a user's own op named ``roll`` stays "cannot tell").
-_FRESH_RESULTS = frozenset({
-    "norm", "cumsum", "cumprod", "cummax", "cummin", "logcumsumexp", "roll", "diff", "tril", "triu",
-    "renorm", "outer", "kron", "cross", "trace", "sort", "argsort", "topk", "kthvalue", "msort",
-    "median", "nanmedian", "vector_norm",
-})
-
-_TORCH_MODULES = frozenset({"thunder.torch", "torch", "torch.linalg"})
 
 
 def _made_from_args(subs, name: str, outer: set) -> bool:

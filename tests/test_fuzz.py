@@ -120,14 +120,21 @@ def test_fuzz_catches_unsafe_ignore_hazards():
     pytest.fail(f"no hazard-specific mismatch with unsafe_ignore_hazards=True in 50 programs (mismatches: {seen})")
 
 
-def _drop_gradients(fn, schedule):
-    """A broken system: runs the program without autograd, so no gradient reaches the inputs."""
+def _calls_under(grad_mode):
+    """A broken system: every call runs under ``grad_mode`` (a torch grad-mode context manager)."""
 
-    def run(*args):
-        with torch.no_grad():
-            return fn(*args)
+    def make(fn, schedule):
+        def run(*args):
+            with grad_mode():
+                return fn(*args)
 
-    return run
+        return run
+
+    return make
+
+
+# runs the program without autograd, so no gradient reaches the inputs
+_drop_gradients = _calls_under(torch.no_grad)
 
 
 def test_grad_harness_catches_a_lost_gradient():
@@ -396,9 +403,12 @@ def test_fuzz_fusion_alias_new_generators_bounded():
 
 @needs_jit
 @pytest.mark.slow
-@pytest.mark.parametrize("generator", NEW_GENERATORS)
-def test_fuzz_fusion_alias_each_new_generator(generator):
-    report = fuzz.run_fuzz(programs=40, seed=2026, generators=(generator,), log=print)
+@pytest.mark.parametrize(
+    "generator, programs, seed",
+    [(g, 40, 2026) for g in NEW_GENERATORS] + [(g, 30, 19102) for g in ("strided", "fresh")],
+)
+def test_fuzz_fusion_alias_each_new_generator(generator, programs, seed):
+    report = fuzz.run_fuzz(programs=programs, seed=seed, generators=(generator,), log=print)
     print(report.summary())
     msgs = "\n\n".join(f"{f.status} [{f.schedule}]\n{f.shrunk_repro or f.repro}\n{f.detail}" for f in report.failures)
     assert not report.failures, msgs
@@ -501,7 +511,7 @@ def test_probe_class_through_the_fuzzer(name):
             assert status == "ok", f"{name} [{schedule}]: {status}\n{detail}"
 
 
-# Fresh results fusion_alias still cannot relate to their input (not in aliasing._FRESH_RESULTS): a program
+# Fresh results fusion_alias still cannot relate to their input (not in fresh_results._FRESH_RESULTS): a program
 # of the fresh generator that uses one may be refused; any other refusal is needless. (``median`` and
 # ``vector_norm`` were here until they joined ``_FRESH_RESULTS``: none is left.)
 _FRESH_NOT_YET_TRUSTED: tuple = ()
@@ -531,16 +541,6 @@ def test_fuzz_fusion_alias_probe_generators_bounded(generator):
             assert any(op in src for op in _FRESH_NOT_YET_TRUSTED), f"needless refusal [{schedule}]: {msg}\n{src}"
 
 
-@needs_jit
-@pytest.mark.slow
-@pytest.mark.parametrize("generator", PROBE_GENERATORS)
-def test_fuzz_fusion_alias_each_probe_generator(generator):
-    report = fuzz.run_fuzz(programs=30, seed=19102, generators=(generator,), log=print)
-    print(report.summary())
-    msgs = "\n\n".join(f"{f.status} [{f.schedule}]\n{f.shrunk_repro or f.repro}\n{f.detail}" for f in report.failures)
-    assert not report.failures, msgs
-
-
 # --------------------------------------------------------------------------
 # The train generator (Note [training calls in the fuzzer], gen_train.py): calls under no_grad with an
 # input that requires grad, writes through diagonal() with gradients (refused), a write under grad mode
@@ -567,14 +567,8 @@ def test_train_generator_covers_its_classes_and_agrees_with_itself_eagerly():
         assert not report.failures and not report.both_raised and report.ok == 40, report.summary()
 
 
-def _keep_grad_history(fn, schedule):
-    """A broken system: calls under no_grad run under grad mode, so a no_grad call's outputs require grad."""
-
-    def run(*args):
-        with torch.enable_grad():
-            return fn(*args)
-
-    return run
+# calls under no_grad run under grad mode, so a no_grad call's outputs require grad
+_keep_grad_history = _calls_under(torch.enable_grad)
 
 
 def test_train_harness_compares_requires_grad_and_carries_buffers():

@@ -672,7 +672,7 @@ def test_fresh_output_overwritten_with_a_transposed_input_is_contiguous(schedule
 # ---------------------------------------------------------------------------
 # writes into a tensor whose elements overlap each other (overlap.py, Note [a tensor whose elements
 # overlap each other]; refusals/writes.py, Note [writes into what as_strided made]), and operands
-# made by torch functions whose result is new memory (aliasing.py, Note [torch functions whose
+# made by torch functions whose result is new memory (fresh_results.py, Note [torch functions whose
 # result is new memory]): found by hostile probes (2026-12-02)
 # ---------------------------------------------------------------------------
 

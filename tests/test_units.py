@@ -333,10 +333,10 @@ def test_a_replayed_symbol_is_what_from_bsym_makes():
 
 
 def test_torch_functions_trusted_to_return_new_memory_do_so_in_eager():
-    # aliasing.py, Note [torch functions whose result is new memory]: each name the analysis trusts
+    # fresh_results.py, Note [torch functions whose result is new memory]: each name the analysis trusts
     # is called on eager tensors (contiguous, transposed, one row) and shares no memory with them
     import torch
-    from fusion_alias.aliasing import _FRESH_RESULTS
+    from fusion_alias.fresh_results import _FRESH_RESULTS
     from fusion_alias.overlap import may_overlap
 
     calls = {

@@ -1,0 +1,27 @@
+"""Torch functions whose result is always new memory, never a view of an argument."""
+
+from __future__ import annotations
+
+# Note [torch functions whose result is new memory]
+# --------------------------------------------------
+# Thunder 0.2.6 hands some torch functions over as leaf symbols (``t0 = ltorch.norm(x)``, no
+# decomposition), which ``aliasing.output_may_alias`` reads as "cannot tell": the result joined ``x``'s memory, and
+# ``x.div_(x.norm())`` was refused as an operand fusion_alias cannot relate to what its op writes.
+# By the fusion pass, Thunder's torch executor has claimed them (``t4 = torch.roll(x, 1, 0)``: its
+# symbol named ``roll`` in module ``torch``). These functions always allocate their result (torch
+# documents no case where it is a view of or the same tensor as an argument; ``tests/test_units.py``
+# checks each on eager tensors), so their results are fresh memory. Only the symbols of torch's and
+# Thunder's torch modules are trusted by name (a user's own op named ``roll`` stays "cannot tell").
+_FRESH_RESULTS = frozenset({
+    "norm", "cumsum", "cumprod", "cummax", "cummin", "logcumsumexp", "roll", "diff", "tril", "triu",
+    "renorm", "outer", "kron", "cross", "trace", "sort", "argsort", "topk", "kthvalue", "msort",
+    "median", "nanmedian", "vector_norm",
+})
+
+_TORCH_MODULES = frozenset({"thunder.torch", "torch", "torch.linalg"})
+
+
+def returns_new_memory(sym) -> bool:
+    """Whether ``sym`` (a leaf symbol of Thunder's trace) is one of ``_FRESH_RESULTS`` from torch's or
+    Thunder's torch modules (Note [torch functions whose result is new memory])."""
+    return sym.name in _FRESH_RESULTS and getattr(getattr(sym, "module", None), "__name__", None) in _TORCH_MODULES
