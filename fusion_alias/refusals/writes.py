@@ -179,17 +179,11 @@ def _check_writes(
         except Exception:  # a chain torch cannot replay as views: nothing to say
             continue
         overlap = torch._debug_has_internal_overlap(view)  # 0: no, 1: yes (a zero stride), 2: too hard to tell
-        if t is not None:
-            what = f"input {root}" if view is t else f"{dst.name} (a view of input {root})"
-        elif base.is_contiguous():
-            what = f"{dst.name} (a view of {root})"
-        else:  # (a layout an opaque op made: _layout_made_by_opaque_op)
-            what = f"{dst.name} (made by {producers.get(root).sym.name})"
-        where = f"strides {tuple(view.stride())} on shape {tuple(view.shape)}"
         if overlap == 2 and may_overlap_itself(view):  # Note [a tensor whose elements overlap each other] (overlap.py)
-            raise AliasInputError(_overlapping_elements_message(what, where))
+            raise AliasInputError(_overlapping_elements_message(*_described(dst.name, root, t, base, view, producers)))
         if overlap != 1:
             continue
+        what, where = _described(dst.name, root, t, base, view, producers)
         src = producers.get(getattr(b.args[0], "name", None))
         kind = _accepted_on_expanded(src, ops_by_write.get(_out_name(b)), info, actual, proxies, metas)
         if kind is not None:
@@ -205,6 +199,17 @@ def _check_writes(
             "an expand()ed tensor): more than one element of the written-to tensor refers to a single "
             "memory location (eager PyTorch rejects this too); clone() it first"
         )
+
+
+def _described(dst_name: str, root: str, t, base, view, producers) -> tuple[str, str]:
+    """What a refused write writes into, and its layout, for the message."""
+    if t is not None:
+        what = f"input {root}" if view is t else f"{dst_name} (a view of input {root})"
+    elif base.is_contiguous():
+        what = f"{dst_name} (a view of {root})"
+    else:  # (a layout an opaque op made: _layout_made_by_opaque_op)
+        what = f"{dst_name} (made by {producers.get(root).sym.name})"
+    return what, f"strides {tuple(view.stride())} on shape {tuple(view.shape)}"
 
 
 def _overlapping_elements_message(what: str, where: str) -> str:
@@ -235,6 +240,9 @@ def _layout_made_by_opaque_op(root: str, dst_name: str, producers, actual: dict,
     or overlapping windows (``_MAY_OVERLAP_ITSELF``) cannot be told apart from a write eager
     rejects, and are refused.
     """
+    groups = info.groups
+    if groups.weights[groups[info.group(root)]] == 1:  # alone in its memory group: a fresh tensor (UnionFind's set sizes)
+        return None
     producer = producers.get(root)
     if producer is None or ops.op_info(producer) is not None or not output_may_alias(producer, root):
         return None
