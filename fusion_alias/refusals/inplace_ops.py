@@ -27,12 +27,13 @@ from fusion_alias.aliasing import _proxies, copies_in, tensor_outs
 #       stripped ``v``'s leading 1-sized dims and expanded it to ``a[key]``'s shape; an
 #       expanded value is "too hard" to check, and a 0-dim value becomes ``fill_``:
 #       ``x[0:2] = x[0]`` and ``x[0:2] = x[0, 0]`` are fine, ``x[0:2] = x[1:3]`` is not.
-#     * ``masked_fill_`` reads its value as a number: nothing to check.
+#     * ``masked_fill_`` and ``fill_`` read their value as a number: nothing to check
+#       (``x.fill_(x[0, 0])`` is fine; ``fill_`` is fusion_alias's own, inplace_lookasides.py).
 #
 #     A tensor that is not non-overlapping-and-dense is "too hard" (eager does not
 #     decide, neither do we): ``x.add_(x[0].expand(4, 4))`` runs in eager.
 _ANY_OVERLAP_OPS = frozenset({"index_add_", "index_copy_", "index_put_", "scatter_", "scatter_add_"})
-_UNCHECKED_OPS = frozenset({"masked_fill_"})
+_UNCHECKED_OPS = frozenset({"masked_fill_", "fill_"})
 
 
 class _InplaceOp(NamedTuple):

@@ -303,7 +303,7 @@ def _accepted_on_expanded(src, op, info: AliasInfo, actual: dict, proxies: dict,
         return "__setitem__"
     if op is not None and op.name == "masked_fill_":
         return "masked_fill_"
-    if src is not None and src.sym.id is ops.PrimIDs.FULL:
+    if (op is not None and op.name == "fill_") or (src is not None and src.sym.id is ops.PrimIDs.FULL):
         return "fill_/zero_"
     return None
 
