@@ -229,9 +229,19 @@ class _Gen:
             else:
                 reads = (x, y) if self._is_var(y) else (x,)
         elif kind == "fill":
-            # Thunder 0.2.6 has no Tensor.fill_: keep it, but rarer than zero_()
-            e = f"{x}.fill_({rng.choice(CONSTANTS)})" if rng.random() < 0.15 else f"{x}.zero_()"
+            # fill_ (Thunder 0.2.6 lacks it; fusion_alias/inplace_lookasides.py adds it): a number, or a
+            # 0-dim tensor read as a number before the write (any tensor's element: the written one too)
+            roll = rng.random()
             reads = ()
+            if roll < 0.4:
+                e = f"{x}.zero_()"
+            elif roll < 0.75:
+                e = f"{x}.fill_({rng.choice(CONSTANTS)})"
+            else:
+                y = rng.choice(self.names)
+                element = "[" + ", ".join("0" for _ in self.shape(y)) + "]" if self.shape(y) else ""
+                e = f"{x}.fill_({y}{element})"
+                reads = (y,)
         else:  # setitem: a full statement, no result
             idx = _index_expr(rng, self.shape(x))
             if idx is None:
