@@ -32,8 +32,8 @@ class Failure:
 # Note [what a raise of the jitted call counts as]
 #     When eager returns and the jitted call raises, the raise is one of:
 #       * unsupported by Thunder: plain ``thunder.jit`` raises the same exception
-#         type on the same program (Thunder 0.2.6 has no Tensor.fill_, no
-#         broadcasting copy_), or returns a wrong value where fusion_alias names
+#         type on the same program (Thunder 0.2.6 has no Tensor.fill_diagonal_),
+#         or returns a wrong value where fusion_alias names
 #         Thunder's inconsistent trace (``TraceShapeError``, Note [Thunder's wrong
 #         0-d gradients]): reported, not a failure of fusion_alias;
 #       * refused: fusion_alias's own clear refusal (an AliasInputError or

@@ -99,8 +99,10 @@ class FreshGen(_Gen):
             return self.inplace()
         e, positive, out_shape = rng.choice(candidates)
         ops = ["add_", "sub_", "mul_", "add_alpha"] + (["div_", "div_"] if positive else [])
-        if out_shape == shape:  # (Thunder 0.2.6 has no broadcasting copy_)
+        if out_shape == shape:
             ops += ["copy_", "setitem"] if shape else ["copy_"]
+        elif len(out_shape) <= len(shape) and all(o in (1, s) for o, s in zip(out_shape[::-1], shape[::-1])):
+            ops.append("copy_")  # a broadcasting copy_ (fusion_alias/inplace_lookasides.py)
         op = rng.choice(ops)
         if op == "add_alpha":
             code = f"{dst}.add_({e}, alpha=0.5)"
