@@ -16,6 +16,12 @@ _FRESH_RESULTS = frozenset({
     "norm", "cumsum", "cumprod", "cummax", "cummin", "logcumsumexp", "roll", "diff", "tril", "triu",
     "renorm", "outer", "kron", "cross", "trace", "sort", "argsort", "topk", "kthvalue", "msort",
     "median", "nanmedian", "vector_norm",
+    # elementwise and index ops Thunder hands over whole (the out-of-place halves of the in-place ops
+    # fusion_alias adds: inplace_lookasides.py)
+    "clamp_min", "clamp_max", "clip", "frac", "nan_to_num", "logit", "xlogy", "hypot", "deg2rad", "rad2deg",
+    "sinc", "i0", "nextafter", "ldexp", "expm1", "log2", "log10", "exp2", "tan", "asin", "erfinv", "lgamma",
+    "digamma", "heaviside", "logical_and", "logical_or", "bitwise_not", "true_divide", "floor_divide",
+    "square", "negative", "sgn", "fix", "arctan2", "erfc", "index_fill", "masked_scatter",
 })
 
 _TORCH_MODULES = frozenset({"thunder.torch", "torch", "torch.linalg"})

@@ -1,5 +1,6 @@
-"""In-place ops eager runs and Thunder 0.2.6 does not trace: ``fill_``, and a ``copy_`` whose
-source broadcasts.
+"""In-place ops eager runs and Thunder 0.2.6 does not trace: ``fill_``, a ``copy_`` whose source
+broadcasts, and in-place forms of ops Thunder has only out of place (``sigmoid_``, ``clamp_min_``,
+``F.leaky_relu_``, ``F.dropout(..., inplace=True)``).
 
 Thunder 0.2.6 has no ``Tensor.fill_`` or ``torch.fill_`` ("Unknown attribute fill_"), and its
 ``copy_`` wants the source in the destination's shape ("Shapes were expected to be the same"),
@@ -111,15 +112,93 @@ def _tensor_copy_(a, src, non_blocking: bool = False):
     return copy_(a, src)
 
 
+# Note [an in-place op as its out-of-place op and a copy_]
+# --------------------------------------------------------
+# Eager's ``x.op_(*args)`` for these ops computes ``x.op(*args)`` and stores it into ``x``; eager
+# refuses the store when the result's shape is not ``x``'s (``x.hypot_(y)`` with a ``y`` that
+# broadcasts ``x`` up) or its dtype does not cast to ``x``'s under ``torch.can_cast``
+# (``int_x.sigmoid_()``). Thunder 0.2.6 has the out-of-place op but not the in-place one, so::
+#
+#     x.sigmoid_()   ->  sigmoid_(x) = copy_(x, sigmoid(x))
+#
+# Only ops whose in-place form means exactly that are listed. Left out on purpose: metadata ops
+# (``t_``, ``transpose_``, ``unsqueeze_``, ``resize_``: they change the view, not the elements, so
+# ``x.t_()`` as ``x.copy_(x.t())`` would write a square ``x`` transposed), random ones (``uniform_``:
+# eager's generator draws them), and ``float_power_`` (eager wants a float64 ``x``).
+_OUT_OF_PLACE = {
+    name + "_": name
+    for name in (
+        "sigmoid", "clamp_min", "clamp_max", "clip", "frac", "nan_to_num", "logit", "xlogy", "hypot",
+        "deg2rad", "rad2deg", "sinc", "i0", "nextafter", "ldexp", "expm1", "log2", "log10", "exp2",
+        "tan", "asin", "erfinv", "lgamma", "digamma", "heaviside", "logical_and", "logical_or",
+        "bitwise_not", "true_divide", "floor_divide", "square", "negative", "sgn", "fix", "arctan2",
+        "erfc", "tril", "triu", "renorm", "index_fill", "masked_scatter",
+    )
+}
+
+
+def _as_inplace(a: TensorProxy, result: TensorProxy, op: str) -> TensorProxy:
+    """``result`` stored into ``a``, as eager stores an in-place op's result (Note [an in-place op as
+    its out-of-place op and a copy_]); eager's errors where it refuses."""
+    if tuple(result.shape) != tuple(a.shape):
+        raise RuntimeError(f"output with shape {list(a.shape)} doesn't match the broadcast shape {list(result.shape)}")
+    result_dtype, a_dtype = dtypes.to_torch_dtype(result.dtype), dtypes.to_torch_dtype(a.dtype)
+    if not torch.can_cast(result_dtype, a_dtype):
+        raise RuntimeError(f"{op}: result type {_type_name(result_dtype)} can't be cast to the desired output type "
+                           f"{_type_name(a_dtype)}")
+    return ltorch.copy_(a, result)
+
+
+def _type_name(dtype: torch.dtype) -> str:
+    """Eager's name of a dtype in its cast error (``Float``, ``Long``, ``ComplexFloat``)."""
+    return torch.empty((), dtype=dtype).type().split(".")[-1].removesuffix("Tensor")
+
+
+_INPLACE_SYMBOLS: dict[str, Symbol] = {}
+
+
+def _inplace_symbol(op: str) -> Symbol:
+    """The composite symbol ``op`` (``"sigmoid_"``): the out-of-place op and a ``copy_``, named as eager's."""
+    sym = _INPLACE_SYMBOLS.get(op)
+    if sym is None:
+        out_of_place = _OUT_OF_PLACE[op]
+
+        def meta(a, *args, **kwargs):
+            return _as_inplace(a, getattr(a, out_of_place)(*args, **kwargs), op)
+
+        sym = _INPLACE_SYMBOLS[op] = Symbol(name=op, meta=langctx(Languages.TORCH)(meta), id=f"fusion_alias.{op}")
+    return sym
+
+
 _proxy_getattr = TensorProxy.__getattr__
 
 
 def _getattr(self, attr: str, /):
     """``TensorProxy.__getattr__``, with the methods Thunder lacks: ``x.fill_`` is looked up on the
     proxy (Thunder's method table), before any call a lookaside could catch."""
-    if attr == "fill_":
-        return partial(_tensor_fill_, self)
-    return _proxy_getattr(self, attr)
+    try:
+        return _proxy_getattr(self, attr)
+    except AttributeError:
+        if attr == "fill_":
+            return partial(_tensor_fill_, self)
+        if attr in _OUT_OF_PLACE:
+            return partial(_inplace_symbol(attr), self)
+        raise
+
+
+def _leaky_relu_(a, negative_slope: float = 0.01):
+    return _as_inplace(a, ltorch.leaky_relu(a, negative_slope), "leaky_relu_")
+
+
+def _elu_(a, alpha: float = 1.0):
+    return _as_inplace(a, ltorch.elu(a, alpha), "elu_")
+
+
+def _dropout(a, p: float = 0.5, training: bool = True, inplace: bool = False):
+    """``F.dropout``: Thunder's, and with ``inplace=True`` (``nn.Dropout(inplace=True)``) its result stored
+    into ``a`` (the same numbers: Thunder's generator draws the mask either way)."""
+    result = ltorch.dropout(a, p, training)
+    return _as_inplace(a, result, "dropout_") if inplace else result
 
 
 def register(executor) -> None:
@@ -129,3 +208,14 @@ def register(executor) -> None:
     executor._lookasides[torch.Tensor.copy_] = _tensor_copy_
     executor._lookasides[ltorch.copy_] = _tensor_copy_  # (``x.copy_`` resolves to Thunder's symbol on the proxy)
     executor._lookasides[_proxy_getattr] = _getattr
+    for op in _OUT_OF_PLACE:  # torch.sigmoid_(x), ... (those torch has as functions)
+        fn = getattr(torch, op, None)
+        if fn is not None:
+            executor._lookasides[fn] = partial(_call_inplace, op)
+    executor._lookasides[torch.nn.functional.leaky_relu_] = _leaky_relu_
+    executor._lookasides[torch.nn.functional.elu_] = _elu_
+    executor._lookasides[torch.nn.functional.dropout] = _dropout
+
+
+def _call_inplace(op: str, a, *args, **kwargs):
+    return _inplace_symbol(op)(a, *args, **kwargs)

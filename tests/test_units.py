@@ -353,7 +353,20 @@ def test_torch_functions_trusted_to_return_new_memory_do_so_in_eager():
         "median": lambda x: (torch.median(x), *torch.median(x, 0)),
         "nanmedian": lambda x: (torch.nanmedian(x), *torch.nanmedian(x, 0)),
         "vector_norm": lambda x: torch.linalg.vector_norm(x),
+        "clamp_min": lambda x: torch.clamp_min(x, -1e9), "clamp_max": lambda x: torch.clamp_max(x, 1e9),
+        "clip": lambda x: torch.clip(x, -1e9, 1e9), "index_fill": lambda x: x.index_fill(0, torch.tensor([], dtype=torch.long), 1.0),
+        "masked_scatter": lambda x: x.masked_scatter(torch.zeros_like(x, dtype=torch.bool), x),
+        "ldexp": lambda x: torch.ldexp(x, torch.zeros_like(x, dtype=torch.int32)),
     }
+    # elementwise ops whose result may equal the argument's values (the out-of-place halves of
+    # inplace_lookasides.py's in-place ops): one or two tensor arguments
+    for name in ("frac", "nan_to_num", "logit", "deg2rad", "rad2deg", "sinc", "i0", "expm1", "log2", "log10",
+                 "exp2", "tan", "asin", "erfinv", "lgamma", "digamma", "bitwise_not", "square", "negative",
+                 "sgn", "fix", "erfc"):
+        calls[name] = (lambda f: lambda x: f(x if f is not torch.bitwise_not else x > 0))(getattr(torch, name))
+    for name in ("xlogy", "hypot", "nextafter", "heaviside", "logical_and", "logical_or", "true_divide",
+                 "floor_divide", "arctan2"):
+        calls[name] = (lambda f: lambda x: f(x, x))(getattr(torch, name))
     assert set(calls) == set(_FRESH_RESULTS)
     base = torch.randn(4, 4)
     for name, call in calls.items():

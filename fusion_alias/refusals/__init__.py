@@ -27,7 +27,12 @@ from fusion_alias.refusals.autograd import (
     _check_no_read_of_overwritten_values,
     _check_outputs_sharing_written_memory,
 )
-from fusion_alias.refusals.inplace_ops import _has_lost_its_inplace_ops, _inplace_ops_by_write, _traced_program
+from fusion_alias.refusals.inplace_ops import (
+    _has_lost_its_inplace_ops,
+    _has_own_inplace_ops,
+    _inplace_ops_by_write,
+    _traced_program,
+)
 from fusion_alias.refusals.operands import _check_original_operands
 from fusion_alias.refusals.writes import _check_writes
 
@@ -54,7 +59,7 @@ def check_refusals(
     inplace_ops = _inplace_ops_by_write(trace.bound_symbols, renamed)
     if proxies is None:
         proxies = tensor_proxies_by_name(flat, tensor_inputs)
-    if _has_lost_its_inplace_ops(trace):
+    if _has_lost_its_inplace_ops(trace) or _has_own_inplace_ops(_traced_program()):
         _check_original_operands(ctx, actual)
     grad_inputs = (
         {p.name for p in tensor_inputs if p.requires_grad} if autograd_refusals and torch.is_grad_enabled() else set()

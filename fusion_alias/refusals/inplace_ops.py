@@ -140,6 +140,14 @@ def _has_lost_its_inplace_ops(trace) -> bool:
     return any(b.sym.id is ops.COPY_ID for b in trace.bound_symbols)
 
 
+def _has_own_inplace_ops(original) -> bool:
+    """Whether the traced program calls an in-place op fusion_alias traces itself (inplace_lookasides.py):
+    Thunder hands it to the pass decomposed where Thunder's torch executor runs its out-of-place half
+    (``x.hypot_(x[0])`` arrives as ``hypot``, then ``copy_``), so its operands are checked on the traced program."""
+    return original is not None and any(
+        isinstance(b.sym.id, str) and b.sym.id.startswith("fusion_alias.") for b in original.bound_symbols)
+
+
 def _traced_program():
     """The computation trace as Thunder traced it (the user's ops intact), if compiling."""
     try:
