@@ -74,7 +74,7 @@ def _entries(names, positions, ranks, saves):
 _OUT = (("out", (0,)),)
 _IN = ((0, (0,)),)
 _entries("exp tanh sigmoid relu sqrt rsqrt reciprocal expm1 _softmax log_softmax", (0,), _ANY, _OUT)
-_entries("exp_ tanh_ sigmoid_ relu_ sqrt_ rsqrt_ reciprocal_", (0,), _ANY, _OUT)
+_entries("exp_ tanh_ relu_ sqrt_ rsqrt_ reciprocal_", (0,), _ANY, _OUT)
 _entries("log sin cos abs erf log1p square gelu silu pow clamp var softplus", (0,), _ANY, _IN)
 _entries("neg sum mean mul div add sub log_ sin_ cos_ abs_ neg_", (0,), _ANY, ())
 _entries("amax amin", (0,), _ANY, (("out", (0,)), (0, (0,))))
@@ -89,10 +89,10 @@ _MATMUL = ((0, (1,)), (1, (0,)))
 for _ranks in ((2, 2), (3, 3), (4, 4)):
     _entries("matmul", (0, 1), _ranks, _MATMUL)
 _entries("bmm", (0, 1), (3, 3), _MATMUL)
-_entries("matmul", (0, 1), (3, 2), ((0, (1,)),))  # the 3-d operand is folded: a copy when transposed
+_entries("matmul", (0, 1), (3, 2), ((1, (0,)),))  # the 3-d operand is folded: a copy when transposed
 _entries("linear", (0, 1), (2, 2), _MATMUL)
 _entries("linear", (0, 1, 2), (2, 2, 1), _MATMUL)
-_entries("linear", (0, 1, 2), (3, 2, 1), ((0, (1,)),))
+_entries("linear", (0, 1, 2), (3, 2, 1), ((1, (0,)),))
 for _eq, _ranks in (("ij,jk->ik", (2, 2)), ("btd,bd->bt", (3, 2)), ("bt,btd->bd", (2, 3))):
     _entries(f"einsum:{_eq}", (1, 2), _ranks, ((1, (2,)), (2, (1,))))
 _entries("layer_norm", (0, 2, 3), (2, 1, 1), ((0, (0, 2, 3)), (2, (0, 2, 3)), (3, (0, 2, 3))))
