@@ -12,6 +12,7 @@ Two checks, both on the user-level trace (the ops as the user called them), in p
 from __future__ import annotations
 
 from thunder.core.proxies import ProxyTag, TensorProxy
+from thunder.core.pytree import tree_flatten
 import thunder.core.dtypes as dtypes
 import thunder.core.prims as prims
 
@@ -43,7 +44,10 @@ from fusion_alias.errors import AliasInputError
 # argument of an in-place op: ``x.mul_(x)``) lands in it. The call is refused when
 # such a saving op's *backward runs*: its result reaches, through ops that carry a
 # gradient (floating results computed under grad mode from something that
-# requires grad), a returned tensor or the final value of a written input. So
+# requires grad), a returned tensor. A result that reaches only the final value of a
+# written input is let through: eager raises only if the caller's backward goes
+# through that input's new history (``z = x * y; x.copy_(z); return y * y`` runs when
+# only the returned value is differentiated: tests/test_autograd.py). So
 # ``y = x + 1; x.add_(1)`` (add saves nothing), ``h = x * 2; h.add_(1)`` (a number
 # operand: nothing saved), ``e = x.exp(); e.add_(1); return x * 2`` (exp's backward
 # never runs) and ``e = x.exp().clone()`` before the write all run.
@@ -221,19 +225,21 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
     stale = [s for s in saves if len(writes.get(s.memory, ())) > s.at]
     if not stale:
         return
-    live = _live_ops(top_bsyms[: n + 1], memory, flows, tensor_inputs, writes)
+    live = _live_ops(top_bsyms[: n + 1], memory, flows)
     for s in stale:
         if s.index in live:
             _refuse_stale_save(s, writes[s.memory][s.at])
 
 
-def _live_ops(bsyms, memory, flows: dict, tensor_inputs, writes: dict) -> set:
+def _live_ops(bsyms, memory, flows: dict) -> set:
     """The top-level indices whose backward runs (Note [tensors saved for the backward, then
-    written]): a reverse walk over memories, from the returned tensors and the written inputs."""
-    live = {memory(p) for p in tensor_inputs if memory(p) in writes}
+    written]): a reverse walk over memories, from the returned tensors."""
+    live: set = set()
     ret = bsyms[-1]
     if ret.sym.id is prims.PrimIDs.RETURN:
-        live.update(memory(a) for a in proxy_args(ret) if isinstance(a, TensorProxy))
+        value = ret.args[0] if ret.args else None
+        outs = value["output"] if isinstance(value, dict) and "output" in value else value  # not flat_args
+        live.update(memory(a) for a in tree_flatten(outs)[0] if isinstance(a, TensorProxy))
     found = set()
     for i in range(len(bsyms) - 2, -1, -1):
         if not flows.get(i):
