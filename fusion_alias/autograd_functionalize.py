@@ -264,7 +264,10 @@ def _checked_as_the_fusion_pass_sees_it(trace, explicit, ret, tensor_inputs, inp
     info = analyze_(full, tensor_inputs, list(input_groups) + alias_facts, same_inputs)
     proxies = tensor_proxies_by_name(full, tensor_inputs)
     full = drop_copies_onto_themselves(full, info, actual, proxies)
-    check_refusals(trace, full, renamed, info, tensor_inputs, input_groups, actual, ctx, proxies, autograd_refusals=False)
+    check_refusals(
+        trace, full, renamed, info, tensor_inputs, input_groups, actual, ctx, proxies, autograd_refusals=False,
+        saved_versions=True,
+    )
     return copied
 
 

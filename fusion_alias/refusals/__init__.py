@@ -7,6 +7,8 @@ Two kinds, checked on the flattened trace after alias analysis (stage
   get wrong: an operand that overlaps what its in-place op writes
   (``operands``), a write into an ``expand()``ed tensor or a value that does not
   broadcast (``writes``);
+* programs eager's autograd rejects (a tensor saved for the backward, then written; a write into an
+  output of ``unbind``/``chunk``/``split``), in calls that compute gradients (``saved_versions``);
 * programs eager accepts but Thunder 0.2.6's autodiff gets wrong without an
   error, in calls that compute gradients (``autograd``).
 
@@ -34,6 +36,7 @@ from fusion_alias.refusals.inplace_ops import (
     _traced_program,
 )
 from fusion_alias.refusals.operands import _check_original_operands
+from fusion_alias.refusals.saved_versions import check_saved_versions
 from fusion_alias.refusals.writes import _check_writes
 
 __all__ = ["AliasInputError", "check_refusals"]
@@ -50,12 +53,14 @@ def check_refusals(
     ctx,
     proxies=None,
     autograd_refusals: bool = True,
+    saved_versions: bool = False,
 ) -> None:
     """Raise ``AliasInputError`` for the first refused write of ``flat`` (the flattened trace, without
     ``update_aliases``; ``renamed`` is what dropping them renamed), in program order. ``proxies``:
     ``aliasing.tensor_proxies_by_name(flat, tensor_inputs)``, if the caller has it already.
     ``autograd_refusals=False``: only what eager refuses (the program is functionalized before
-    Thunder's autodiff, ``autograd_functionalize.py``)."""
+    Thunder's autodiff, ``autograd_functionalize.py``). ``saved_versions``: the call computes gradients
+    and its trace is the user-level one: check eager's autograd rejections (``saved_versions``)."""
     inplace_ops = _inplace_ops_by_write(trace.bound_symbols, renamed)
     if proxies is None:
         proxies = tensor_proxies_by_name(flat, tensor_inputs)
@@ -66,6 +71,8 @@ def check_refusals(
     )
     dtype_rules.check_inplace_dtypes((_traced_program() or trace).bound_symbols)
     _check_writes(flat, info, actual, proxies, inplace_ops, grad_inputs, frozenset(p.name for p in tensor_inputs))
+    if saved_versions and torch.is_grad_enabled() and any(p.requires_grad for p in tensor_inputs):
+        check_saved_versions(trace.bound_symbols, info, tensor_inputs, input_groups)
     if grad_inputs:
         _check_aliased_inputs_with_gradients(flat, shared_storage_groups(actual.items()) or input_groups)
         _check_no_read_of_overwritten_values(flat)

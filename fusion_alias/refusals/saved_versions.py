@@ -1,0 +1,277 @@
+"""Refusals in calls that compute gradients: what eager's autograd rejects about in-place writes.
+
+Two checks, both on the user-level trace (the ops as the user called them), in program order:
+
+* Note [tensors saved for the backward, then written]: eager's saved-tensor version check;
+* Note [writes into views from ops that return several views]: ``unbind``/``chunk``/``split``.
+
+``check_saved_versions`` runs only for calls that compute gradients (``check_refusals`` is told so by
+``autograd_functionalize``), and costs one walk over the trace's top-level symbols.
+"""
+
+from __future__ import annotations
+
+from thunder.core.proxies import ProxyTag, TensorProxy
+from thunder.core.pytree import tree_flatten
+import thunder.core.dtypes as dtypes
+import thunder.core.prims as prims
+
+from fusion_alias.aliasing import AliasInfo, copies_in, proxy_args, tensor_outs
+from fusion_alias.errors import AliasInputError
+
+
+# Note [tensors saved for the backward, then written]
+# ---------------------------------------------------
+# Eager's autograd saves some tensors for the backward (``exp`` its result, ``amax``
+# its input and result, ``x * w`` each operand when the other requires grad) together
+# with the version counter they had then. Every in-place write bumps the counter of
+# the memory it writes, under ``no_grad`` too, and all views of one base share one
+# counter. When the backward unpacks a saved tensor whose counter moved, eager
+# raises "one of the variables needed for gradient computation has been modified by
+# an inplace operation". fusion_alias functionalizes the call before Thunder's
+# autodiff (``autograd_functionalize.py``), so it would return the gradient of the
+# functional program instead. Worked example (hostile11 T25)::
+#
+#     e = (s - s.amax(-1, keepdim=True)).exp()   # exp saves e, at version 0
+#     e.div_(e.sum(-1, keepdim=True))            # writes e: version 1
+#     return e                                   # backward: ExpBackward0 finds version 1, raises
+#
+# The rule, as checked here: a tensor T is *saved* by an op when the op runs under
+# grad mode, the op is in ``SAVED_FOR_BACKWARD`` for the tensor arguments and ranks it
+# got, and one of the arguments the entry lists as ``needs`` requires grad. The
+# memory of T (its alias root; trace inputs that overlap count as one) is
+# *written after the save* when a later write (or the op's own write, for a saved
+# argument of an in-place op: ``x.mul_(x)``) lands in it. The call is refused when
+# such a saving op's *backward runs*: its result reaches, through ops that carry a
+# gradient (floating results computed under grad mode from something that
+# requires grad), a returned tensor. A result that reaches only the final value of a
+# written input is let through: eager raises only if the caller's backward goes
+# through that input's new history (``z = x * y; x.copy_(z); return y * y`` runs when
+# only the returned value is differentiated: tests/test_autograd.py). So
+# ``y = x + 1; x.add_(1)`` (add saves nothing), ``h = x * 2; h.add_(1)`` (a number
+# operand: nothing saved), ``e = x.exp(); e.add_(1); return x * 2`` (exp's backward
+# never runs) and ``e = x.exp().clone()`` before the write all run.
+#
+# The table is data, derived in eager (``tests/test_saved_versions.py`` re-derives every
+# entry: modify each argument and the result after the op, run the backward, see
+# whether it raises, for every set of arguments that require grad, in contiguous and
+# transposed layouts). A save that depends on the layout (``matmul`` of a 3-d and a 2-d
+# tensor folds the first with ``reshape``, which copies a transposed one) is left out.
+# An op the table does not list is taken to save nothing: a missed rejection is
+# better than refusing a program eager runs. Not covered: a write in a *later* call
+# into memory this call saved (a KV cache written by the next decode step before one
+# backward over all steps): that write is not in this trace.
+
+# (name, tensor argument positions, their ranks or None for any rank) -> ((saved, needs), ...):
+# ``saved`` is an argument position or "out" (the result; for an in-place op, self after
+# the write), ``needs`` the positions of which one must require grad for the save.
+# ``einsum`` is named with its equation. Derived with torch 2.9.1 (see the test).
+_ANY = None
+SAVED_FOR_BACKWARD: dict[tuple, tuple] = {}
+
+
+def _entries(names, positions, ranks, saves):
+    for name in names.split():
+        SAVED_FOR_BACKWARD[(name, positions, ranks)] = saves
+
+
+_OUT = (("out", (0,)),)
+_IN = ((0, (0,)),)
+_entries("exp tanh sigmoid relu sqrt rsqrt reciprocal expm1 _softmax log_softmax", (0,), _ANY, _OUT)
+_entries("exp_ tanh_ relu_ sqrt_ rsqrt_ reciprocal_", (0,), _ANY, _OUT)
+_entries("log sin cos abs erf log1p square gelu silu pow clamp var softplus", (0,), _ANY, _IN)
+_entries("neg sum mean mul div add sub log_ sin_ cos_ abs_ neg_", (0,), _ANY, ())
+_entries("amax amin", (0,), _ANY, (("out", (0,)), (0, (0,))))
+_entries("add sub add_ sub_", (0, 1), _ANY, ())
+_entries("mul", (0, 1), _ANY, ((0, (1,)), (1, (0,))))
+_entries("div", (0, 1), _ANY, ((0, (1,)), (1, (0, 1))))
+_entries("maximum minimum", (0, 1), _ANY, ((0, (0, 1)), (1, (0, 1))))
+_entries("pow", (0, 1), _ANY, (("out", (0, 1)), (0, (0, 1)), (1, (0, 1))))
+_entries("mul_", (0, 1), _ANY, ((1, (0,)),))
+_entries("div_", (0, 1), _ANY, ((1, (0, 1)),))
+_MATMUL = ((0, (1,)), (1, (0,)))
+for _ranks in ((2, 2), (3, 3), (4, 4)):
+    _entries("matmul", (0, 1), _ranks, _MATMUL)
+_entries("bmm", (0, 1), (3, 3), _MATMUL)
+_entries("matmul", (0, 1), (3, 2), ((1, (0,)),))  # the 3-d operand is folded: a copy when transposed
+_entries("linear", (0, 1), (2, 2), _MATMUL)
+_entries("linear", (0, 1, 2), (2, 2, 1), _MATMUL)
+_entries("linear", (0, 1, 2), (3, 2, 1), ((1, (0,)),))
+for _eq, _ranks in (("ij,jk->ik", (2, 2)), ("btd,bd->bt", (3, 2)), ("bt,btd->bd", (2, 3))):
+    _entries(f"einsum:{_eq}", (1, 2), _ranks, ((1, (2,)), (2, (1,))))
+_entries("layer_norm", (0, 2, 3), (2, 1, 1), ((0, (0, 2, 3)), (2, (0, 2, 3)), (3, (0, 2, 3))))
+
+
+def saves_of(name: str, args) -> tuple:
+    """The ``(saved, needs)`` pairs of ``SAVED_FOR_BACKWARD`` for an op ``name`` called with ``args``
+    (an in-place op by its name with ``_``; ``einsum`` with its equation), or ``()`` when unknown."""
+    positions = tuple(i for i, a in enumerate(args) if isinstance(a, TensorProxy))
+    if name == "einsum" and args and isinstance(args[0], str):
+        name = "einsum:" + args[0].replace(" ", "")
+    ranks = tuple(args[i].ndim for i in positions)
+    found = SAVED_FOR_BACKWARD.get((name, positions, ranks))
+    if found is None:
+        found = SAVED_FOR_BACKWARD.get((name, positions, _ANY), ())
+    return found
+
+
+# Note [writes into views from ops that return several views]
+# -----------------------------------------------------------
+# ``unbind``, ``chunk``, ``split`` and ``split_with_sizes`` return several views of
+# one base, made under grad mode. Eager refuses an in-place write into any of them
+# (or a view of one) under grad mode when the view or the value written requires
+# grad: "Output 1 of UnbindBackward0 is a view and is being modified inplace. This
+# view is the output of a function that returns multiple views." (hostile11 T55)::
+#
+#     r0, r1, r2 = (x @ w).unbind(0); r1.mul_(2)     # raises at the write
+#
+# The functional program would run it. Not refused (eager runs them, checked):
+# ``tensor_split`` and ``unsafe_split`` outputs, a write under ``no_grad``, a write
+# of a value that requires no grad into views of a base that requires none, and a
+# write into a clone of such a view.
+MULTI_OUTPUT_VIEWS = frozenset({"unbind", "chunk", "split", "split_with_sizes"})
+
+
+def _views_only():
+    import thunder.torch as ltorch
+
+    return frozenset(ltorch._syms_returning_views)
+
+
+class _Save:
+    __slots__ = ("memory", "at", "index", "op", "name")
+
+    def __init__(self, memory, at, index, op, name):
+        self.memory, self.at, self.index, self.op, self.name = memory, at, index, op, name
+
+
+def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups) -> None:
+    """Raise ``AliasInputError`` for the first program of the module's two Notes among ``top_bsyms``
+    (the trace before flattening, the ops as the user called them). ``info``: the alias analysis of
+    the flattened trace (its roots name the memories, and views of one root share a version
+    counter); ``input_groups``: groups of trace-input names that may overlap."""
+    root = info.root
+    canon: dict[str, str] = {}
+    for group in input_groups:
+        names = [root.get(n, n) for n in group]
+        for n in names[1:]:
+            canon[n] = names[0]
+
+    def memory(p) -> str:
+        r = root.get(p.name, p.name)
+        return canon.get(r, r)
+
+    rg_memory = {memory(p) for p in tensor_inputs if p.requires_grad}
+    detached: set = set()
+    multi: set = set()
+    views = _views_only()
+
+    def requires(p) -> bool:
+        return isinstance(p, TensorProxy) and p.name not in detached and memory(p) in rg_memory
+
+    writes: dict[str, list] = {}  # memory -> [(index, op name)] of each write, in program order
+    saves: list[_Save] = []
+    flows: dict[int, bool] = {}  # top-level index -> whether a gradient goes through it
+    n = len(top_bsyms)
+    for i, b in enumerate(top_bsyms):
+        if b.sym.id is prims.PrimIDs.RETURN:
+            n = i
+            break
+        if b.sym.id is prims.PrimIDs.UNPACK_TRIVIAL:
+            continue
+        outs = tensor_outs(b)
+        copies = copies_in(b) if b.subsymbols or b.sym.id is prims.PrimIDs.COPY_ else ()
+        if b.sym.id is prims.PrimIDs.COPY_:
+            copies = (b,)
+        grad = not any(ProxyTag.DETACHED_AUTOGRAD_GRAPH in o.tags for o in outs) and all(
+            c.kwargs.get("grad_enabled", True) for c in copies
+        )
+        args = b.args
+        tensor_args = [a for a in proxy_args(b) if isinstance(a, TensorProxy)]
+        differentiable = grad and any(requires(a) for a in tensor_args)
+        name = b.sym.name
+        if b.sym.name == "detach" or (b.sym in views and args and getattr(args[0], "name", None) in detached):
+            detached.update(o.name for o in outs)
+        if copies:
+            name = name if name.endswith("_") else name + "_"  # F.relu(h, inplace=True) is relu_
+        saved = saves_of(name, args) if differentiable else ()
+        for what, needs in saved:
+            if what != "out" and any(requires(args[p]) for p in needs if isinstance(args[p], TensorProxy)):
+                saves.append(_Save(memory(args[what]), len(writes.get(memory(args[what]), ())), i, name, args[what].name))
+        if copies:
+            written = args[1] if b.sym.id is prims.PrimIDs.COPY_ else args[0]
+            if isinstance(written, TensorProxy):
+                if grad and written.name in multi and (requires(written) or differentiable):
+                    _refuse_multi_output_write(name, written.name)
+                k = memory(written)
+                writes.setdefault(k, []).append((i, name))
+                if differentiable:
+                    rg_memory.add(k)
+        elif differentiable and b.sym not in views:
+            for o in outs:
+                if o.name not in detached:
+                    rg_memory.add(memory(o))
+        if grad and b.sym.name in MULTI_OUTPUT_VIEWS:
+            multi.update(o.name for o in outs)
+        elif b.sym in views and args and getattr(args[0], "name", None) in multi:
+            multi.update(o.name for o in outs)
+        for what, needs in saved:
+            if what == "out" and any(requires(args[p]) for p in needs if isinstance(args[p], TensorProxy)):
+                for o in outs[:1]:
+                    k = memory(o)
+                    saves.append(_Save(k, len(writes.get(k, ())), i, name, o.name))
+        flows[i] = differentiable and any(dtypes.is_inexact_dtype(o.dtype) for o in outs)
+
+    stale = [s for s in saves if len(writes.get(s.memory, ())) > s.at]
+    if not stale:
+        return
+    live = _live_ops(top_bsyms[: n + 1], memory, flows)
+    for s in stale:
+        if s.index in live:
+            _refuse_stale_save(s, writes[s.memory][s.at])
+
+
+def _live_ops(bsyms, memory, flows: dict) -> set:
+    """The top-level indices whose backward runs (Note [tensors saved for the backward, then
+    written]): a reverse walk over memories, from the returned tensors."""
+    live: set = set()
+    ret = bsyms[-1]
+    if ret.sym.id is prims.PrimIDs.RETURN:
+        value = ret.args[0] if ret.args else None
+        outs = value["output"] if isinstance(value, dict) and "output" in value else value  # not flat_args
+        live.update(memory(a) for a in tree_flatten(outs)[0] if isinstance(a, TensorProxy))
+    found = set()
+    for i in range(len(bsyms) - 2, -1, -1):
+        if not flows.get(i):
+            continue
+        b = bsyms[i]
+        touched = [memory(o) for o in tensor_outs(b)]
+        if copies_in(b) or b.sym.id is prims.PrimIDs.COPY_:
+            written = b.args[1] if b.sym.id is prims.PrimIDs.COPY_ else b.args[0]
+            if isinstance(written, TensorProxy):
+                touched.append(memory(written))
+        if any(k in live for k in touched):
+            found.add(i)
+            live.update(memory(a) for a in proxy_args(b) if isinstance(a, TensorProxy))
+    return found
+
+
+def _refuse_stale_save(save: _Save, write) -> None:
+    index, op = write
+    raise AliasInputError(
+        f"fusion_alias: {save.op} saves {save.name} for the backward, and a later in-place {op} writes "
+        "into that memory before the backward, in a call that computes gradients. Eager PyTorch raises at "
+        "backward: \"one of the variables needed for gradient computation has been modified by an inplace "
+        "operation\". Workarounds: clone before the in-place op (or the saved tensor: "
+        f"{save.op}(x.clone())), or use the out-of-place op"
+    )
+
+
+def _refuse_multi_output_write(op: str, name: str) -> None:
+    raise AliasInputError(
+        f"fusion_alias: in-place {op} into {name}, a view returned by unbind/chunk/split (an op that "
+        "returns several views), in a call that computes gradients. Eager PyTorch raises: \"... is a view "
+        "and is being modified inplace. This view is the output of a function that returns multiple "
+        "views. Such functions do not allow the output views to be modified inplace.\" Workarounds: "
+        "clone the view before the in-place op, or use the out-of-place op"
+    )

@@ -1,0 +1,392 @@
+"""Eager's autograd rejections of in-place writes, in calls that compute gradients
+(``fusion_alias/refusals/saved_versions.py``): each program eager rejects is refused with a clear
+error, each eager-valid neighbour runs and matches eager on every schedule, and the table of what each
+op saves for the backward is re-derived in eager."""
+
+import itertools
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import fusion_alias
+from fusion_alias import AliasInputError
+from fusion_alias.backends.reference import SCHEDULES
+from fusion_alias.refusals.saved_versions import SAVED_FOR_BACKWARD
+
+from grad_helpers import assert_matches_eager
+
+
+def _rnd(*shape, seed=0):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+# ---- programs eager rejects (hostile11's missed rejections, small)
+
+def _exp_then_div_(s):  # T25: exp saves its result
+    e = (s - s.amax(-1, keepdim=True)).exp()
+    e.div_(e.sum(-1, keepdim=True))
+    return e
+
+
+def _logits_sub_amax_(x, w):  # T26: amax saves its input
+    logits = x @ w
+    logits.sub_(logits.amax(-1, keepdim=True))
+    return logits.exp().sum(-1)
+
+
+def _relu_then_mul_(x, w):  # relu_ saves its result
+    y = torch.relu_(x @ w)
+    y.mul_(2)
+    return y
+
+
+def _relu_inplace_then_slice_mul_(x, w):  # T38: nn.ReLU(inplace=True), then a write into its result
+    h = F.relu(x @ w, inplace=True)
+    h[:, :2].mul_(0.5)
+    return h
+
+
+def _layer_norm_then_residual_(x, w, b):  # T38/T38b: layer_norm saves x, x += ... writes it
+    x = x.clone()
+    x += F.layer_norm(x, (4,), w, b)
+    return x
+
+
+def _nograd_update_of_saved_param(w, g):  # T06: w * w saves w; the no_grad step bumps its version
+    y = (w * w).sum()
+    with torch.no_grad():
+        w.sub_(0.1 * g)
+    return y
+
+
+def _kv_cache_write_after_attend(x, wk, q, kc):  # T19: einsum saved a view of the cache
+    kc[:, 0] = x @ wk
+    att = torch.einsum("btd,bd->bt", kc[:, :1], q)
+    kc[:, 1] = (x @ wk) * 2
+    return att
+
+
+def _mul_self_(x):  # x.mul_(x): mul saves its operand, then writes it
+    h = x * 1
+    h.mul_(h)
+    return h
+
+
+def _unbind_write(x, w):  # T55
+    h = x @ w
+    r0, r1, r2 = h.unbind(0)
+    r1.mul_(2)
+    return h
+
+
+def _chunk_write(x, w):
+    h = x @ w
+    a, b = h.chunk(2, 1)
+    a.add_(1)
+    return h
+
+
+def _split_view_write(x, w):
+    h = x @ w
+    a, b = h.split([1, 2], 0)
+    a[0].zero_()
+    return h
+
+
+def _four(n=4, m=4, grad=True):
+    def make():
+        x = _rnd(3, n, seed=1).requires_grad_(grad)
+        w = _rnd(n, m, seed=2).requires_grad_(grad)
+        return [p for p in (x, w) if grad], [x, w]
+    return make
+
+
+def _layer_norm_inputs(grad=True):
+    def make():
+        x, w, b = _rnd(3, 4, seed=1), _rnd(4, seed=2), _rnd(4, seed=3)
+        leaves = [t.requires_grad_(grad) for t in (x, w, b)]
+        return (leaves if grad else []), [x, w, b]
+    return make
+
+
+def _param_inputs(grad=True):
+    def make():
+        w = _rnd(3, 3, seed=1).requires_grad_(grad)
+        return ([w] if grad else []), [w, _rnd(3, 3, seed=2)]
+    return make
+
+
+def _kv_inputs(grad=True):
+    def make():
+        x, wk, q = _rnd(2, 4, seed=1), _rnd(4, 4, seed=2), _rnd(2, 4, seed=3)
+        leaves = [t.requires_grad_(grad) for t in (x, wk, q)]
+        return (leaves if grad else []), [x, wk, q, torch.zeros(2, 3, 4)]
+    return make
+
+
+def _one(grad=True):
+    def make():
+        x = _rnd(3, 5, seed=1).requires_grad_(grad)
+        return ([x] if grad else []), [x]
+    return make
+
+
+REJECTED = [
+    (_exp_then_div_, _one, "exp saves"),
+    (_logits_sub_amax_, _four, "amax saves"),
+    (_relu_then_mul_, _four, "relu_ saves"),
+    (_relu_inplace_then_slice_mul_, _four, "relu_ saves"),
+    (_layer_norm_then_residual_, _layer_norm_inputs, "layer_norm saves"),
+    (_nograd_update_of_saved_param, _param_inputs, "mul saves"),
+    (_kv_cache_write_after_attend, _kv_inputs, "einsum saves"),
+    (_mul_self_, _one, "mul_ saves"),
+    (_unbind_write, _four, "returns several views"),
+    (_chunk_write, _four, "returns several views"),
+    (_split_view_write, _four, "returns several views"),
+]
+IDS = [f.__name__.strip("_") for f, _, _ in REJECTED]
+
+
+def _eager_raises(fn, make):
+    leaves, args = make()
+    with pytest.raises(RuntimeError):
+        out = fn(*args)
+        out.sum().backward()
+
+
+@pytest.mark.parametrize("fn, make, says", REJECTED, ids=IDS)
+def test_refused_where_eager_raises(fn, make, says):
+    _eager_raises(fn, make())
+    for schedule in SCHEDULES:
+        jitted = fusion_alias.jit(fn, backend="reference", schedule=schedule)
+        _, args = make()()
+        with pytest.raises(AliasInputError, match=says) as err:
+            jitted(*args)
+        assert "Eager PyTorch raises" in str(err.value) and "clone" in str(err.value)
+
+
+@pytest.mark.parametrize("fn, make, says", REJECTED, ids=IDS)
+def test_the_same_programs_without_gradients_run(fn, make, says):
+    assert_matches_eager(fn, make(grad=False))
+
+
+# ---- eager-valid neighbours: each runs and matches eager (outputs, mutated inputs, gradients)
+
+def _add_saves_nothing(x):
+    h = x * 1
+    y = h + 1
+    h.add_(1)
+    return y, h
+
+
+def _mul_by_number_saves_nothing(x):
+    h = x * 2
+    h.add_(1)
+    return h
+
+
+def _exp_clone_first(s):
+    e = s.exp().clone()
+    e.div_(e.sum(-1, keepdim=True))
+    return e
+
+
+def _exp_out_of_place(s):
+    e = s.exp()
+    return e / e.sum(-1, keepdim=True)
+
+
+def _exp_backward_never_runs(s):
+    e = s.exp()
+    e.add_(1)
+    return s * 2
+
+
+def _exp_result_not_differentiable(s):
+    e = s.exp()
+    m = e > 1.5
+    e.add_(1)
+    return torch.where(m, s, s * 2)
+
+
+def _write_before_the_save(x, w):  # T38b's order: the write comes before relu_ saves
+    h = x @ w
+    h[:, :2].mul_(0.5)
+    torch.relu_(h)
+    return h
+
+
+def _tanh_saved_then_sin_of_other(x, w):  # a write into memory nothing saved
+    h = x @ w
+    t = h.tanh()
+    g = (x * 1)
+    g.add_(1)
+    return t, g
+
+
+def _sigmoid_result_saved_h_written(x, w):  # hostile11 T37: sigmoid saved s, not h
+    h = x @ w
+    s = torch.sigmoid(h)
+    h.mul_(s)
+    return h
+
+
+def _nograd_update_of_unsaved_param(w, g):  # add saves nothing
+    y = (w + 1).sum()
+    with torch.no_grad():
+        w.sub_(0.1 * g)
+    return y
+
+
+def _kv_cache_clone_reads(x, wk, q, kc):  # T19b
+    kc[:, 0] = x @ wk
+    att = torch.einsum("btd,bd->bt", kc[:, :1].clone(), q)
+    kc[:, 1] = (x @ wk) * 2
+    return att
+
+
+def _unbind_clone_write(x, w):
+    h = x @ w
+    r0, r1, r2 = h.unbind(0)
+    r1 = r1.clone()
+    r1.mul_(2)
+    return h, r1
+
+
+def _unbind_nograd_write(x, w):
+    h = x @ w
+    r0, r1, r2 = h.unbind(0)
+    with torch.no_grad():
+        r1.mul_(2)
+    return h
+
+
+def _tensor_split_write(x, w):  # tensor_split's outputs may be written (checked in eager)
+    h = x @ w
+    a, b = h.tensor_split(2, 1)
+    a.add_(1)
+    return h
+
+
+def _select_write(x, w):  # a plain view
+    h = x @ w
+    h[1].mul_(2)
+    return h
+
+
+NEIGHBOURS = [
+    (_add_saves_nothing, _one),
+    (_mul_by_number_saves_nothing, _one),
+    (_exp_clone_first, _one),
+    (_exp_out_of_place, _one),
+    (_exp_backward_never_runs, _one),
+    (_exp_result_not_differentiable, _one),
+    (_write_before_the_save, _four),
+    (_tanh_saved_then_sin_of_other, _four),
+    (_sigmoid_result_saved_h_written, _four),
+    (_nograd_update_of_unsaved_param, _param_inputs),
+    (_kv_cache_clone_reads, _kv_inputs),
+    (_unbind_clone_write, _four),
+    (_unbind_nograd_write, _four),
+    (_tensor_split_write, _four),
+    (_select_write, _four),
+]
+
+
+@pytest.mark.parametrize("fn, make", NEIGHBOURS, ids=[f.__name__.strip("_") for f, _ in NEIGHBOURS])
+def test_eager_valid_neighbours_run(fn, make):
+    assert_matches_eager(fn, make())
+
+
+# ---- the table, re-derived in eager
+
+def _eager_op(name, positions, ranks):
+    """(eager function over the tensor arguments, their shapes) for a table key."""
+    unary = {
+        "_softmax": lambda x: torch.softmax(x, -1), "log_softmax": lambda x: torch.log_softmax(x, -1),
+        "amax": lambda x: x.amax(-1, True), "amin": lambda x: x.amin(-1, True),
+        "sum": lambda x: x.sum(-1), "mean": lambda x: x.mean(-1), "var": lambda x: x.var(-1),
+        "pow": lambda x: x ** 2, "clamp": lambda x: x.clamp(-0.5, 0.5), "mul": lambda x: x * 2,
+        "div": lambda x: x / 2, "add": lambda x: x + 1, "sub": lambda x: x - 1, "gelu": F.gelu, "silu": F.silu, "softplus": F.softplus,
+    }
+    if name.startswith("einsum:"):
+        eq = name.split(":", 1)[1]
+        ins = eq.split("->")[0].split(",")
+        sizes = {"i": 3, "j": 4, "k": 5, "b": 2, "t": 3, "d": 4}
+        return (lambda a, b: torch.einsum(eq, a, b)), [tuple(sizes[c] for c in s) for s in ins]
+    if positions == (0,):
+        if name in unary:
+            fn = unary[name]
+        elif name.endswith("_"):
+            fn = lambda x: getattr(x, name)()  # noqa: E731
+        else:
+            fn = getattr(torch, name)
+        return fn, [(3, 4)]
+    shapes = {
+        "matmul": {(2, 2): [(3, 4), (4, 5)], (3, 3): [(2, 3, 4), (2, 4, 5)], (4, 4): [(2, 2, 3, 4), (2, 2, 4, 5)],
+                   (3, 2): [(2, 3, 4), (4, 5)]},
+        "bmm": {(3, 3): [(2, 3, 4), (2, 4, 5)]},
+        "linear": {(2, 2): [(3, 4), (5, 4)], (2, 2, 1): [(3, 4), (5, 4), (5,)], (3, 2, 1): [(2, 3, 4), (5, 4), (5,)]},
+        "layer_norm": {(2, 1, 1): [(3, 4), (4,), (4,)]},
+    }
+    if name in shapes:
+        fn = {"layer_norm": lambda x, w, b: F.layer_norm(x, (4,), w, b), "linear": F.linear}.get(name, getattr(torch, name, None))
+        return fn, shapes[name][ranks]
+    if name.endswith("_"):
+        return (lambda x, y: getattr(x, name)(y)), [(3, 4), (3, 4)]
+    return getattr(torch, name), [(3, 4), (3, 4)]
+
+
+def _raises(fn, shapes, requiring, candidate, transposed):
+    def make(i, s):
+        t = _rnd(*s, seed=i).double()
+        if transposed and len(s) >= 2:
+            t = t.mT.contiguous().mT
+        if i in requiring:  # a non-leaf that requires grad, in the same layout
+            leaf = t.detach().mT.clone().requires_grad_(True) if transposed and len(s) >= 2 else t.detach().clone().requires_grad_(True)
+            t = (leaf * 1).mT if transposed and len(s) >= 2 else leaf * 1
+        return t
+    ts = [make(i, s) for i, s in enumerate(shapes)]
+    out = fn(*ts)
+    target = out if candidate == "out" else ts[candidate]
+    with torch.no_grad():
+        target.mul_(1)
+    try:
+        out.sum().backward()
+    except RuntimeError as e:
+        assert "modified by an inplace operation" in str(e), e
+        return True
+    return False
+
+
+@pytest.mark.parametrize("key", list(SAVED_FOR_BACKWARD), ids=[f"{k[0]}{k[1]}{k[2] or ''}" for k in SAVED_FOR_BACKWARD])
+def test_the_table_matches_eager(key):
+    name, positions, ranks = key
+    saves = SAVED_FOR_BACKWARD[key]
+    fn, shapes = _eager_op(name, positions, ranks)
+    n = len(shapes)
+    inplace = name.endswith("_")
+    candidates = ["out"] + list(range(1 if inplace else 0, n))
+    for k in range(1, n + 1):
+        for requiring in itertools.combinations(range(n), k):
+            for candidate in candidates:
+                want = any(
+                    (what == candidate if what == "out" else positions.index(what) == candidate)
+                    and any(positions.index(p) in requiring for p in needs)
+                    for what, needs in saves
+                )
+                got = [_raises(fn, shapes, set(requiring), candidate, t) for t in (False, True)]
+                if want:  # a save the check relies on raises in every layout
+                    assert all(got), (key, requiring, candidate, got)
+                else:  # and the table misses none that does
+                    assert not all(got), (key, requiring, candidate, got)
+
+
+def test_the_table_names_thunder_symbols():
+    import thunder.torch as ltorch
+    from thunder.core.symbol import Symbol
+
+    names = {s.name for s in vars(ltorch).values() if isinstance(s, Symbol)}
+    missing = sorted({k[0] for k in SAVED_FOR_BACKWARD if not k[0].startswith("einsum:")} - names)
+    assert not missing, missing
