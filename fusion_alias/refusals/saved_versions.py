@@ -78,7 +78,7 @@ def _entries(names, positions, ranks, saves):
 _OUT = (("out", (0,)),)
 _IN = ((0, (0,)),)
 _entries("exp tanh sigmoid relu sqrt rsqrt reciprocal expm1 _softmax log_softmax", (0,), _ANY, _OUT)
-_entries("exp_ tanh_ relu_ sqrt_ rsqrt_ reciprocal_", (0,), _ANY, _OUT)
+_entries("exp_ tanh_ relu_ sqrt_ rsqrt_ reciprocal_ sigmoid_", (0,), _ANY, _OUT)  # (sigmoid_: inplace_lookasides.py)
 _entries("log sin cos abs erf log1p square gelu silu pow clamp var softplus", (0,), _ANY, _IN)
 _entries("neg sum mean mul div add sub log_ sin_ cos_ abs_ neg_", (0,), _ANY, ())
 _entries("amax amin", (0,), _ANY, (("out", (0,)), (0, (0,))))
