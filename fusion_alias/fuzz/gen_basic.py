@@ -209,13 +209,15 @@ class _Gen:
         if kind == "unary":
             op = rng.choices(
                 ("tanh_()", "sin_()", "neg_()", "exp_()", "mul_(0.5)", "abs_()", "cos_()", "relu_()", "add_(0.25)",
-                 "clamp_(-0.5, 0.5)"),
-                (3, 3, 3, 1, 2, 1, 1, 1, 1, 1),
+                 "clamp_(-0.5, 0.5)",
+                 # Thunder 0.2.6 has these only out of place (fusion_alias/inplace_lookasides.py)
+                 "sigmoid_()", "clamp_min_(0.1)", "clamp_max_(-0.1)", "nan_to_num_()", "frac_()", "clip_(-0.3, 0.3)"),
+                (3, 3, 3, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1),
             )[0]
             e = f"{x}.{op}"
         elif kind == "binary":
             y = self.operand(x, inplace=True)
-            op = rng.choices(("add_", "mul_", "sub_", "add_alpha", "copy_"), (3, 2, 2, 1, 2))[0]
+            op = rng.choices(("add_", "mul_", "sub_", "add_alpha", "copy_", "hypot_"), (3, 2, 2, 1, 2, 1))[0]
             if op == "add_alpha":
                 e = f"{x}.add_({y}, alpha={rng.choice(CONSTANTS)})"
             elif op == "copy_":
