@@ -186,6 +186,11 @@ def _getattr(self, attr: str, /):
         raise
 
 
+def proxy_method(proxy: TensorProxy, name: str):
+    """``proxy.name`` as the jitted program sees it: Thunder's method, or one this module adds."""
+    return _getattr(proxy, name)
+
+
 def _leaky_relu_(a, negative_slope: float = 0.01):
     return _as_inplace(a, ltorch.leaky_relu(a, negative_slope), "leaky_relu_")
 

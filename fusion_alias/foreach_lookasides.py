@@ -1,0 +1,91 @@
+"""``torch._foreach_*`` ops (multi-tensor optimizer steps, EMA updates), which Thunder 0.2.6 does not
+trace ("Trying to call function torch._foreach_add_, but it is not yet supported"), as one op per
+tensor.
+
+Note [a foreach op as one op per tensor]
+----------------------------------------
+``torch._foreach_lerp_(ema, params, 0.01)`` is, on a CPU and wherever eager falls back from its
+multi-tensor kernel, ``ema[i].lerp_(params[i], 0.01)`` for each ``i`` in turn. The lookaside traces
+exactly that, so the fusion pass sees ordinary in-place ops (one region for a whole step, the usual
+alias analysis when two lists share memory: ``_foreach_add_(params, params)``)::
+
+    torch._foreach_add_(ps, gs, alpha=-lr)        ->  ps[0].add_(gs[0], alpha=-lr); ps[1].add_(...)
+    torch._foreach_addcmul_(vs, gs, gs, 1 - b2)   ->  vs[i].addcmul_(gs[i], gs[i], value=1 - b2)
+    torch._foreach_sqrt(vs)                       ->  (vs[0].sqrt(), vs[1].sqrt(), ...)
+
+An argument that is a list or tuple is taken element by element (tensors, or eager's per-tensor
+``scalars``); anything else (a number, one tensor) is passed to every call. The 4th argument of
+``addcmul``/``addcdiv`` is their ``value``. In-place ops return the list they were given, the others
+a tuple, as eager's do. The per-tensor op is the tensor's method of the same name, including the
+in-place ops fusion_alias adds (``sigmoid_``: inplace_lookasides.py).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import torch
+from thunder.core import jit_ext
+from thunder.core.compile_data import get_compile_data
+from thunder.core.interpreter import interpreter_needs_wrap
+from thunder.core.proxies import TensorProxy
+import thunder.torch as ltorch
+
+from fusion_alias import inplace_lookasides
+
+_VALUE_AT_FOURTH = frozenset({"addcmul", "addcdiv", "addcmul_", "addcdiv_"})
+
+
+def _foreach(method: str, tensors, *args, **kwargs):
+    """Note [a foreach op as one op per tensor]."""
+    if not isinstance(tensors, (list, tuple)):  # ``_foreach_pow(2.0, exponents)``: a number's powers
+        if method == "pow" and len(args) == 1 and isinstance(args[0], (list, tuple)):
+            return tuple(ltorch.pow(tensors, e) for e in args[0])
+        raise TypeError(f"torch._foreach_{method}: expected a list of tensors first, got {type(tensors).__name__}")
+    if method in _VALUE_AT_FOURTH and len(args) == 3:
+        *args, kwargs["value"] = args
+    for a in (*args, *kwargs.values()):
+        if isinstance(a, (list, tuple)) and len(a) != len(tensors):
+            raise RuntimeError(f"torch._foreach_{method}: tensor lists must have the same number of tensors, "
+                               f"got {len(tensors)} and {len(a)}")
+    results = []
+    for i, t in enumerate(tensors):
+        if not isinstance(t, TensorProxy):
+            raise TypeError(f"torch._foreach_{method}: expected a list of tensors, got {type(t).__name__}")
+        args_i = [a[i] if isinstance(a, (list, tuple)) else a for a in args]
+        kwargs_i = {k: (v[i] if isinstance(v, (list, tuple)) else v) for k, v in kwargs.items()}
+        results.append(inplace_lookasides.proxy_method(t, method)(*args_i, **kwargs_i))
+    if method.endswith("_"):
+        return tensors
+    return tuple(results)
+
+
+# Note [foreach lookasides are Thunder's, asked for fusion_alias's executor]
+# -------------------------------------------------------------------------
+# An executor's own lookasides (``Executor._lookasides``, as inplace_lookasides.py lends) receive
+# their arguments unwrapped, and the tensors in a list argument are not proxies yet: Thunder
+# proxies a container's items only on the way into a symbol (``jit_ext.ensure_recursive_proxies``).
+# So these lookasides are registered in Thunder's general lookaside map, proxied that way, and
+# each asks the compile data whether fusion_alias's executor is in the call's executor list; for
+# any other ``thunder.jit`` it raises Thunder's own "not yet supported" error, as before.
+
+
+def _lookaside(executor, method: str, name: str, *args, **kwargs):
+    compile_data = get_compile_data()
+    if compile_data is None or executor not in compile_data.executors_list:
+        raise NotImplementedError(f"Trying to call function torch.{name}, but it is not yet supported. "
+                                  "Please file an issue requesting support.")
+    if method == "copy_":  # (``non_blocking`` changes when the copy runs, not what it writes)
+        kwargs.pop("non_blocking", None)
+    return _foreach(method, *args, **kwargs)
+
+
+def register(executor) -> None:
+    """Trace every ``torch._foreach_*`` op torch has under ``executor`` (Note [foreach lookasides are
+    Thunder's, asked for fusion_alias's executor])."""
+    prefix = "_foreach_"
+    for name in dir(torch):
+        if name.startswith(prefix):
+            impl = partial(_lookaside, executor, name[len(prefix):], name)
+            jit_ext._general_jit_lookaside_map[getattr(torch, name)] = jit_ext.ensure_recursive_proxies(
+                interpreter_needs_wrap(impl))

@@ -1,0 +1,120 @@
+"""``torch._foreach_*`` ops under fusion_alias.jit (fusion_alias/foreach_lookasides.py): each is the
+per-tensor op in turn, as eager's fallback runs it. Compared with eager on fresh inputs (results and
+every tensor in the lists after the call), in every reference schedule, first and cached calls."""
+
+import pytest
+import thunder
+import torch
+
+import fusion_alias
+from fusion_alias.backends.reference import SCHEDULES
+
+
+def _sgd_momentum(ps, gs, bufs):
+    torch._foreach_mul_(bufs, 0.9)
+    torch._foreach_add_(bufs, gs)
+    torch._foreach_add_(ps, bufs, alpha=-0.1)
+    return ps[0] * 1
+
+
+def _adam(ps, gs, ms, vs):
+    torch._foreach_lerp_(ms, gs, 0.1)
+    torch._foreach_mul_(vs, 0.999)
+    torch._foreach_addcmul_(vs, gs, gs, 0.001)
+    denom = torch._foreach_sqrt(vs)
+    torch._foreach_add_(denom, 1e-8)
+    torch._foreach_addcdiv_(ps, ms, denom, value=-0.01)
+    return torch._foreach_norm(ps)
+
+
+def _ema(ema, ps, _):
+    torch._foreach_lerp_(ema, ps, 0.01)
+    return ema[1] + 0
+
+
+def _per_tensor_scalars(ps, gs, _):
+    torch._foreach_mul_(ps, [0.5, 2.0, -1.0])
+    torch._foreach_addcmul_(ps, gs, gs, [0.1, 0.2, 0.3])
+    return torch._foreach_maximum(ps, gs)
+
+
+def _flat_buffer_views(flat, gs, _):
+    # the parameters are views of one flat buffer: the writes land in it
+    ps = list(flat.view(3, 4).unbind(0))
+    torch._foreach_add_(ps, gs, alpha=-1.0)
+    torch._foreach_clamp_min_(ps, -0.5)
+    return flat.sum()
+
+
+def _same_list_twice(ps, gs, _):
+    torch._foreach_add_(ps, ps)  # each tensor doubled
+    torch._foreach_zero_(gs)
+    return ps[2] * 2
+
+
+def _copy_and_unary(ps, gs, _):
+    torch._foreach_copy_(ps, gs)
+    torch._foreach_sigmoid_(ps)
+    torch._foreach_neg_(gs)
+    return torch._foreach_exp(gs)
+
+
+def _make(kind):
+    g = torch.Generator().manual_seed(11)
+    lists = [[torch.randn(4, generator=g) for _ in range(3)] for _ in range(4)]
+    if kind is _flat_buffer_views:
+        return [torch.randn(12, generator=g), lists[1], None]
+    if kind is _adam:
+        lists[3] = [v.abs() for v in lists[3]]
+        return lists
+    return lists[:3]
+
+
+PROGRAMS = [_sgd_momentum, _adam, _ema, _per_tensor_scalars, _flat_buffer_views, _same_list_twice, _copy_and_unary]
+
+
+def _assert_same(got, want):
+    if isinstance(want, (list, tuple)):
+        assert type(got) is type(want) and len(got) == len(want)
+        for g, w in zip(got, want):
+            _assert_same(g, w)
+    elif isinstance(want, torch.Tensor):
+        torch.testing.assert_close(got, want)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("fn", PROGRAMS, ids=lambda f: f.__name__)
+def test_matches_eager(fn, schedule):
+    jitted = fusion_alias.jit(fn, backend="reference", schedule=schedule)
+    for _ in range(2):
+        args_e, args_j = _make(fn), _make(fn)
+        want, got = fn(*args_e), jitted(*args_j)
+        _assert_same(got, want)
+        _assert_same(args_j, args_e)
+
+
+def test_one_region_for_a_whole_step():
+    ps, gs, bufs = _make(_sgd_momentum)
+    jitted = fusion_alias.jit(_sgd_momentum, backend="reference")
+    jitted(ps, gs, bufs)
+    assert len(fusion_alias.regions(jitted)) == 1
+
+
+def test_mismatched_lists_get_an_error():
+    def f(ps, gs):
+        torch._foreach_add_(ps, gs)
+        return ps[0]
+
+    with pytest.raises(RuntimeError):
+        f([torch.ones(2)] * 2, [torch.ones(2)])
+    with pytest.raises(Exception, match="same number of tensors"):
+        fusion_alias.jit(f, backend="reference")([torch.ones(2), torch.ones(2)], [torch.ones(2)])
+
+
+def test_plain_thunder_is_left_as_it_is():
+    def f(ps):
+        torch._foreach_add_(ps, 1.0)
+        return ps[0]
+
+    with pytest.raises(NotImplementedError, match="_foreach_add_"):
+        thunder.jit(f)([torch.zeros(2)])
