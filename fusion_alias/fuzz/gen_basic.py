@@ -204,8 +204,10 @@ class _Gen:
 
     def inplace(self) -> Stmt:
         rng, x = self.rng, self.pick(writable=True)
-        kind = rng.choices(("unary", "binary", "fill", "setitem"), (4, 5, 1, 2))[0]
+        kind = rng.choices(("unary", "binary", "fill", "setitem", "foreach"), (4, 5, 1, 2, 1))[0]
         reads: tuple[str, ...] = (x,)
+        if kind == "foreach":
+            return self._foreach(x)
         if kind == "unary":
             op = rng.choices(
                 ("tanh_()", "sin_()", "neg_()", "exp_()", "mul_(0.5)", "abs_()", "cos_()", "relu_()", "add_(0.25)",
@@ -258,6 +260,28 @@ class _Gen:
             t = self.fresh()
             return Stmt(f"{t} = {e}", target=t, reads=reads, writes=x, inplace_result=True)
         return Stmt(e, reads=reads, writes=x)
+
+    def _foreach(self, x: str) -> Stmt:
+        """A ``torch._foreach_*_`` over two or three written tensors (``x`` first; they may be the same
+        tensor, or overlap: eager runs one op per tensor in turn), with per-tensor operands, one
+        number, or none (fusion_alias/foreach_lookasides.py)."""
+        rng = self.rng
+        xs = [x] + [self.pick(writable=True) for _ in range(rng.randint(1, 2))]
+        ys = [self.operand(v, inplace=True) for v in xs]
+        lst = "[" + ", ".join(xs) + "]"
+        kind = rng.choice(("binary", "scalar", "unary", "lerp"))
+        if kind in ("binary", "lerp") and all(self._is_var(y) for y in ys):
+            op = rng.choice(("add_", "mul_", "sub_")) if kind == "binary" else "lerp_"
+            weight = f", {rng.choice(CONSTANTS)}" if kind == "lerp" else ""
+            code = f"torch._foreach_{op}({lst}, [{', '.join(ys)}]{weight})"
+            reads = tuple(dict.fromkeys((*xs, *ys)))
+        elif kind == "unary":
+            code = f"torch._foreach_{rng.choice(('tanh_', 'neg_', 'sigmoid_', 'abs_'))}({lst})"
+            reads = tuple(dict.fromkeys(xs))
+        else:
+            code = f"torch._foreach_{rng.choice(('mul_', 'add_', 'clamp_min_'))}({lst}, {rng.choice(CONSTANTS)})"
+            reads = tuple(dict.fromkeys(xs))
+        return Stmt(code, reads=reads, writes=x)  # (``writes`` names the first: the others are written too)
 
     def bad_inplace(self) -> list[Stmt]:
         """Statements ending in an in-place write that eager rejects: its
