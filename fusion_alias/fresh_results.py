@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from thunder.core import dtypes
+from thunder.core.proxies import TensorProxy
+
 # Note [torch functions whose result is new memory]
 # --------------------------------------------------
 # Thunder 0.2.6 hands some torch functions over as leaf symbols (``t0 = ltorch.norm(x)``, no
@@ -31,3 +34,22 @@ def returns_new_memory(sym) -> bool:
     """Whether ``sym`` (a leaf symbol of Thunder's trace) is one of ``_FRESH_RESULTS`` from torch's or
     Thunder's torch modules (Note [torch functions whose result is new memory])."""
     return sym.name in _FRESH_RESULTS and getattr(getattr(sym, "module", None), "__name__", None) in _TORCH_MODULES
+
+
+# Note [indexing with a tensor copies]
+# ------------------------------------
+# ``x[idx]`` with a tensor ``idx`` of one or more dims, or a bool tensor, is advanced indexing:
+# eager gathers the elements into new memory, whatever else the key holds (``x[:, idx]``,
+# ``x[0, idx]``). A 0-dim integer tensor is read as an int (``x[torch.tensor(1)]`` is ``x[1]``, a
+# view). Thunder's torch executor runs ``getitem`` whole, a leaf symbol named as the torch view
+# function it also is, so ``x.add_(x[idx])`` was refused as an operand fusion_alias cannot relate
+# to what the op writes, and ``h[idx] += v`` in a training call likewise.
+_GETITEM_NAMES = frozenset({"getitem", "__getitem__"})
+
+
+def indexes_with_a_tensor(sym, args) -> bool:
+    """Whether ``sym(*args)`` is a ``getitem`` whose key gathers (Note [indexing with a tensor copies])."""
+    if sym.name not in _GETITEM_NAMES or len(args) < 2:
+        return False
+    key = args[1] if isinstance(args[1], tuple) else (args[1],)
+    return any(isinstance(k, TensorProxy) and (k.ndim > 0 or dtypes.is_boolean_dtype(k.dtype)) for k in key)

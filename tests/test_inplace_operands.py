@@ -107,6 +107,10 @@ ACCEPTED = {
     # masked_fill_ reads its value as a number
     "masked_fill_element": lambda a, f: a.masked_fill_(f > 1, a[0, 0]),
     "index_add_disjoint": lambda a, f: a[0:2].index_add_(0, torch.tensor([0]), a[2:3]),
+    # indexing with a tensor gathers into new memory (fresh_results.py, Note [indexing with a tensor copies])
+    "add_rows_gathered": lambda a, f: a.add_(a[torch.tensor([3, 2, 1, 0])]),
+    "mul_columns_gathered": lambda a, f: a.mul_(a[:, torch.tensor([1, 0, 3, 2])]),
+    "accumulate_into_gathered_rows": lambda a, f: a.__setitem__(torch.tensor([0, 2]), a[torch.tensor([0, 2])] + f[0]),
 }
 
 
@@ -176,3 +180,29 @@ def test_write_into_expanded_tensor_names_whose_limit_it_is(name):
             fn(_x())
         with pytest.raises(fusion_alias.AliasInputError, match="more than one element of the written-to tensor.*rejects this too"):
             fusion_alias.jit(fn)(_x())
+
+
+def test_accumulate_through_a_tensor_index_with_gradients():
+    # h[idx] += v in a training call was refused: the gathered rows were read as a view of h
+    def f(w, v):
+        h = w * 1
+        h[torch.tensor([0, 2])] += v[:2]
+        return h.add_(h[torch.tensor([2, 1, 0])])
+
+    def make_inputs():
+        g = torch.Generator().manual_seed(4)
+        w, v = torch.randn(3, 4, generator=g).requires_grad_(), torch.randn(3, 4, generator=g).requires_grad_()
+        return [w, v], [w, v]
+
+    assert_matches_eager(f, make_inputs)
+
+
+def test_a_zero_dim_tensor_index_is_a_view():
+    # a[torch.tensor(1)] is a[1]: eager rejects the partial overlap, fusion_alias refuses it too
+    def f(a):
+        return a.add_(a[torch.tensor(1)])
+
+    with pytest.raises(RuntimeError, match=OVERLAP):
+        f(_x())
+    with pytest.raises(fusion_alias.AliasInputError):
+        fusion_alias.jit(f, backend="reference")(_x())

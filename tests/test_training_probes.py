@@ -135,3 +135,50 @@ def test_a_buffer_written_with_a_detached_value_gets_no_history():
         jitted(buf_j, x).sum().backward()
         torch.testing.assert_close(buf_j, buf_e)
         assert not buf_j.requires_grad and buf_j.grad_fn is None
+
+
+def _index_put_accumulate_inplace(w, v):
+    h = w * 1
+    h.index_put_((torch.tensor([0, 0, 2]),), v, accumulate=True)
+    return h
+
+
+def _index_put_accumulate(w, v):
+    return (w * 1).index_put((torch.tensor([0, 0, 2]),), v * 2, accumulate=True)
+
+
+def _index_put_inplace(w, v):
+    h = w * 1
+    h.index_put_((torch.tensor([0, 1, 2]),), v)
+    return h
+
+
+@pytest.mark.parametrize("fn", [_index_put_accumulate_inplace, _index_put_accumulate, _index_put_inplace],
+                         ids=lambda f: f.__name__)
+def test_index_put_with_values_that_require_grad_is_refused(fn):
+    # Note [index_put's values get no gradient] (refusals/autograd.py): v.grad was None
+    with pytest.raises(fusion_alias.AliasInputError, match="index_put"):
+        fusion_alias.jit(fn, backend="reference")(torch.randn(3, 4, requires_grad=True), torch.randn(3, 4, requires_grad=True))
+
+
+@pytest.mark.parametrize("form", ["detached-accumulate", "detached", "setitem", "scatter_add"])
+def test_index_put_neighbours_run(form):
+    from grad_helpers import assert_matches_eager
+
+    def f(w, v):
+        h = w * 1
+        idx = torch.tensor([0, 2])
+        if form == "setitem":
+            h[idx] = v
+        elif form == "scatter_add":
+            h = h.scatter_add(0, idx.unsqueeze(1).expand_as(v), v)
+        else:
+            h.index_put_((idx,), v.detach(), accumulate=form == "detached-accumulate")
+        return h
+
+    def make_inputs():
+        g = torch.Generator().manual_seed(9)
+        w, v = torch.randn(3, 4, generator=g).requires_grad_(), torch.randn(2, 4, generator=g).requires_grad_()
+        return [w, v], [w, v]
+
+    assert_matches_eager(f, make_inputs)

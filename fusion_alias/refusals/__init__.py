@@ -26,6 +26,7 @@ from fusion_alias.errors import AliasInputError
 from fusion_alias.components import shared_storage_groups
 from fusion_alias.refusals.autograd import (
     _check_aliased_inputs_with_gradients,
+    _check_index_put_gradients,
     _check_no_read_of_overwritten_values,
     _check_outputs_sharing_written_memory,
 )
@@ -73,7 +74,9 @@ def check_refusals(
     _check_writes(flat, info, actual, proxies, inplace_ops, grad_inputs, frozenset(p.name for p in tensor_inputs))
     if saved_versions and torch.is_grad_enabled() and any(p.requires_grad for p in tensor_inputs):
         check_saved_versions(trace.bound_symbols, info, tensor_inputs, input_groups)
+        _check_index_put_gradients(trace.bound_symbols, info, {p.name for p in tensor_inputs if p.requires_grad})
     if grad_inputs:
+        _check_index_put_gradients(flat, info, grad_inputs)
         _check_aliased_inputs_with_gradients(flat, shared_storage_groups(actual.items()) or input_groups)
         _check_no_read_of_overwritten_values(flat)
         _check_outputs_sharing_written_memory(flat, info)

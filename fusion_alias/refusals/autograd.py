@@ -15,7 +15,7 @@ in program order: which memory holds values that require grad).
 
 from __future__ import annotations
 
-from thunder.core.proxies import TensorProxy
+from thunder.core.proxies import ProxyTag, TensorProxy
 import thunder.core.prims as prims
 
 from fusion_alias import ops
@@ -228,3 +228,42 @@ def _check_outputs_sharing_written_memory(bsyms, info: AliasInfo) -> None:
                 "error, so fusion_alias refuses instead. Workarounds: return the tensor once, clone() one of the "
                 "outputs, or use out-of-place ops"
             )
+
+
+_INDEX_PUT_NAMES = frozenset({"index_put", "index_put_"})
+
+
+def _check_index_put_gradients(bsyms, info: AliasInfo, grad_names) -> None:
+    """Refuse, in a call that computes gradients, ``index_put`` whose values require grad.
+
+    Note [index_put's values get no gradient]: Thunder 0.2.6's autodiff gives the values of
+    ``index_put`` no gradient, in place or not, accumulating or not, plain ``thunder.jit`` too::
+
+        h = w * 1; h.index_put_((idx,), v)   # w.grad right, v.grad None (eager: v's share of the loss)
+
+    A missing gradient is a silent wrong result (an optimizer skips a parameter whose ``.grad`` is
+    None), so the call is refused. ``h[idx] = v`` (Thunder's setitem) and ``scatter_add`` have
+    gradients and compute the same. ``grad_names``: the tensors that require grad as the walk
+    starts (the inputs); ``bsyms``: the user-level trace or the flattened one (both spell the op
+    with its values third). A detached value does not require grad.
+    """
+    differentiable = set(grad_names)
+    for b in bsyms:
+        if b.sym.name in _INDEX_PUT_NAMES or b.sym.id is prims.PrimIDs.INDEX_PUT:
+            args = b.args
+            values = b.kwargs.get("values", args[2] if len(args) > 2 else None)
+            accumulate = b.kwargs.get("accumulate", args[3] if len(args) > 3 else False)
+            if _is_differentiable(values, info, differentiable):
+                workaround = ("h.scatter_add(0, idx.unsqueeze(1).expand_as(v), v)" if accumulate
+                              else "h[idx] = v")
+                raise AliasInputError(
+                    f"fusion_alias: index_put (accumulate={accumulate}) of values {values.name} that require grad, in "
+                    "a call that computes gradients: not supported. Thunder 0.2.6's autodiff gives those values no "
+                    f"gradient (their .grad would be None where eager's is not). Workaround: {workaround}, which "
+                    "computes the same with a gradient, or detach the values"
+                )
+        if b.sym.name != "detach" and not any(_DETACHED in getattr(o, "tags", ()) for o in proxy_outs(b)):
+            _propagate_differentiable(b, info, differentiable)
+
+
+_DETACHED = ProxyTag.DETACHED_AUTOGRAD_GRAPH
