@@ -44,6 +44,12 @@ def _foreach(method: str, tensors, *args, **kwargs):
         raise TypeError(f"torch._foreach_{method}: expected a list of tensors first, got {type(tensors).__name__}")
     if method in _VALUE_AT_FOURTH and len(args) == 3:
         *args, kwargs["value"] = args
+    if method in _VALUE_AT_FOURTH and isinstance(kwargs.get("value", kwargs.get("scalars")), TensorProxy):
+        # eager's ``scalars`` tensor: one value per tensor of the list (torch.optim's Adam stacks its step
+        # sizes into one when compiling), not one tensor for every call
+        scalars = kwargs.pop("value", None)
+        scalars = kwargs.pop("scalars", scalars)
+        return _addc_by_tensor(method, tensors, args, scalars)
     for a in (*args, *kwargs.values()):
         if isinstance(a, (list, tuple)) and len(a) != len(tensors):
             raise RuntimeError(f"torch._foreach_{method}: tensor lists must have the same number of tensors, "
@@ -78,6 +84,22 @@ def _lookaside(executor, method: str, name: str, *args, **kwargs):
     if method == "copy_":  # (``non_blocking`` changes when the copy runs, not what it writes)
         kwargs.pop("non_blocking", None)
     return _foreach(method, *args, **kwargs)
+
+
+def _addc_by_tensor(method: str, tensors, args, scalars: TensorProxy):
+    """``_foreach_addcmul_``/``addcdiv_`` with a ``scalars`` tensor: ``t += scalars[i] * (t1 * t2)`` (or
+    ``t1 / t2``) for each ``i``, the value a 0-dim tensor where eager reads it as a number."""
+    if scalars.ndim != 1 or scalars.shape[0] != len(tensors):
+        raise RuntimeError(f"torch._foreach_{method}: expected a 1-d scalars tensor of {len(tensors)} values, "
+                           f"got shape {tuple(scalars.shape)}")
+    t1s, t2s = args
+    combine = ltorch.mul if method.startswith("addcmul") else ltorch.true_divide
+    results = []
+    for i, t in enumerate(tensors):
+        t1, t2 = (a[i] if isinstance(a, (list, tuple)) else a for a in (t1s, t2s))
+        step = ltorch.mul(combine(t1, t2), ltorch.to(scalars[i], t.dtype))
+        results.append(ltorch.add_(t, step) if method.endswith("_") else ltorch.add(t, step))
+    return tensors if method.endswith("_") else tuple(results)
 
 
 def register(executor) -> None:

@@ -118,3 +118,43 @@ def test_plain_thunder_is_left_as_it_is():
 
     with pytest.raises(NotImplementedError, match="_foreach_add_"):
         thunder.jit(f)([torch.zeros(2)])
+
+
+def _addcdiv_with_a_scalars_tensor(a, b, c, d):
+    # one value per tensor of the list (hostile probe 12: the tensor was broadcast into every call)
+    torch._foreach_addcdiv_([a, b], [c, d], [c + 1, d + 1], torch.tensor([0.1, 0.2]))
+    torch._foreach_addcmul_([c, d], [a, b], [a, b], torch.tensor([0.5, -0.5]))
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_per_tensor_scalars_given_as_one_tensor(schedule):
+    def make():
+        return [torch.arange(1.0, 4.0) + 2 * i for i in range(4)]
+
+    e, j = make(), make()
+    _addcdiv_with_a_scalars_tensor(*e)
+    fusion_alias.jit(_addcdiv_with_a_scalars_tensor, backend="reference", schedule=schedule)(*j)
+    _assert_same(j, e)
+
+
+@pytest.mark.parametrize("size", [3, 4])
+def test_torch_optim_functional_adam_foreach(size):
+    # torch.optim.adam.adam(foreach=True), parameters at different steps (its step sizes become a tensor)
+    import torch.optim.adam as adam
+
+    def step(params, grads, m, v, steps):
+        adam.adam(params, grads, m, v, [], steps, foreach=True, amsgrad=False, beta1=0.9, beta2=0.999,
+                  lr=0.1, weight_decay=0.0, eps=1e-8, maximize=False)
+
+    def state():
+        g = torch.Generator().manual_seed(0)
+        return ([torch.randn(size, generator=g) for _ in range(3)], [torch.randn(size, generator=g) for _ in range(3)],
+                [torch.zeros(size) for _ in range(3)], [torch.zeros(size) for _ in range(3)],
+                [torch.tensor(float(5 * i)) for i in range(3)])
+
+    want = state()
+    step(*want)
+    for schedule in SCHEDULES:
+        got = state()
+        fusion_alias.jit(step, backend="reference", schedule=schedule)(*got)
+        _assert_same(got, want)

@@ -269,8 +269,15 @@ class _Gen:
         xs = [x] + [self.pick(writable=True) for _ in range(rng.randint(1, 2))]
         ys = [self.operand(v, inplace=True) for v in xs]
         lst = "[" + ", ".join(xs) + "]"
-        kind = rng.choice(("binary", "scalar", "unary", "lerp"))
-        if kind in ("binary", "lerp") and all(self._is_var(y) for y in ys):
+        kind = rng.choice(("binary", "scalar", "unary", "lerp", "addc"))
+        if kind == "addc" and all(self._is_var(y) for y in ys):
+            # per-tensor values: a list of numbers, or one tensor of them (torch.optim's Adam when compiling)
+            values = [repr(rng.choice(CONSTANTS)) for _ in xs]
+            scalars = f"torch.tensor([{', '.join(values)}])" if rng.random() < 0.5 else f"[{', '.join(values)}]"
+            ys_list = "[" + ", ".join(ys) + "]"
+            code = f"torch._foreach_{rng.choice(('addcmul_', 'addcdiv_'))}({lst}, {ys_list}, {ys_list}, {scalars})"
+            reads = tuple(dict.fromkeys((*xs, *ys)))
+        elif kind in ("binary", "lerp") and all(self._is_var(y) for y in ys):
             op = rng.choice(("add_", "mul_", "sub_")) if kind == "binary" else "lerp_"
             weight = f", {rng.choice(CONSTANTS)}" if kind == "lerp" else ""
             code = f"torch._foreach_{op}({lst}, [{', '.join(ys)}]{weight})"
