@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import torch
 import thunder.core.prims as prims
+from thunder.core import dtypes as thunder_dtypes
 from thunder.core.dtypes import to_torch_dtype
 from thunder.core.proxies import TensorProxy
 
@@ -134,3 +135,37 @@ def check_inplace_dtypes(top_bsyms) -> None:
                     f"fusion_alias: {name}: result type {have} can't be cast to the desired output type "
                     f"{want} of {dst.name} (eager PyTorch rejects this too; Thunder 0.2.6 would cast silently)"
                 )
+
+
+# Note [ops eager has no kernel for]
+# ----------------------------------
+# Eager rejects some ops by their operands' dtypes where Thunder's decomposition computes anyway;
+# plain thunder.jit raises as eager does (its torch executor runs eager's op), but a fused region runs
+# the decomposition and returned a value (hostile probe 12)::
+#
+#     torch.lerp(int32_a, b, 0.3)   # eager: "lerp_kernel_scalar" not implemented for 'Int'; fused: a float
+#     x - (x > 0)                   # eager: subtraction with a bool tensor is not supported
+_LERP_NAMES = frozenset({"lerp", "lerp_"})
+_SUB_NAMES = frozenset({"sub", "sub_", "rsub", "__sub__", "__rsub__", "__isub__"})
+_TORCH_TYPE_NAMES = {torch.int8: "Char", torch.uint8: "Byte", torch.int16: "Short", torch.int32: "Int",
+                     torch.int64: "Long", torch.bool: "Bool"}
+
+
+def check_op_dtypes(top_bsyms) -> None:
+    """Raise eager's error where it has no kernel for an op's operand dtypes (Note [ops eager has no kernel for])."""
+    for b in top_bsyms:
+        name = b.sym.name
+        if name in _LERP_NAMES:
+            start = b.args[0] if b.args else None
+            dtype = _torch_dtype(start) if isinstance(start, TensorProxy) else None
+            if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
+                raise NotImplementedError(
+                    f'fusion_alias: {name}: "lerp_kernel_scalar" not implemented for '
+                    f"'{_TORCH_TYPE_NAMES.get(dtype, dtype)}' (eager PyTorch rejects this too)")
+        elif name in _SUB_NAMES and any(
+                isinstance(a, TensorProxy) and thunder_dtypes.is_boolean_dtype(a.dtype) for a in b.args[:2]):
+            raise RuntimeError(
+                f"fusion_alias: {name}: Subtraction, the `-` operator, with a bool tensor is not supported. If you "
+                "are trying to invert a mask, use the `~` or `logical_not()` operator instead (eager PyTorch "
+                "rejects this too)")
+

@@ -94,3 +94,33 @@ def test_inplace_operand_fully_or_not_overlapping_is_fine(make):
     y = x.clone()
     torch.testing.assert_close(fusion_alias.jit(fn)(*make(x)), fn(*make(y)))
     torch.testing.assert_close(x, y)
+
+
+@pytest.mark.parametrize(
+    "fn, make, message",
+    [
+        (lambda a: torch.lerp(a, a * 2, 0.3), lambda: torch.full((2,), 3, dtype=torch.int32), "lerp_kernel_scalar"),
+        (lambda a: a - (a > 0), lambda: torch.randn(3), "with a bool tensor is not supported"),
+        (lambda a: a.sub_(a > 0), lambda: torch.randn(3), "with a bool tensor is not supported"),
+        (lambda a: 1 - (a > 0), lambda: torch.randn(3), "with a bool tensor is not supported"),
+    ],
+    ids=["int-lerp", "minus-mask", "sub_-mask", "number-minus-mask"],
+)
+def test_ops_eager_has_no_kernel_for_raise_its_error(fn, make, message):
+    # dtype_rules.py, Note [ops eager has no kernel for]: a fused region computed these (hostile probe 12)
+    with pytest.raises((RuntimeError, NotImplementedError), match=message):
+        fn(make())
+    with pytest.raises((RuntimeError, NotImplementedError), match=message):
+        fusion_alias.jit(fn, backend="reference")(make())
+
+
+def test_where_with_a_number_keeps_a_zero_dim_tensors_dtype():
+    # ops.torch_where: a number beside a 0-dim bfloat16/int32 tensor promoted the result (hostile probe 12)
+    def f(a):
+        return torch.where(a > 0, a, 3), torch.clamp(a, min=1) + 1
+
+    for a in (torch.ones((), dtype=torch.bfloat16), torch.tensor(2**31 - 1, dtype=torch.int32)):
+        want, got = f(a), fusion_alias.jit(f, backend="reference")(a)
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype
+            torch.testing.assert_close(g, w)

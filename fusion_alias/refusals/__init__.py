@@ -70,7 +70,9 @@ def check_refusals(
     grad_inputs = (
         {p.name for p in tensor_inputs if p.requires_grad} if autograd_refusals and torch.is_grad_enabled() else set()
     )
-    dtype_rules.check_inplace_dtypes((_traced_program() or trace).bound_symbols)
+    traced = (_traced_program() or trace).bound_symbols
+    dtype_rules.check_inplace_dtypes(traced)
+    dtype_rules.check_op_dtypes(traced)
     _check_writes(flat, info, actual, proxies, inplace_ops, grad_inputs, frozenset(p.name for p in tensor_inputs))
     if saved_versions and torch.is_grad_enabled() and any(p.requires_grad for p in tensor_inputs):
         check_saved_versions(trace.bound_symbols, info, tensor_inputs, input_groups)
