@@ -115,6 +115,20 @@ def _plain_pad(bsym: BoundSymbol) -> bool:
     return all(isinstance(x, int) and x >= 0 and interior == 0 for lo, hi, interior in config for x in (lo, hi))
 
 
+def _bool_key(args) -> bool:
+    """Whether a ``getitem``'s key holds a Python bool (``x[True]``, ``x[:, False]``, ``x[[True, False]]``).
+
+    Note [getitem with a bool key is refused]: Thunder 0.2.6 decomposes ``x[True]`` as if the bool
+    were the int 1 (``slice_prim(x, [True, 0], ...)``: row 1, where eager adds a dim of size 1), so a
+    region computed a wrong value (hostile probe 12). Its trace also gives the result the wrong shape
+    (``(3,)`` for eager's ``(1, 2, 3)``), so no op after it can be trusted, even run by torch: refused.
+    """
+    key = args[1] if len(args) > 1 else None
+    parts = key if isinstance(key, (tuple, list)) else (key,)
+    return any(isinstance(k, bool) or (isinstance(k, (tuple, list)) and any(isinstance(i, bool) for i in k))
+               for k in parts)
+
+
 class FusionAliasExecutor(FusionExecutor):
     """Fuses in-place programs on aliased tensors without alias hazards inside a region."""
 
@@ -203,6 +217,11 @@ class FusionAliasExecutor(FusionExecutor):
             verdicts[id(bsym)] = (bsym, ops.op_info(bsym) is not None)
             out.append(bsym)
             return True
+        if bsym.sym.name == "getitem" and _bool_key(bsym.args):
+            raise NotImplementedError(
+                "fusion_alias: indexing with a Python bool (x[True], x[:, False], x[[True, False]]) is not "
+                "supported: Thunder 0.2.6 traces it as the int 1 or 0, with a shape eager does not give. "
+                "Workaround: x.unsqueeze(d) for True, x.new_empty((0, *x.shape)) for False, or a bool tensor index")
         if bsym.sym.is_fusion or not bsym.subsymbols:
             return False
         start = len(out)

@@ -124,3 +124,12 @@ def test_where_with_a_number_keeps_a_zero_dim_tensors_dtype():
         for g, w in zip(got, want):
             assert g.dtype == w.dtype
             torch.testing.assert_close(g, w)
+
+
+@pytest.mark.parametrize("fn", [lambda x: x[True] * 1, lambda x: x[:, False] * 1, lambda x: x[[True, False]] * 1],
+                         ids=["true", "false-column", "bool-list"])
+def test_indexing_with_a_python_bool_is_refused(fn):
+    # executor.py, Note [getitem with a bool key is refused]: x[True] * 1 gave row 1 (hostile probe 12)
+    fn(torch.randn(2, 3))  # eager runs it
+    with pytest.raises(NotImplementedError, match="indexing with a Python bool"):
+        fusion_alias.jit(fn, backend="reference")(torch.randn(2, 3))
