@@ -77,6 +77,19 @@ def _fusible_dtype(x) -> bool:
     return entry[1]
 
 
+_ThunderDtype = thunder.core.dtypes.dtype
+
+
+def _fusible_result_dtype(dtype) -> bool:
+    """Whether a dtype an op is asked to make (``full(..., dtype=int8)``: ``zero_`` of an int8 tensor,
+    or a cast's target) is one we fuse: an int8 zero_ was claimed and failed in the lowering
+    ("has no nvFuser DataType"; hostile probe 12)."""
+    try:
+        return thunder.core.dtypes.to_torch_dtype(dtype) in ops.FUSIBLE_TORCH_DTYPES
+    except Exception:
+        return False
+
+
 def _claims_all(tensors, cuda_only: bool) -> bool:
     """Whether every tensor in ``tensors`` has a dtype we fuse (and, if ``cuda_only``, is on CUDA)."""
     return all(_fusible_dtype(t) and not (cuda_only and t.device.type != "cuda") for t in tensors)
@@ -163,9 +176,13 @@ class FusionAliasExecutor(FusionExecutor):
                     return False
             elif isinstance(x, (list, tuple)) and not _claims_all(_tensor_list(x, []), cuda_only):
                 return False
+            elif isinstance(x, _ThunderDtype) and not _fusible_result_dtype(x):  # convert_element_type's target
+                return False
         if kwargs:  # (most are flags: copy_'s grad_enabled)
             for x in kwargs.values():
                 if isinstance(x, (TensorProxy, list, tuple)) and not _claims_all(_tensor_list((x,), []), cuda_only):
+                    return False
+                if isinstance(x, _ThunderDtype) and not _fusible_result_dtype(x):  # full's, iota's dtype=
                     return False
         return True
 
