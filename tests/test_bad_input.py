@@ -143,3 +143,25 @@ def test_dtypes_outside_the_regions_run_on_torch(fn, dtype):
     xe, xj = torch.ones(3, dtype=dtype), torch.ones(3, dtype=dtype)
     want, got = fn(xe), fusion_alias.jit(fn, backend="reference")(xj)
     assert torch.equal(got, want) and torch.equal(xj, xe)
+
+
+def test_a_tensor_stored_into_a_list_argument_is_refused():
+    # api.proxy_left_in: Thunder leaves its TensorProxy in the caller's list, and a cached call never
+    # stores again (torch.optim's functional sgd lost its momentum buffers; hostile probe 12)
+    def g(p, bufs):
+        if bufs[0] is None:
+            bufs[0] = p.clone()
+        else:
+            bufs[0].mul_(0.9).add_(p)
+        return p.sub_(bufs[0], alpha=0.1)
+
+    with pytest.raises(NotImplementedError, match=r"stores a tensor into its argument args\[1\]\[0\]"):
+        fusion_alias.jit(g, backend="reference")(torch.ones(2), [None])
+    jitted = fusion_alias.jit(g, backend="reference")
+    for _ in range(2):  # refused on every call, not only the compiling one
+        with pytest.raises(NotImplementedError, match="stores a tensor"):
+            jitted(torch.ones(2), [None])
+    # a list whose tensors are only written in place is fine
+    bufs_e, bufs_j = [torch.zeros(2)], [torch.zeros(2)]
+    torch.testing.assert_close(fusion_alias.jit(g, backend="reference")(torch.ones(2), bufs_j), g(torch.ones(2), bufs_e))
+    torch.testing.assert_close(bufs_j[0], bufs_e[0])
