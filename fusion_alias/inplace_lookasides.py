@@ -173,9 +173,21 @@ def _inplace_symbol(op: str) -> Symbol:
 _proxy_getattr = TensorProxy.__getattr__
 
 
+def _tensor_unfold(a, dimension, size, step):
+    """Note [Tensor.unfold is refused]: Thunder 0.2.6 maps ``Tensor.unfold`` (windows along one dim, a
+    view) to the symbol of ``F.unfold`` (im2col): ``x.unfold(-1, 2, 2)`` of a (1, 2, 4) ``x`` came back as
+    a (4, 24) matrix, in plain ``thunder.jit`` too (hostile probe 12). ``F.unfold`` itself is unchanged."""
+    raise NotImplementedError(
+        "fusion_alias: Tensor.unfold is not supported: Thunder 0.2.6 traces it as torch.nn.functional.unfold "
+        "(im2col), a different op, and would return a wrong result. Workaround: torch.stack of the windows "
+        "(x.narrow(dim, i * step, size) for each i), or call it outside the jitted function")
+
+
 def _getattr(self, attr: str, /):
     """``TensorProxy.__getattr__``, with the methods Thunder lacks: ``x.fill_`` is looked up on the
     proxy (Thunder's method table), before any call a lookaside could catch."""
+    if attr == "unfold":
+        return partial(_tensor_unfold, self)
     try:
         return _proxy_getattr(self, attr)
     except AttributeError:
@@ -220,6 +232,7 @@ def register(executor) -> None:
     executor._lookasides[torch.nn.functional.leaky_relu_] = _leaky_relu_
     executor._lookasides[torch.nn.functional.elu_] = _elu_
     executor._lookasides[torch.nn.functional.dropout] = _dropout
+    executor._lookasides[torch.Tensor.unfold] = _tensor_unfold
 
 
 def _call_inplace(op: str, a, *args, **kwargs):

@@ -165,3 +165,18 @@ def test_a_tensor_stored_into_a_list_argument_is_refused():
     bufs_e, bufs_j = [torch.zeros(2)], [torch.zeros(2)]
     torch.testing.assert_close(fusion_alias.jit(g, backend="reference")(torch.ones(2), bufs_j), g(torch.ones(2), bufs_e))
     torch.testing.assert_close(bufs_j[0], bufs_e[0])
+
+
+@pytest.mark.parametrize("fn", [lambda x: x.unfold(-1, 2, 2) * 1, lambda x: torch.Tensor.unfold(x, 1, 1, 1) + 0],
+                         ids=["method", "function"])
+def test_tensor_unfold_is_refused(fn):
+    # inplace_lookasides.py, Note [Tensor.unfold is refused]: Thunder runs F.unfold (im2col) for it
+    fn(torch.randn(1, 2, 4))
+    with pytest.raises(NotImplementedError, match="Tensor.unfold is not supported"):
+        fusion_alias.jit(fn, backend="reference")(torch.randn(1, 2, 4))
+
+
+def test_functional_unfold_still_runs():
+    f = lambda x: torch.nn.functional.unfold(x, kernel_size=2) * 2  # noqa: E731
+    x = torch.randn(1, 2, 4, 4)
+    torch.testing.assert_close(fusion_alias.jit(f, backend="reference")(x), f(x))
