@@ -145,7 +145,12 @@ def check_inplace_dtypes(top_bsyms) -> None:
 #
 #     torch.lerp(int32_a, b, 0.3)   # eager: "lerp_kernel_scalar" not implemented for 'Int'; fused: a float
 #     x - (x > 0)                   # eager: subtraction with a bool tensor is not supported
+#     int_x.addcdiv_(a, b)          # eager: integer division with addcdiv is no longer supported
+#     int_x.addcmul_(a, b, value=0.5)   # eager casts the value to the integer type (0): x unchanged;
+#                                       # Thunder multiplies by 0.5 first (refused: its result differs)
 _LERP_NAMES = frozenset({"lerp", "lerp_"})
+_ADDCDIV_NAMES = frozenset({"addcdiv", "addcdiv_"})
+_ADDCMUL_NAMES = frozenset({"addcmul", "addcmul_"})
 _SUB_NAMES = frozenset({"sub", "sub_", "rsub", "__sub__", "__rsub__", "__isub__"})
 _TORCH_TYPE_NAMES = {torch.int8: "Char", torch.uint8: "Byte", torch.int16: "Short", torch.int32: "Int",
                      torch.int64: "Long", torch.bool: "Bool"}
@@ -162,6 +167,8 @@ def check_op_dtypes(top_bsyms) -> None:
                 raise NotImplementedError(
                     f'fusion_alias: {name}: "lerp_kernel_scalar" not implemented for '
                     f"'{_TORCH_TYPE_NAMES.get(dtype, dtype)}' (eager PyTorch rejects this too)")
+        elif name in _ADDCDIV_NAMES or name in _ADDCMUL_NAMES:
+            _check_integer_addc(b, name)
         elif name in _SUB_NAMES and any(
                 isinstance(a, TensorProxy) and thunder_dtypes.is_boolean_dtype(a.dtype) for a in b.args[:2]):
             raise RuntimeError(
@@ -169,3 +176,19 @@ def check_op_dtypes(top_bsyms) -> None:
                 "are trying to invert a mask, use the `~` or `logical_not()` operator instead (eager PyTorch "
                 "rejects this too)")
 
+
+
+def _check_integer_addc(b, name: str) -> None:
+    tensors = [a for a in b.args[:3] if isinstance(a, TensorProxy)]
+    if not tensors or not all(thunder_dtypes.is_exact_dtype(t.dtype) for t in tensors):
+        return  # (a floating operand: eager's ordinary rules)
+    if name in _ADDCDIV_NAMES:
+        raise RuntimeError(
+            f"fusion_alias: {name}: Integer division with addcdiv is no longer supported (eager PyTorch rejects "
+            "this too); use torch.floor_divide or true division on floating tensors")
+    value = b.kwargs.get("value", b.args[3] if len(b.args) > 3 else 1)
+    if isinstance(value, float) and not value.is_integer():
+        raise NotImplementedError(
+            f"fusion_alias: {name} of integer tensors with value={value}: eager PyTorch casts the value to the "
+            f"integer type ({int(value)}) before multiplying, Thunder 0.2.6 multiplies by {value} first and "
+            "would return a different result: not supported. Pass an integer value, or floating tensors")

@@ -180,3 +180,20 @@ def test_functional_unfold_still_runs():
     f = lambda x: torch.nn.functional.unfold(x, kernel_size=2) * 2  # noqa: E731
     x = torch.randn(1, 2, 4, 4)
     torch.testing.assert_close(fusion_alias.jit(f, backend="reference")(x), f(x))
+
+
+@pytest.mark.parametrize(
+    "fn, error, message",
+    [
+        (lambda x: x.addcdiv_(x, x + 1), RuntimeError, "Integer division with addcdiv"),
+        (lambda x: torch.addcdiv(x, x, x + 1), RuntimeError, "Integer division with addcdiv"),
+        (lambda x: x.addcmul_(x, x, value=0.5), NotImplementedError, "casts the value to the integer type"),
+    ],
+    ids=["addcdiv_", "addcdiv", "addcmul_-fraction"],
+)
+def test_integer_addcmul_addcdiv(fn, error, message):
+    # dtype_rules.py, Note [ops eager has no kernel for] (hostile probe 12)
+    with pytest.raises(error, match=message):
+        fusion_alias.jit(fn, backend="reference")(torch.arange(6))
+    f = lambda x: x.addcmul_(x, x, value=2)  # noqa: E731  (an integer value: eager's result)
+    assert torch.equal(fusion_alias.jit(f, backend="reference")(torch.arange(6)), f(torch.arange(6)))
