@@ -444,7 +444,7 @@ def output_may_alias(bsym: BoundSymbol, out_name: str) -> bool:
     if not bsym.subsymbols and (prim := _prim_implemented_by(sym.name)) is not None:
         # an executor's implementation of a prim (copy_with_setitem_impl): the prim says
         return prim in ops.VIEW_IDS or prim in _OPAQUE_VIEW_PRIMS
-    if not bsym.subsymbols and returns_new_memory(sym):
+    if not bsym.subsymbols and returns_new_memory(bsym):
         return False  # Note [torch functions whose result is new memory] (fresh_results.py)
     return not bsym.subsymbols  # an opaque leaf: cannot tell
 

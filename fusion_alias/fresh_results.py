@@ -29,11 +29,31 @@ _FRESH_RESULTS = frozenset({
 
 _TORCH_MODULES = frozenset({"thunder.torch", "torch", "torch.linalg"})
 
+# Tensor methods Thunder registers from torch itself (module ``torch.Tensor``): ``new_*`` always
+# allocate; a dtype conversion allocates unless the dtype is already the one asked for (``x.half()`` of a
+# half ``x`` is ``x``), so it is new memory exactly when its result's dtype differs from its input's
+# (``x[0].copy_(x[1].half())`` was refused; hostile probe 12)
+_NEW_TENSOR_METHODS = frozenset({"new_empty", "new_zeros", "new_ones", "new_full", "new_tensor"})
+_DTYPE_CONVERSIONS = frozenset({"half", "float", "double", "bfloat16", "int", "long", "short", "bool", "byte",
+                                "char", "cfloat", "cdouble", "to", "type"})
 
-def returns_new_memory(sym) -> bool:
-    """Whether ``sym`` (a leaf symbol of Thunder's trace) is one of ``_FRESH_RESULTS`` from torch's or
-    Thunder's torch modules (Note [torch functions whose result is new memory])."""
-    return sym.name in _FRESH_RESULTS and getattr(getattr(sym, "module", None), "__name__", None) in _TORCH_MODULES
+
+def returns_new_memory(bsym) -> bool:
+    """Whether ``bsym`` (a leaf symbol of Thunder's trace) returns new memory: one of ``_FRESH_RESULTS``
+    from torch's or Thunder's torch modules (Note [torch functions whose result is new memory]), a
+    ``Tensor.new_*``, or a dtype conversion that changes the dtype."""
+    sym = bsym.sym
+    module = getattr(getattr(sym, "module", None), "__name__", None)
+    if sym.name in _FRESH_RESULTS:
+        return module in _TORCH_MODULES
+    if module not in ("Tensor", "torch"):
+        return False
+    if sym.name in _NEW_TENSOR_METHODS:
+        return True
+    if sym.name in _DTYPE_CONVERSIONS and bsym.args and isinstance(bsym.args[0], TensorProxy):
+        out = bsym.output
+        return isinstance(out, TensorProxy) and out.dtype is not bsym.args[0].dtype
+    return False
 
 
 # Note [indexing with a tensor copies]

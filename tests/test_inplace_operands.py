@@ -111,6 +111,11 @@ ACCEPTED = {
     "add_rows_gathered": lambda a, f: a.add_(a[torch.tensor([3, 2, 1, 0])]),
     "mul_columns_gathered": lambda a, f: a.mul_(a[:, torch.tensor([1, 0, 3, 2])]),
     "accumulate_into_gathered_rows": lambda a, f: a.__setitem__(torch.tensor([0, 2]), a[torch.tensor([0, 2])] + f[0]),
+    # a dtype conversion that changes the dtype, and Tensor.new_*, allocate (fresh_results.returns_new_memory)
+    "copy_of_converted_row": lambda a, f: a[0].copy_(a[1].half()),
+    "copy_into_new_empty": lambda a, f: a.add_(a.new_empty(a.shape).copy_(a)),
+    # index_fill_ reads its value as a number (hostile probe 12)
+    "index_fill_own_element": lambda a, f: a.index_fill_(1, torch.tensor([0, 2]), a[0, 0]),
 }
 
 
@@ -206,3 +211,16 @@ def test_a_zero_dim_tensor_index_is_a_view():
         f(_x())
     with pytest.raises(fusion_alias.AliasInputError):
         fusion_alias.jit(f, backend="reference")(_x())
+
+
+def test_a_conversion_to_the_same_dtype_is_the_tensor_itself():
+    # x.half() of a half x returns x in eager: a write through it shows in x
+    def f(x):
+        y = x.half()
+        y.add_(1)
+        return x * 2
+
+    xe, xj = _x().half(), _x().half()
+    want, got = f(xe), fusion_alias.jit(f, backend="reference")(xj)
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(xj, xe)

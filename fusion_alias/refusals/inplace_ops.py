@@ -33,7 +33,7 @@ from fusion_alias.aliasing import _proxies, copies_in, tensor_outs
 #     A tensor that is not non-overlapping-and-dense is "too hard" (eager does not
 #     decide, neither do we): ``x.add_(x[0].expand(4, 4))`` runs in eager.
 _ANY_OVERLAP_OPS = frozenset({"index_add_", "index_copy_", "index_put_", "scatter_", "scatter_add_"})
-_UNCHECKED_OPS = frozenset({"masked_fill_", "fill_"})
+_UNCHECKED_OPS = frozenset({"masked_fill_", "fill_", "index_fill_"})  # (index_fill_'s value: a number too)
 
 
 class _InplaceOp(NamedTuple):
