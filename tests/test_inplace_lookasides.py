@@ -154,6 +154,17 @@ def test_what_eager_rejects_is_rejected_with_its_message(fn, message):
         fusion_alias.jit(fn, backend="reference")(*_inputs())
 
 
+def _leaves(seed):
+    """``make_inputs`` for grad_helpers: a (3, 4) and a (4,) leaf that require grad."""
+    def make_inputs():
+        g = torch.Generator().manual_seed(seed)
+        w = torch.randn(3, 4, generator=g).requires_grad_()
+        r = torch.randn(4, generator=g).requires_grad_()
+        return [w, r], [w, r]
+
+    return make_inputs
+
+
 def test_training_call():
     def f(w, r):
         h = w * 2
@@ -161,13 +172,7 @@ def test_training_call():
         h[1:].copy_(r)
         return h * w
 
-    def make_inputs():
-        g = torch.Generator().manual_seed(5)
-        w = torch.randn(3, 4, generator=g).requires_grad_()
-        r = torch.randn(4, generator=g).requires_grad_()
-        return [w, r], [w, r]
-
-    assert_matches_eager(f, make_inputs)
+    assert_matches_eager(f, _leaves(5))
 
 
 def test_plain_thunder_is_left_as_it_is():
@@ -247,13 +252,7 @@ def test_inplace_op_in_a_training_call():
         h3.hypot_(r)
         return h1 * 3, h2, h3
 
-    def make_inputs():
-        g = torch.Generator().manual_seed(7)
-        w = torch.randn(3, 4, generator=g).requires_grad_()
-        r = torch.randn(4, generator=g).requires_grad_()
-        return [w, r], [w, r]
-
-    assert_matches_eager(f, make_inputs)
+    assert_matches_eager(f, _leaves(7))
 
 
 @pytest.mark.parametrize("schedule", SCHEDULES)
