@@ -252,7 +252,7 @@ def _checked_as_the_fusion_pass_sees_it(trace, explicit, ret, tensor_inputs, inp
         full.extend(executor._flatten(b, {})[0])
     full, alias_facts, renamed = _drop_update_aliases(full + [ret])
     before = {id(b) for b in full}
-    full = copying_reshapes(trace, full, actual, _traced_program())
+    full = copying_reshapes(trace, full, actual, _traced_program(), contiguous=False)  # contiguous stays opaque here (_OPAQUE_VIEWS)
     copied = {  # the reshapes behind a clone copying_reshapes inserted (not the program's own clone)
         b.output.name
         for prev, b in zip(full, full[1:])

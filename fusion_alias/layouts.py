@@ -50,7 +50,8 @@ _MUST_VIEW = frozenset({"view", "view_as"})
 _ALWAYS_COPY = frozenset({"repeat", "tile", "repeat_interleave"})
 
 _RESHAPE = prims.PrimIDs.RESHAPE
-_CONTIGUOUS_RESULT = frozenset({"contiguous"})
+#: ``Tensor.contiguous``, kept whole by the flattening (an op that may return a view)
+_CONTIGUOUS = "contiguous"
 
 
 class ViewLayoutError(AliasInputError):
@@ -62,9 +63,9 @@ def _meta_like(t: torch.Tensor) -> torch.Tensor:
     return torch.empty_strided(tuple(t.shape), tuple(t.stride()), dtype=t.dtype, device="meta")
 
 
-def _meta_contiguous(p: TensorProxy) -> torch.Tensor | None:
+def _meta_contiguous(p: TensorProxy, memory_format=torch.contiguous_format) -> torch.Tensor | None:
     try:
-        return torch.empty(tuple(p.shape), dtype=to_torch_dtype(p.dtype), device="meta")
+        return torch.empty(tuple(p.shape), dtype=to_torch_dtype(p.dtype), device="meta", memory_format=memory_format)
     except Exception:
         return None
 
@@ -84,8 +85,11 @@ class _Layouts:
     result of a compute prim is a fusion output: contiguous.
     """
 
-    def __init__(self, flat, actual: dict, decisions: dict, fresh_contiguous: bool):
+    def __init__(self, flat, actual: dict, decisions: dict, fresh_contiguous: bool, fixed: dict | None = None,
+                 like: dict | None = None):
         self.actual = actual
+        self.fixed = fixed or {}  # name -> eager's layout, where the symbol making it does not tell
+        self.like = like or {}  # name -> the tensor whose layout a factory (``zeros_like``) keeps; None: unknown
         self.decisions = decisions  # reshape output name -> "view" | "copy"
         self.fresh_contiguous = fresh_contiguous
         self.producer: dict[str, object] = {}
@@ -112,6 +116,8 @@ class _Layouts:
         return self.memo[p.name]
 
     def _inputs(self, b) -> list:
+        if self.like and b.output is not None and (src := self.like.get(getattr(b.output, "name", None))) is not None:
+            return [src]
         if ops.is_copy(b):
             return [b.args[1]] if isinstance(b.args[1], TensorProxy) else []
         if ops.op_info(b) is None:  # an opaque op: its first tensor argument (a dtype conversion keeps its layout)
@@ -122,14 +128,26 @@ class _Layouts:
         t = self.actual.get(p.name)
         if t is not None:
             return _meta_like(t)
+        if p.name in self.fixed:
+            return self.fixed[p.name]
+        if p.name in self.like:  # Note [the layout of a factory that keeps another tensor's]
+            src = self.like[p.name]
+            base = self.memo.get(src.name) if src is not None else None
+            return None if base is None else torch.empty_like(base, dtype=to_torch_dtype(p.dtype))
         if b is None:
             return None
         if ops.is_copy(b):
             return self.memo.get(b.args[1].name)
         info = ops.op_info(b)
         if info is None:
-            if b.sym.name in _CONTIGUOUS_RESULT or b.sym.id is prims.PrimIDs.STRIDE_ORDER:
-                return _meta_contiguous(p)  # .contiguous(): itself when contiguous, else a contiguous copy
+            if b.sym.name == _CONTIGUOUS:  # itself when contiguous in that format, else a copy in it
+                base = self.memo.get(b.args[0].name)
+                alias = _contiguous_alias(base, _memory_format(b))
+                if alias is None:
+                    return _meta_contiguous(p)
+                return base if alias else _meta_contiguous(p, _memory_format(b))
+            if b.sym.id is prims.PrimIDs.STRIDE_ORDER:
+                return _meta_contiguous(p)
             if output_may_alias(b, p.name):
                 src = next((a for a in b.flat_args if isinstance(a, TensorProxy)), None)
                 base = self.memo.get(src.name) if src is not None else None
@@ -176,8 +194,10 @@ class _Layouts:
 _UNKNOWN = object()
 
 
-def copying_reshapes(trace, flat: list, actual: dict, traced=None) -> list:
-    """``flat`` with every reshape that copies in eager preceded by a ``prims.clone`` (module Note).
+def copying_reshapes(trace, flat: list, actual: dict, traced=None, contiguous: bool = True) -> list:
+    """``flat`` with every reshape that copies in eager preceded by a ``prims.clone`` (module Note),
+    and (``contiguous``) each ``.contiguous()`` made a clone or an identity view as in eager
+    (Note [contiguous() of an intermediate is itself where eager's layout is contiguous]).
 
     ``actual``: trace input name -> the call's tensor (empty without a call: nothing decided).
     ``traced``: the program as traced (its top-level symbols name the user's torch functions).
@@ -188,17 +208,25 @@ def copying_reshapes(trace, flat: list, actual: dict, traced=None) -> list:
     top = traced.bound_symbols if traced is not None else trace.bound_symbols
     must_view = {o.name for b in top if b.sym.name in _MUST_VIEW for o in b.flat_outs if isinstance(o, TensorProxy)}
     always_copy = {o.name for b in top if b.sym.name in _ALWAYS_COPY for o in b.flat_outs if isinstance(o, TensorProxy)}
-    candidates = [
-        i for i, b in enumerate(flat)
-        if (b.sym.id is _RESHAPE and isinstance(b.args[0], TensorProxy))
-        or (ops.is_view(b) and b.output is not None and getattr(b.output, "name", None) in always_copy)
-    ]
+    candidates, contiguous_at = [], []
+    for i, b in enumerate(flat):
+        if (b.sym.id is _RESHAPE and isinstance(b.args[0], TensorProxy)) or (
+            ops.is_view(b) and b.output is not None and getattr(b.output, "name", None) in always_copy
+        ):
+            candidates.append(i)
+        elif b.sym.name == _CONTIGUOUS and contiguous and b.args and isinstance(b.args[0], TensorProxy):
+            contiguous_at.append(i)
     _check_views_of_inputs(top, actual)
-    if not candidates:
+    if not candidates and not contiguous_at:
         return flat
     written_memory = _written_memory(trace, flat)
+    fixed: dict = {}
+    if contiguous_at:
+        flat = _contiguous_calls(trace, flat, contiguous_at, actual, written_memory, fixed)
+    if not candidates:
+        return flat
     decisions: dict[str, str] = {}
-    eager = _Layouts(flat, actual, decisions, fresh_contiguous=False)
+    eager = _Layouts(flat, actual, decisions, fresh_contiguous=False, fixed=fixed)
     runtime = _Layouts(flat, actual, decisions, fresh_contiguous=True)
     copy_at: set[int] = set()
     for i in candidates:
@@ -252,6 +280,110 @@ def copying_reshapes(trace, flat: list, actual: dict, traced=None) -> list:
         else:
             result.append(b)
     return result
+
+
+def _memory_format(b):
+    """The memory format of a ``contiguous`` symbol ``b``."""
+    fmt = b.kwargs.get("memory_format", b.args[1] if len(b.args) > 1 else torch.contiguous_format)
+    return torch.contiguous_format if fmt is None else fmt
+
+
+def _contiguous_alias(layout, fmt) -> bool | None:
+    """Whether eager's ``contiguous(memory_format=fmt)`` of a tensor with ``layout`` returns it itself
+    (None: cannot tell)."""
+    if layout is None:
+        return None
+    try:
+        return layout.is_contiguous(memory_format=fmt)
+    except (RuntimeError, TypeError):
+        return None
+
+
+def _contiguous_calls(trace, flat: list, at: list, actual: dict, written_memory, fixed: dict) -> list:
+    """Each ``contiguous`` at ``at`` in ``flat`` replaced by a ``prims.clone`` where eager copies, by a
+    ``prims.shallow_copy`` (an identity view) where eager returns its input itself, or kept (torch
+    decides at run time) where no memory involved is written; ``fixed`` gets eager's layout of each
+    clone's result (contiguous in the format asked for).
+
+    Note [contiguous() of an intermediate is itself where eager's layout is contiguous]
+    -----------------------------------------------------------------------------------
+    ``x.contiguous()`` returns ``x`` itself when ``x.is_contiguous()`` (in the memory format asked
+    for), and a copy otherwise. Kept whole, torch decides at run time from the layout there, and
+    fusion regions return contiguous tensors where eager keeps its input's layout. Worked example
+    (``b`` a column-major 2x2 input)::
+
+        t0 = b * 2                    # eager: column-major too; from a region: row-major
+        t1 = t0.t().contiguous()      # eager: t0.t() is contiguous, so t1 IS t0.t(); at run time a copy
+        t0.sub_(1)                    # shows in eager's t1, not in the copy
+        return t1
+
+    So the decision is eager's, made from the call's layouts (``_Layouts``) and written into the
+    trace: a copy becomes ``prims.clone``, the input itself ``prims.shallow_copy``, and every later
+    pass relates the result to its source as it does views and clones. The alias is exact only if
+    the layout at run time is contiguous too (a view of an input, a contiguous intermediate);
+    otherwise the result would not be contiguous. Where that is so, or eager's layout is unknown,
+    and the memory of the source or the result is written, the program is refused (a clear
+    error); where nothing there is written, copy and alias cannot be told apart and it runs as is.
+    """
+    eager = _Layouts(flat, actual, {}, fresh_contiguous=False, like=_factory_layouts(trace, flat))
+    runtime = _Layouts(flat, actual, {}, fresh_contiguous=True)
+    out = list(flat)
+    for i in at:
+        b = flat[i]
+        x, res = b.args[0], b.output
+        if not isinstance(res, TensorProxy):
+            continue
+        fmt = _memory_format(b)
+        layout = eager.of(x)
+        alias = _contiguous_alias(layout, fmt)
+        written = written_memory(x.name) or written_memory(res.name)
+        if alias is None:
+            if written:
+                raise ViewLayoutError(
+                    f"fusion_alias: cannot tell whether {x.name}.contiguous() returns {x.name} itself or a copy "
+                    "(its memory layout comes from an op fusion_alias cannot see through), and the program writes "
+                    f"that memory in place, where the difference shows: not supported. {_CONTIGUOUS_WORKAROUND}"
+                )
+            continue
+        with tracectx(trace):
+            if not alias:
+                out[i] = prims.clone.bind(x, output=res)
+                fixed[res.name] = _meta_contiguous(res, fmt)
+                continue
+            if _contiguous_alias(runtime.of(x), fmt):
+                out[i] = prims.shallow_copy.bind(x, output=res)
+                continue
+        if written:
+            raise ViewLayoutError(
+                f"fusion_alias: {x.name}.contiguous() returns {x.name} itself in eager PyTorch only because of "
+                f"{x.name}'s memory layout (strides {tuple(layout.stride())}), which fusion regions do not keep "
+                "(they return contiguous tensors), and the program writes that memory in place, where a copy and "
+                f"{x.name} itself differ: not supported. {_CONTIGUOUS_WORKAROUND}"
+            )
+    return out
+
+
+def _factory_layouts(trace, flat: list) -> dict:
+    """Note [the layout of a factory that keeps another tensor's]: ``torch.zeros_like(b)`` (and
+    ``ones_like``, ``full_like``, ``rand_like``, ...) has ``b``'s layout in eager (preserve_format),
+    but reaches the flattened trace as a ``full`` prim with no tensor argument; the trace's top
+    level still names it, with the same output. ``empty_like`` reaches it as ``empty``, like
+    ``torch.empty``: its layout is unknown (None), which only the ``contiguous()`` decision reads."""
+    like: dict = {}
+    for b in trace.bound_symbols:
+        if b.sym.name.endswith("_like") and b.args and isinstance(b.args[0], TensorProxy):
+            for o in b.flat_outs:
+                if isinstance(o, TensorProxy):
+                    like[o.name] = b.args[0]
+    for b in flat:
+        if (b.sym.id is prims.PrimIDs.EMPTY or b.sym.name == "empty") and isinstance(b.output, TensorProxy):
+            like.setdefault(b.output.name, None)
+    return like
+
+
+_CONTIGUOUS_WORKAROUND = (
+    "Workaround: .clone() where a copy is meant, or leave out .contiguous() where the same tensor is meant"
+)
 
 
 def _written_memory(trace, flat: list):

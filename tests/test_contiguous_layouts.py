@@ -1,0 +1,176 @@
+"""``.contiguous()``: an alias or a copy as eager decides it from the call's layouts, or a clear refusal.
+
+Note [contiguous() of an intermediate is itself where eager's layout is contiguous] (layouts.py).
+Every program runs in every reference schedule on fresh inputs; it either matches eager (outputs and
+inputs after the call) or, where marked, raises ``ViewLayoutError`` saying "not supported".
+"""
+
+import warnings
+
+import pytest
+import torch
+
+import fusion_alias
+from fusion_alias.backends.reference import SCHEDULES
+from fusion_alias.errors import AliasInputError
+from fusion_alias.layouts import ViewLayoutError
+
+warnings.filterwarnings("ignore")
+
+
+def RM():
+    return torch.arange(4.0).reshape(2, 2)
+
+
+def CM():
+    return torch.arange(4.0).reshape(2, 2).t()
+
+
+def CM3():
+    return torch.ones(3, 3).t()
+
+
+def CL():
+    return torch.arange(8.0).reshape(1, 2, 2, 2).contiguous(memory_format=torch.channels_last)
+
+
+def NC4():
+    return torch.arange(8.0).reshape(1, 2, 2, 2)
+
+
+# ---- the hostile12 class K repros: eager's alias exists only because of an intermediate's layout
+def clone_T_contig(b):
+    t0 = b.clone(); t1 = t0.t().contiguous(); t0.add_(1); return t1 * 1
+
+
+def exp_mT_contig_write(b):
+    t0 = b.exp(); t1 = t0.mT.contiguous(); t1.zero_(); return t0 * 1
+
+
+def zeros_like_T_contig(b):
+    t0 = torch.zeros_like(b); t1 = t0.t().contiguous(); t0.add_(1); return t1 * 1
+
+
+def to_f64_T_contig(b):
+    t0 = b.to(torch.float64); t1 = t0.t().contiguous(); t0.add_(1); return t1 * 1
+
+
+def channels_last_contig_cl(x):
+    y = x * 2; z = y.contiguous(memory_format=torch.channels_last); y.add_(1); return z * 1
+
+
+def fuzz19407_6(b):
+    t0 = b * 2; t1 = t0.t().contiguous(); t0.sub_(1.0); return t1
+
+
+def empty_like_T_contig(b):  # empty_like reaches the trace as empty: its layout is unknown, refused when written
+    t0 = torch.empty_like(b); t0.copy_(b); t1 = t0.t().contiguous(); t0.add_(1); return t1 * 1
+
+
+REPROS = [(empty_like_T_contig, CM), (clone_T_contig, CM), (exp_mT_contig_write, CM), (zeros_like_T_contig, CM), (to_f64_T_contig, CM),
+          (channels_last_contig_cl, CL), (fuzz19407_6, CM3)]
+
+
+# ---- eager-valid neighbours that must run
+def no_write(b):
+    t0 = b * 2; return t0.t().contiguous() + 1
+
+
+def no_write_returned(b):
+    t0 = b * 2; return t0.t().contiguous(), t0
+
+
+def input_contig_write(b):
+    y = b.contiguous(); y.add_(1); return b * 1
+
+
+def input_contig_write_src(b):
+    y = b.contiguous(); b.add_(1); return y * 1
+
+
+def input_T_contig_write(b):
+    y = b.t().contiguous(); y.add_(1); return b * 1
+
+
+def input_T_contig_write_src(b):
+    y = b.t().contiguous(); b.add_(1); return y * 1
+
+
+def input_row_contig_write(b):
+    y = b[0].contiguous(); y.add_(1); return b * 1
+
+
+def input_contig_returned(b):
+    y = b.contiguous(); y.add_(1); return y
+
+
+def clone_contig(b):  # clone keeps the input's layout: a copy for column-major b, b's clone itself for row-major
+    t0 = b.clone(); t1 = t0.contiguous(); t0.add_(1); return t1 * 1
+
+
+def input_cl_contig_cl(b):
+    y = b.contiguous(memory_format=torch.channels_last); y.add_(1); return b * 1
+
+
+def contig_then_view(b):  # a copy that eager makes contiguous: its view(-1) must not raise
+    y = b.t().contiguous(); z = y.view(-1); z.add_(1); return y * 1, b * 1
+
+
+def intermediate_contiguous_contig(b):  # eager and the run agree (contiguous both): an alias, written
+    t0 = b * 2; t1 = t0.contiguous(); t1.add_(1); return t0 * 1
+
+
+def zeros_like_no_write(b):
+    t0 = torch.zeros_like(b); return t0.t().contiguous() + b
+
+
+RUN = [(zeros_like_no_write, CM), (no_write, CM), (no_write, RM), (no_write_returned, CM), (input_contig_write, RM), (input_contig_write, CM),
+       (input_contig_write_src, RM), (input_contig_write_src, CM), (input_T_contig_write, RM),
+       (input_T_contig_write, CM), (input_T_contig_write_src, RM), (input_T_contig_write_src, CM),
+       (input_row_contig_write, RM), (input_row_contig_write, CM), (input_contig_returned, RM),
+       (clone_contig, CM), (clone_contig, RM), (input_cl_contig_cl, CL), (input_cl_contig_cl, NC4),
+       (contig_then_view, RM), (contig_then_view, CM), (intermediate_contiguous_contig, RM),
+       (clone_T_contig, RM), (fuzz19407_6, lambda: torch.ones(3, 3)), (channels_last_contig_cl, NC4)]
+
+
+def _tensors(out):
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+def _check(fn, mk, schedule) -> str:
+    b_eager = mk()
+    expected = _tensors(fn(b_eager))
+    b = mk()
+    try:
+        got = _tensors(fusion_alias.jit(fn, backend="reference", schedule=schedule)(b))
+    except ViewLayoutError as e:
+        assert "not supported" in str(e) and "Workaround" in str(e), str(e)
+        return "refused"
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected):
+        assert g.dtype == e.dtype and torch.equal(g, e), (fn.__name__, g, e)
+    assert torch.equal(b, b_eager), (fn.__name__, b, b_eager)
+    return "ok"
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("fn,mk", REPROS, ids=[f.__name__ for f, _ in REPROS])
+def test_repro_matches_eager_or_refuses(fn, mk, schedule):
+    _check(fn, mk, schedule)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("fn,mk", RUN, ids=[f"{f.__name__}-{i}" for i, (f, _) in enumerate(RUN)])
+def test_neighbour_runs_and_matches_eager(fn, mk, schedule):
+    assert _check(fn, mk, schedule) == "ok"
+
+
+def test_refusal_is_an_alias_input_error_with_the_workaround():
+    with pytest.raises(AliasInputError, match=r"contiguous\(\) returns .* itself in eager PyTorch only because"):
+        fusion_alias.jit(fuzz19407_6, backend="reference")(CM3())
+
+
+def test_written_through_result_is_refused_not_lost():
+    # eager: t0 becomes zeros through the alias; before the fix fusion_alias left t0 unchanged
+    with pytest.raises(ViewLayoutError, match="not supported"):
+        fusion_alias.jit(exp_mT_contig_write, backend="reference")(CM())
