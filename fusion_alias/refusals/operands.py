@@ -31,6 +31,7 @@ from thunder.core.proxies import TensorProxy
 from fusion_alias.aliasing import AliasInfo, analyze, proxy_outs
 from fusion_alias.errors import AliasInputError
 from fusion_alias.input_groups import _input_groups
+from fusion_alias.layouts import copying_reshapes
 from fusion_alias.refusals.inplace_ops import (
     _InplaceOp,
     _inplace_ops_by_write,
@@ -54,6 +55,10 @@ def _check_original_operands(ctx, actual: dict) -> None:
     flat = [p for b in original.bound_symbols for p in _leaf_symbols(b)]
     tensor_inputs = [a for a in original.args if isinstance(a, TensorProxy)]
     groups, actual = _input_groups(original, ctx, tensor_inputs)
+    # a reshape that copies in eager is a copy here too, as in the pass (layouts.py): replayed on the real
+    # input it made a new tensor per name, so ``t = a.mT.expand(2, 4, 6, 1).reshape(8, 6, 1);
+    # t.div_(t[0:1])`` compared two copies and missed eager's partial overlap (fuzz seed 11 #39)
+    flat = copying_reshapes(original, flat, actual, original, contiguous=False)
     info = analyze(flat, tensor_inputs, groups)
     proxies = {o.name: o for b in flat for o in proxy_outs(b) if isinstance(o, TensorProxy)}
     proxies.update((p.name, p) for p in tensor_inputs)
