@@ -183,6 +183,22 @@ def _tensor_unfold(a, dimension, size, step):
         "(x.narrow(dim, i * step, size) for each i), or call it outside the jitted function")
 
 
+def _tensor_to(a, *args, **kwargs):
+    """``Tensor.to``, refused with an explicit memory format: Thunder 0.2.6 makes ``to(memory_format=
+    torch.contiguous_format)`` the tensor itself and any other format a copy, whatever the layout, where
+    eager returns the tensor itself only when ``suggest_memory_format()`` is already the one asked for
+    (a write through ``x.to(memory_format=torch.contiguous_format)`` of a channels_last ``x`` landed in
+    ``x``; found by the contiguous() work of hostile probe 12). ``contiguous(memory_format=...)``, which
+    fusion_alias decides from the call's layouts (layouts.py), is the workaround."""
+    memory_format = kwargs.get("memory_format")
+    if memory_format is not None and memory_format is not torch.preserve_format:
+        raise NotImplementedError(
+            f"fusion_alias: Tensor.to(memory_format={memory_format}) is not supported: Thunder 0.2.6 decides "
+            "whether it copies without looking at the layout, unlike eager. Workaround: "
+            f".contiguous(memory_format={memory_format})")
+    return ltorch.to(a, *args, **kwargs)
+
+
 def _getattr(self, attr: str, /):
     """``TensorProxy.__getattr__``, with the methods Thunder lacks: ``x.fill_`` is looked up on the
     proxy (Thunder's method table), before any call a lookaside could catch."""
@@ -233,6 +249,8 @@ def register(executor) -> None:
     executor._lookasides[torch.nn.functional.elu_] = _elu_
     executor._lookasides[torch.nn.functional.dropout] = _dropout
     executor._lookasides[torch.Tensor.unfold] = _tensor_unfold
+    executor._lookasides[ltorch.to] = _tensor_to  # (``x.to`` resolves to Thunder's symbol on the proxy)
+    executor._lookasides[torch.Tensor.to] = _tensor_to
 
 
 def _call_inplace(op: str, a, *args, **kwargs):

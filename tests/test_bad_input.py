@@ -197,3 +197,21 @@ def test_integer_addcmul_addcdiv(fn, error, message):
         fusion_alias.jit(fn, backend="reference")(torch.arange(6))
     f = lambda x: x.addcmul_(x, x, value=2)  # noqa: E731  (an integer value: eager's result)
     assert torch.equal(fusion_alias.jit(f, backend="reference")(torch.arange(6)), f(torch.arange(6)))
+
+
+def test_to_with_a_memory_format_is_refused():
+    # inplace_lookasides._tensor_to: a write through x.to(memory_format=torch.contiguous_format) of a
+    # channels_last x landed in x (eager copies); other uses of to() run
+    def f(x):
+        y = x.to(memory_format=torch.contiguous_format)
+        y.add_(1)
+        return x * 1
+
+    def g(x):
+        return x.to(torch.float64) * 2, x.to("cpu") + 1, x.to(dtype=torch.float16), x.to(x)
+
+    x = torch.arange(8.0).reshape(1, 2, 2, 2).contiguous(memory_format=torch.channels_last)
+    with pytest.raises(NotImplementedError, match=r"contiguous\(memory_format="):
+        fusion_alias.jit(f, backend="reference")(x.clone())
+    for got, want in zip(fusion_alias.jit(g, backend="reference")(x), g(x)):
+        assert torch.equal(got, want) and got.dtype == want.dtype
