@@ -28,7 +28,9 @@ import torch
 from thunder.core import jit_ext
 from thunder.core.compile_data import get_compile_data
 from thunder.core.interpreter import interpreter_needs_wrap
+from thunder.core.langctxs import Languages, langctx
 from thunder.core.proxies import TensorProxy
+from thunder.core.symbol import Symbol
 import thunder.torch as ltorch
 
 from fusion_alias import inplace_lookasides
@@ -93,13 +95,33 @@ def _addc_by_tensor(method: str, tensors, args, scalars: TensorProxy):
         raise RuntimeError(f"torch._foreach_{method}: expected a 1-d scalars tensor of {len(tensors)} values, "
                            f"got shape {tuple(scalars.shape)}")
     t1s, t2s = args
-    combine = ltorch.mul if method.startswith("addcmul") else ltorch.true_divide
     results = []
     for i, t in enumerate(tensors):
         t1, t2 = (a[i] if isinstance(a, (list, tuple)) else a for a in (t1s, t2s))
-        step = ltorch.mul(combine(t1, t2), ltorch.to(scalars[i], t.dtype))
-        results.append(ltorch.add_(t, step) if method.endswith("_") else ltorch.add(t, step))
+        if method.endswith("_"):
+            _ADDC_INPLACE[method](t, t1, t2, scalars[i])
+        else:
+            results.append(ltorch.add(t, _addc_step(method, t, t1, t2, scalars[i])))
     return tensors if method.endswith("_") else tuple(results)
+
+
+def _addc_step(method: str, t, t1, t2, value):
+    combine = ltorch.mul if method.startswith("addcmul") else ltorch.true_divide
+    return ltorch.mul(combine(t1, t2), ltorch.to(value, t.dtype))
+
+
+def _addc_inplace_meta(method: str, t, t1, t2, value):
+    return ltorch.add_(t, _addc_step(method, t, t1, t2, value))
+
+
+# ``t.addcmul_(t1, t2, value=v)`` with a 0-dim tensor ``v`` (Thunder's own reads it wrong): one composite
+# named as eager's op, so its operands are checked as eager checks ``addcmul_``'s (an expanded view of
+# ``t`` as ``t1`` makes eager's result depend on memory order: refused; fuzz seed 2025 #9), through the
+# traced program (refusals/inplace_ops.py, _has_own_inplace_ops)
+_ADDC_INPLACE = {
+    name: Symbol(name=name, meta=langctx(Languages.TORCH)(partial(_addc_inplace_meta, name)), id=f"fusion_alias.{name}")
+    for name in ("addcmul_", "addcdiv_")
+}
 
 
 def register(executor) -> None:

@@ -158,3 +158,15 @@ def test_torch_optim_functional_adam_foreach(size):
         got = state()
         fusion_alias.jit(step, backend="reference", schedule=schedule)(*got)
         _assert_same(got, want)
+
+
+def test_order_dependent_operand_with_a_scalars_tensor_is_refused_as_per_tensor():
+    # a scalars tensor runs each tensor's addcmul_ as one composite named addcmul_, so an expanded view of the
+    # written tensor as operand is refused as eager's memory-order result would be (fuzz seed 2025 #9)
+    def f(h, a):
+        torch._foreach_addcmul_([h], [a], [a], torch.tensor([2.0]))
+        return h
+
+    x = torch.randn(4, 4)
+    with pytest.raises(fusion_alias.AliasInputError, match="depends on the order"):
+        fusion_alias.jit(f, backend="reference")(x, x[1].expand(4, 4))
