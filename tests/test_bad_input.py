@@ -215,3 +215,14 @@ def test_to_with_a_memory_format_is_refused():
         fusion_alias.jit(f, backend="reference")(x.clone())
     for got, want in zip(fusion_alias.jit(g, backend="reference")(x), g(x)):
         assert torch.equal(got, want) and got.dtype == want.dtype
+
+
+def test_bool_add_with_alpha_runs_as_in_eager():
+    # dtype_rules: Thunder computes b + 2 * c in int8, eager in bool; the store was refused with a false
+    # "eager rejects this too" (hostile probe 12, X09)
+    def f(b, c):
+        return b.add_(c, alpha=2)
+
+    make = lambda: (torch.tensor([True, False, False]), torch.tensor([False, True, False]))  # noqa: E731
+    want, got = f(*make()), fusion_alias.jit(f, backend="reference")(*make())
+    assert torch.equal(got, want)
