@@ -322,7 +322,7 @@ class AliasInfo:
         given, is ``step``'s view step (that of a step it replays), not computed again."""
         self._group_of.pop(name, None)
         self.root[name] = self.root[of]
-        if step is None or step.sym.id in ops.IDENTITY_VIEW_IDS:
+        if step is None or id(step.sym.id) in ops._IDENTITY_VIEW_ADDRS:  # (ops' Note [prim lookups by identity])
             self.chain[name] = self.chain[of]
             self.view_key[name] = self.view_key[of]
         else:
