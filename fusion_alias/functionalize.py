@@ -121,7 +121,7 @@ def substitute_reads(
             return p
         value = _pushed_down(trace, placed, base, chain, info, is_fusible, _PUSH_DEPTH)
         if value is None:
-            value = _replay(trace, placed, None, base, chain, info)
+            value = _replay(trace, placed, None, base, chain, info, is_fusible)
         remember(group, key, value)
         return value
 
@@ -145,6 +145,7 @@ def substitute_reads(
         return with_new_args(bsym, tuple(new_args))
 
     copy_id, update_aliases_id, view_addrs = ops.COPY_ID, ops.UPDATE_ALIASES_ID, ops._VIEW_ADDRS
+    inherit = getattr(is_fusible, "inherit", None)  # Note [a rewritten symbol claimed as the one it rewrites] (executor.py)
     shape_of = shape_reader()
     append = out.append
     for bsym in bsyms:
@@ -158,6 +159,8 @@ def substitute_reads(
                 new = bsym if value is src else with_new_args(bsym, (value, *bsym.args[1:]))
             else:
                 new = rewrite_args(bsym, True)
+            if new is not bsym and inherit is not None:
+                inherit(new, bsym)
             append(new)
             dst = bsym.args[1]
             group = asked.get(dst._name) or group_of(dst._name)
@@ -177,7 +180,13 @@ def substitute_reads(
             append(bsym)
             continue
         if is_fusible(bsym):
-            append(rewrite_args(bsym, False) if known else bsym)  # (nothing known: nothing to rewrite)
+            if not known:  # (nothing known: nothing to rewrite)
+                append(bsym)
+                continue
+            new = rewrite_args(bsym, False)
+            if new is not bsym and inherit is not None:
+                inherit(new, bsym)
+            append(new)
             continue
         append(bsym)
         if may_write(bsym):
@@ -198,10 +207,11 @@ def _rewritten(x, resolve):
     return x
 
 
-def _replay(trace, placed: _Placed, anchor, value: TensorProxy, chain, info: AliasInfo) -> TensorProxy:
+def _replay(trace, placed: _Placed, anchor, value: TensorProxy, chain, info: AliasInfo, is_fusible) -> TensorProxy:
     """``chain`` replayed on ``value``, its symbols placed right before ``anchor`` (a symbol; None:
     after every symbol so far); the last view."""
     made = []
+    inherit = getattr(is_fusible, "inherit", None)
     # each replayed step is the chain's step on another value: its view step is the step's own,
     # read from the view key of the chain's last view (aliasing.add_alias)
     keys = info.view_key.get(chain[-1].output._name)
@@ -209,6 +219,8 @@ def _replay(trace, placed: _Placed, anchor, value: TensorProxy, chain, info: Ali
     for step, key in zip(chain, keys):
         new_out = tensor_like(trace, step.output)
         replay = replayed(step, (value, *step.args[1:]), new_out)
+        if inherit is not None:
+            inherit(replay, step)
         made.append(replay)
         info.add_alias(new_out._name, value._name, replay, key)
         value = new_out
@@ -260,10 +272,14 @@ def _pushed_down(trace, placed: _Placed, base: TensorProxy, chain, info: AliasIn
             continue
         view = _pushed_down(trace, placed, a, chain, info, is_fusible, depth - 1)
         if view is None:
-            view = _replay(trace, placed, producer, a, chain, info)
+            view = _replay(trace, placed, producer, a, chain, info, is_fusible)
         args.append(view)
     result = tensor_like(trace, chain[-1].output)
-    placed.after(producer, replayed(producer, tuple(args), result))
+    pushed = replayed(producer, tuple(args), result)
+    inherit = getattr(is_fusible, "inherit", None)
+    if inherit is not None:
+        inherit(pushed, producer)
+    placed.after(producer, pushed)
     info.add_root(result._name)
     return result
 
