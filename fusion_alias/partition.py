@@ -299,13 +299,10 @@ def _byte_counter():
     return nbytes
 
 
-_HEAD = operator.itemgetter(1)
-
-
 def _first_in_edges(n: int, es: list) -> list[int]:
     """``first[v]:first[v + 1]``, the slice of ``es`` (grouped by head, heads ascending) that holds
     the edges into node ``v``; counted by ``collections.Counter`` and summed by ``accumulate``."""
-    counts = collections.Counter(map(_HEAD, es))
+    counts = collections.Counter(map(operator.itemgetter(1), es))
     return [0, *itertools.accumulate(map(counts.get, range(n), itertools.repeat(0, n)))]
 
 
