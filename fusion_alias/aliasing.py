@@ -248,13 +248,19 @@ def tensor_outs(bsym: BoundSymbol) -> list[TensorProxy]:
 
 def _view_step(bsym: BoundSymbol) -> tuple:
     """A hashable description of one view prim, without its tensor argument."""
-    rest = tuple(_freeze(a) for a in bsym.args[1:])
-    return (bsym.sym.id, rest, tuple(sorted((k, _freeze(v)) for k, v in bsym.kwargs.items())))
+    rest = tuple([_freeze(a) for a in bsym.args[1:]])
+    kwargs = bsym.kwargs
+    return (bsym.sym.id, rest, tuple(sorted((k, _freeze(v)) for k, v in kwargs.items())) if kwargs else ())
 
 
 def _freeze(x):
+    """``x`` with its lists and tuples, nested, as tuples (a view's shape or indices: flat, mostly,
+    a tuple of the same items made at once)."""
     if isinstance(x, (list, tuple)):
-        return tuple(_freeze(i) for i in x)
+        for i in x:
+            if isinstance(i, (list, tuple)):
+                return tuple([_freeze(i) for i in x])
+        return tuple(x)
     return x
 
 
@@ -322,7 +328,7 @@ class AliasInfo:
         given, is ``step``'s view step (that of a step it replays), not computed again."""
         self._group_of.pop(name, None)
         self.root[name] = self.root[of]
-        if step is None or step.sym.id in ops.IDENTITY_VIEW_IDS:
+        if step is None or id(step.sym.id) in ops._IDENTITY_VIEW_ADDRS:  # (ops' Note [prim lookups by identity])
             self.chain[name] = self.chain[of]
             self.view_key[name] = self.view_key[of]
         else:
@@ -383,7 +389,7 @@ def analyze(
                 view_key[name] = view_key[of]
         elif kind == "view":
             for o in outs:
-                info.add_alias(o.name, args[0].name, bsym)
+                info.add_alias(o._name, args[0]._name, bsym)
         elif kind == "alias":  # update_aliases
             for o, a in zip(outs, bsym.args[0]):
                 info.add_alias(o.name, a.name, None)

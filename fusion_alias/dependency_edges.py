@@ -7,12 +7,16 @@ benchmarks use.
 
 from __future__ import annotations
 
+import itertools
+import operator
+
 import networkx as nx
 
 
 # Hazard kinds, as bits of a hazard edge's code (``DependencyEdges.hazard_code``).
 RAW, WAR, WAW, UNSAFE = 2, 4, 8, 16
 _KIND_NAMES = ((RAW, "raw"), (WAR, "war"), (WAW, "waw"))
+_HEAD = operator.itemgetter(1)
 
 
 class DependencyEdges:
@@ -94,6 +98,14 @@ class DependencyEdges:
         while j < nh:
             yield hu[j], hv[j], hc[j] & UNSAFE
             j += 1
+
+    def in_node_order_list(self) -> list[tuple[int, int, int]]:
+        """``list(in_node_order())``, made by a stable sort of the data edges followed by the
+        hazard edges by head: each array is one ascending run, so the sort is one merge in C, and a
+        head's data edges come before its hazard edges, as the generator yields them."""
+        return sorted([*zip(self.data_u, self.data_v, itertools.repeat(0)),
+                       *zip(self.hazard_u, self.hazard_v, map(UNSAFE.__and__, self.hazard_code))],
+                      key=_HEAD)
 
     def to_networkx(self) -> nx.DiGraph:
         """The graph as a ``DiGraph`` whose edges carry ``kinds`` (a set of kind names) and ``unsafe``.

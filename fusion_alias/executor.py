@@ -198,6 +198,30 @@ class FusionAliasExecutor(FusionExecutor):
             return self._claims(bsym.args, bsym.kwargs) and (bsym.sym.id is not _PAD or _plain_pad(bsym))
         return super().can_execute(bsym) and (bsym.sym.id is not _PAD or _plain_pad(bsym))
 
+    def claims_alike(self, new: BoundSymbol, old: BoundSymbol) -> bool:
+        """Whether ``can_execute(new)`` answers as ``can_execute(old)``, for a rewritten symbol.
+
+        Note [a rewritten symbol claimed as the one it rewrites]: read substitution makes tens
+        of thousands of symbols (rewritten reads, replayed views, pushed-down ops: 57k on the
+        bench's 100k ``views`` trace), each asked ``is_fusible`` once more by the graph (a third
+        of its time). For one of the op table's prims (other than ``pad``, whose check reads its
+        config), ``can_execute`` reads the kwargs and, of each argument, a tensor's dtype and
+        device or a list's tensors: so ``new``, made of ``old``'s symbol and kwargs with each
+        argument the same object or a tensor in place of a tensor of the same dtype and device,
+        gets ``old``'s answer. Registered otherwise, Thunder's checkers may read anything: False.
+        """
+        sym_id = old.sym.id
+        if new.sym is not old.sym or new.kwargs is not old.kwargs or id(sym_id) not in self._own_ids or sym_id is _PAD:
+            return False
+        args, old_args = new.args, old.args
+        if len(args) != len(old_args):
+            return False
+        for a, o in zip(args, old_args):
+            if a is not o and (type(a) is not TensorProxy or type(o) is not TensorProxy
+                               or a._dtype is not o._dtype or a._device is not o._device):
+                return False
+        return True
+
     def register_supported(self, sym_or_id, checker=None, **transforms):
         self._own_ids = frozenset()  # (a registration after ours: can_execute asks Thunder's way)
         return super().register_supported(sym_or_id, checker, **transforms)

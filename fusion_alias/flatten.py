@@ -69,6 +69,13 @@ def fusible_predicate(executor, verdicts: dict, tensor_inputs) -> Callable[[Boun
             entry = verdicts[id(b)] = (b, executor.is_fusible(b))
         return entry[1]
 
+    def inherit(new: BoundSymbol, old: BoundSymbol) -> None:
+        """``new``'s verdict is ``old``'s, when known and the executor says so (executor.py,
+        Note [a rewritten symbol claimed as the one it rewrites]); else it is asked when needed."""
+        entry = verdicts.get(id(old))
+        if entry is not None and entry[0] is old and executor.claims_alike(new, old):
+            verdicts[id(new)] = (new, entry[1])
+
     if any(p.requires_grad for p in tensor_inputs):
         # Note [writes stay visible to autograd's split]: Thunder's
         # split_into_forward_and_backward keeps a forward bsym only if its outputs
@@ -77,4 +84,5 @@ def fusible_predicate(executor, verdicts: dict, tensor_inputs) -> Callable[[Boun
         # stay outside regions (Thunder's torch executor runs them).
         fusible_any = fusible
         fusible = lambda b: fusible_any(b) and not ops.is_copy(b)  # noqa: E731
+    fusible.inherit = inherit  # (read substitution's rewritten symbols: functionalize._inherit)
     return fusible

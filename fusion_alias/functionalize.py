@@ -121,7 +121,7 @@ def substitute_reads(
             return p
         value = _pushed_down(trace, placed, base, chain, info, is_fusible, _PUSH_DEPTH)
         if value is None:
-            value = _replay(trace, placed, None, base, chain, info)
+            value = _replay(trace, placed, None, base, chain, info, is_fusible)
         remember(group, key, value)
         return value
 
@@ -145,6 +145,7 @@ def substitute_reads(
         return with_new_args(bsym, tuple(new_args))
 
     copy_id, update_aliases_id, view_addrs = ops.COPY_ID, ops.UPDATE_ALIASES_ID, ops._VIEW_ADDRS
+    inherit = getattr(is_fusible, "inherit", None)  # Note [a rewritten symbol claimed as the one it rewrites] (executor.py)
     shape_of = shape_reader()
     append = out.append
     for bsym in bsyms:
@@ -158,6 +159,8 @@ def substitute_reads(
                 new = bsym if value is src else with_new_args(bsym, (value, *bsym.args[1:]))
             else:
                 new = rewrite_args(bsym, True)
+            if new is not bsym and inherit is not None:
+                inherit(new, bsym)
             append(new)
             dst = bsym.args[1]
             group = asked.get(dst._name) or group_of(dst._name)
@@ -177,7 +180,13 @@ def substitute_reads(
             append(bsym)
             continue
         if is_fusible(bsym):
-            append(rewrite_args(bsym, False) if known else bsym)  # (nothing known: nothing to rewrite)
+            if not known:  # (nothing known: nothing to rewrite)
+                append(bsym)
+                continue
+            new = rewrite_args(bsym, False)
+            if new is not bsym and inherit is not None:
+                inherit(new, bsym)
+            append(new)
             continue
         append(bsym)
         if may_write(bsym):
@@ -198,10 +207,11 @@ def _rewritten(x, resolve):
     return x
 
 
-def _replay(trace, placed: _Placed, anchor, value: TensorProxy, chain, info: AliasInfo) -> TensorProxy:
+def _replay(trace, placed: _Placed, anchor, value: TensorProxy, chain, info: AliasInfo, is_fusible) -> TensorProxy:
     """``chain`` replayed on ``value``, its symbols placed right before ``anchor`` (a symbol; None:
     after every symbol so far); the last view."""
     made = []
+    inherit = getattr(is_fusible, "inherit", None)
     # each replayed step is the chain's step on another value: its view step is the step's own,
     # read from the view key of the chain's last view (aliasing.add_alias)
     keys = info.view_key.get(chain[-1].output._name)
@@ -209,6 +219,8 @@ def _replay(trace, placed: _Placed, anchor, value: TensorProxy, chain, info: Ali
     for step, key in zip(chain, keys):
         new_out = tensor_like(trace, step.output)
         replay = replayed(step, (value, *step.args[1:]), new_out)
+        if inherit is not None:
+            inherit(replay, step)
         made.append(replay)
         info.add_alias(new_out._name, value._name, replay, key)
         value = new_out
@@ -237,19 +249,20 @@ def _pushed_down(trace, placed: _Placed, base: TensorProxy, chain, info: AliasIn
     view is smaller than the value (a recomputation of the few elements read),
     through at most ``_PUSH_DEPTH`` elementwise ops; None otherwise.
     """
-    if depth == 0 or not isinstance(base, TensorProxy) or math.prod(chain[-1].output.shape) >= math.prod(base.shape):
+    shape_of = placed.shape_of  # (aliasing.py, Note [shapes read directly])
+    if depth == 0 or not isinstance(base, TensorProxy) or math.prod(shape_of(chain[-1].output)) >= math.prod(shape_of(base)):
         return None
-    producer = placed.producer_of(base.name)
+    producer = placed.producer_of(base._name)
     if producer is None:
         return None
     kind = ops.op_info(producer)
     if kind is None or kind.kind != "elementwise" or not is_fusible(producer):
         return None
-    shape = tuple(base.shape)
+    shape = shape_of(base)
     args = []
     for a in producer.args:
         if isinstance(a, TensorProxy):
-            if tuple(a.shape) != shape:
+            if shape_of(a) != shape:
                 return None
         elif not isinstance(a, (int, float, bool, complex)):
             return None
@@ -259,11 +272,15 @@ def _pushed_down(trace, placed: _Placed, base: TensorProxy, chain, info: AliasIn
             continue
         view = _pushed_down(trace, placed, a, chain, info, is_fusible, depth - 1)
         if view is None:
-            view = _replay(trace, placed, producer, a, chain, info)
+            view = _replay(trace, placed, producer, a, chain, info, is_fusible)
         args.append(view)
     result = tensor_like(trace, chain[-1].output)
-    placed.after(producer, replayed(producer, tuple(args), result))
-    info.add_root(result.name)
+    pushed = replayed(producer, tuple(args), result)
+    inherit = getattr(is_fusible, "inherit", None)
+    if inherit is not None:
+        inherit(pushed, producer)
+    placed.after(producer, pushed)
+    info.add_root(result._name)
     return result
 
 
@@ -285,10 +302,11 @@ class _Placed:
     it, the stage's order is ``s, t2, e2, e1``.
     """
 
-    __slots__ = ("out", "indexed", "producer", "placed_before", "placed_after")
+    __slots__ = ("out", "indexed", "producer", "placed_before", "placed_after", "shape_of")
 
     def __init__(self, out: list):
         self.out = out
+        self.shape_of = shape_reader()  # (for ``_pushed_down``, which reads a few shapes per read it pushes)
         self.indexed = 0  # out[:indexed] is in ``producer``
         self.producer: dict[str, BoundSymbol] = {}  # name -> the symbol that makes it (one tensor output)
         self.placed_before: dict[int, list] = {}  # id(symbol) -> symbols right before it, in the order placed
@@ -297,15 +315,18 @@ class _Placed:
     def producer_of(self, name: str):
         """The symbol that makes ``name``, or None."""
         out, producer = self.out, self.producer
-        for i in range(self.indexed, len(out)):
-            self._index(out[i])
+        for i in range(self.indexed, len(out)):  # (``_index``, inlined)
+            b = out[i]
+            o = b.output
+            if isinstance(o, TensorProxy):
+                producer[o._name] = b
         self.indexed = len(out)
         return producer.get(name)
 
     def _index(self, b: BoundSymbol) -> None:
         o = b.output
         if isinstance(o, TensorProxy):
-            self.producer[o.name] = b
+            self.producer[o._name] = b
 
     def before(self, anchor, bsyms: list) -> None:
         """Place ``bsyms`` right before ``anchor`` (None: after every symbol so far)."""
@@ -327,10 +348,19 @@ class _Placed:
         laid: list = []
         append = laid.append
         before, after = self.placed_before, self.placed_after
-        for b in self.out:
-            key = id(b)
-            if key not in before and key not in after:  # (most symbols: nothing placed beside them)
+        out = self.out
+        anchors = before.keys() | after.keys()
+        done = 0  # out[:done] is laid out
+        # (most symbols have nothing placed beside them: the runs between those that do are copied whole)
+        for i in [i for i, b in enumerate(out) if id(b) in anchors]:
+            laid.extend(out[done:i])
+            done = i + 1
+            b = out[i]
+            placed_before, placed_after = before.get(id(b), ()), after.get(id(b), ())
+            if anchors.isdisjoint(map(id, placed_before)) and anchors.isdisjoint(map(id, placed_after)):
+                laid.extend(placed_before)  # (nothing placed beside those placed: the walk below, unrolled)
                 append(b)
+                laid.extend(reversed(placed_after))
                 continue
             stack = [(b, False)]  # (symbol, its own turn): a walk without recursion
             while stack:
@@ -344,4 +374,5 @@ class _Placed:
                 stack.append((b, True))
                 for x in reversed(before.get(id(b), ())):
                     stack.append((x, False))
+        laid.extend(out[done:])
         return laid

@@ -249,6 +249,7 @@ FUSIBLE_TORCH_DTYPES = frozenset(
 # the same as the enum lookups (non-PrimIDs ids never match, as before).
 _OP_BY_ADDR: dict[int, OpInfo] = {id(pid): info for pid, info in OP_TABLE.items()}
 _VIEW_ADDRS = frozenset(id(pid) for pid in VIEW_IDS)
+_IDENTITY_VIEW_ADDRS = frozenset(id(pid) for pid in IDENTITY_VIEW_IDS)
 
 
 def op_info(bsym) -> OpInfo | None:

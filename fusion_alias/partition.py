@@ -23,8 +23,10 @@ The pass is linear in nodes + edges.
 
 from __future__ import annotations
 
+import collections
 import itertools
 import math
+import operator
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -35,7 +37,7 @@ from thunder.core.symbol import BoundSymbol
 import thunder.core.prims as prims
 
 from fusion_alias import ops
-from fusion_alias.aliasing import tensor_args, tensor_outs
+from fusion_alias.aliasing import shape_reader, tensor_args, tensor_outs
 from fusion_alias.dependency_edges import UNSAFE, DependencyEdges
 
 
@@ -173,7 +175,7 @@ def _levels_of_arrays(edges: DependencyEdges, fusible: list[bool], ignore_hazard
     return level
 
 
-def _sunk_levels(bsyms, n: int, es: list, data: list, fusible: list[bool], level: list[int],
+def _sunk_levels(bsyms, sym_ids, n: int, es: list, data: list, fusible: list[bool], level: list[int],
                  ignore_hazards: bool) -> list[int]:
     """Note [each node in the stage that moves the fewest elements]
     ----------------------------------------------------------------
@@ -199,38 +201,33 @@ def _sunk_levels(bsyms, n: int, es: list, data: list, fusible: list[bool], level
         return level
     cut = (lambda u, unsafe: not fusible[u] or unsafe) if not ignore_hazards else (lambda u, unsafe: not fusible[u])
     ret = prims.PrimIDs.RETURN
-    # in-edges per head, as slices of es (grouped by head, heads ascending)
-    first = [0] * (n + 1)
-    for _, v, _ in es:
-        first[v + 1] += 1
-    for v in range(n):
-        first[v + 1] += first[v]
+    first = _first_in_edges(n, es)
     latest = [top if f else lvl for f, lvl in zip(fusible, level)]
-    consumer_levels: list = [None] * n
-    for v in range(n - 1, -1, -1):
-        if bsyms[v].sym.id is ret:
+    consumer_levels: list = [None] * n  # a fusible node's fusible consumers' latest levels (a set)
+    # (es backwards: heads descending, so a node's latest level is final before its in-edges; the
+    # order of a head's own edges does not matter, each lowers a minimum or adds to a set)
+    for u, v, unsafe in reversed(es):
+        if not fusible[u] or sym_ids[v] is ret:
             continue
         lv = latest[v]
-        for u, _, unsafe in es[first[v]:first[v + 1]]:
-            if not fusible[u]:
-                continue
-            if fusible[v]:
-                lim = lv - 1 if unsafe and not ignore_hazards else lv
-                if consumer_levels[u] is None:
-                    consumer_levels[u] = [lv]
-                else:
-                    consumer_levels[u].append(lv)
+        if fusible[v]:
+            lim = lv - 1 if unsafe and not ignore_hazards else lv
+            levels = consumer_levels[u]
+            if levels is None:
+                consumer_levels[u] = {lv}
             else:
-                lim = lv
-            if lim < latest[u]:
-                latest[u] = lim
+                levels.add(lv)
+        else:
+            lim = lv
+        if lim < latest[u]:
+            latest[u] = lim
     sizes: dict[int, int] = {}
+    nbytes = _byte_counter()
 
     def size(i: int) -> int:
         s = sizes.get(i)
         if s is None:
-            s = sum(_nbytes(o) for o in tensor_outs(bsyms[i]))
-            sizes[i] = s
+            s = sizes[i] = sum(map(nbytes, tensor_outs(bsyms[i])))
         return s
 
     if top == 1 and n <= _MIN_CUT_MAX_NODES:
@@ -249,13 +246,25 @@ def _sunk_levels(bsyms, n: int, es: list, data: list, fusible: list[bool], level
         if lo >= hi:
             final[v] = lo
             continue
-        outs = consumer_levels[v] or ()
-        candidates = {lo, hi, *(lvl for lvl in outs if lo <= lvl <= hi),
-                      *(final[u] for u, _, _ in ins if fusible[u] and lo <= final[u] <= hi)}
+        out_levels = consumer_levels[v] or ()
+        # Note [a candidate's cost from the operands' levels]: the operands' bytes at levels other
+        # than ``cand`` are all of them less those at ``cand`` (an operand read twice counts twice);
+        # ``v``'s own bytes cross unless every consumer sits at ``cand``.
+        at_level: dict[int, int] = {}
+        for u, _, _ in ins:
+            if fusible[u]:
+                lu = final[u]
+                at_level[lu] = at_level.get(lu, 0) + size(u)
+        operand_bytes = sum(at_level.values())
+        only_out = next(iter(out_levels)) if len(out_levels) == 1 else None
+        candidates = {lo, hi}
+        for lvl in itertools.chain(out_levels, at_level):
+            if lo <= lvl <= hi:
+                candidates.add(lvl)
         best, best_cost = lo, None
         for cand in sorted(candidates):
-            cost = sum(size(u) for u, _, _ in ins if fusible[u] and final[u] != cand)
-            if any(lvl != cand for lvl in outs):
+            cost = operand_bytes - at_level.get(cand, 0)
+            if out_levels and (only_out is None or only_out != cand):
                 cost += size(v)
             if best_cost is None or cost <= best_cost:
                 best, best_cost = cand, cost
@@ -271,6 +280,30 @@ _MAX_STAGES_TO_PLACE = 64
 
 def _nbytes(p) -> int:
     return math.prod(p.shape) * to_torch_dtype(p.dtype).itemsize
+
+
+def _byte_counter():
+    """``_nbytes`` for the stage that asks now: the shape read as ``shape_reader`` does, the item
+    size remembered per dtype (``to_torch_dtype`` checks its argument's type on every call: two
+    thirds of ``_nbytes``; the views bench asks it for ~60k values)."""
+    shape_of = shape_reader()
+    itemsize: dict[int, tuple] = {}  # id(dtype) -> (dtype, its item size); the dtype is kept
+
+    def nbytes(p) -> int:
+        dtype = p.dtype
+        entry = itemsize.get(id(dtype))
+        if entry is None or entry[0] is not dtype:
+            entry = itemsize[id(dtype)] = (dtype, to_torch_dtype(dtype).itemsize)
+        return math.prod(shape_of(p)) * entry[1]
+
+    return nbytes
+
+
+def _first_in_edges(n: int, es: list) -> list[int]:
+    """``first[v]:first[v + 1]``, the slice of ``es`` (grouped by head, heads ascending) that holds
+    the edges into node ``v``; counted by ``collections.Counter`` and summed by ``accumulate``."""
+    counts = collections.Counter(map(operator.itemgetter(1), es))
+    return [0, *itertools.accumulate(map(counts.get, range(n), itertools.repeat(0, n)))]
 
 
 def _two_stages_by_min_cut(bsyms, es, first, data, fusible, level, latest, size) -> list[int]:
@@ -401,11 +434,11 @@ def partition(
     level = _levels(n, graph, fusible, ignore_hazards)
     if 0 < max(level, default=-1) <= _MAX_STAGES_TO_PLACE:
         if isinstance(graph, DependencyEdges):
-            es, data = list(graph.in_node_order()), list(zip(graph.data_u, graph.data_v))
+            es, data = graph.in_node_order_list(), list(zip(graph.data_u, graph.data_v))
         else:
             es = sorted(((u, v, bool(d["unsafe"])) for u, v, d in graph.edges(data=True)), key=lambda e: e[1])
             data = [(u, v) for u, v, d in graph.edges(data=True) if "data" in d["kinds"]]
-        level = _sunk_levels(bsyms, n, es, data, fusible, level, ignore_hazards)
+        level = _sunk_levels(bsyms, sym_ids, n, es, data, fusible, level, ignore_hazards)
     result = Partition()
     result.items = _in_order(bsyms, sym_ids, fusible, level, backward_nodes(bsyms, sym_ids), result.stage)
     return result
