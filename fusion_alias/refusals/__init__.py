@@ -65,12 +65,13 @@ def check_refusals(
     inplace_ops = _inplace_ops_by_write(trace.bound_symbols, renamed)
     if proxies is None:
         proxies = tensor_proxies_by_name(flat, tensor_inputs)
-    if _has_lost_its_inplace_ops(trace) or _has_own_inplace_ops(_traced_program()):
+    original = _traced_program()  # (the program as traced, asked once: each of the checks below reads it)
+    if _has_lost_its_inplace_ops(trace) or _has_own_inplace_ops(original):
         _check_original_operands(ctx, actual)
     grad_inputs = (
         {p.name for p in tensor_inputs if p.requires_grad} if autograd_refusals and torch.is_grad_enabled() else set()
     )
-    traced = (_traced_program() or trace).bound_symbols
+    traced = (original or trace).bound_symbols
     dtype_rules.check_inplace_dtypes(traced)
     dtype_rules.check_op_dtypes(traced)
     _check_writes(flat, info, actual, proxies, inplace_ops, grad_inputs, frozenset(p.name for p in tensor_inputs))
