@@ -15,6 +15,7 @@ from fusion_alias.autograd_functionalize import FunctionalizeForAutograd, Writte
 from fusion_alias.backends.reference import SCHEDULES
 from fusion_alias.executor import BACKENDS, AliasInputError, executor
 from fusion_alias.guard import guard_key
+from fusion_alias.refusals.inplace_ops import _traced_program
 
 # Note [the guard covers every tensor the program reads]
 # -----------------------------------------------------
@@ -58,6 +59,31 @@ class _ReadsAliasDifferently(Exception):
         super().__init__("fusion_alias: inputs alias differently from the compiled program (internal signal)")
         self.key = key
         self.needs_grad = needs_grad
+
+
+# Note [enable_grad inside a call made under no_grad]
+# ---------------------------------------------------
+# A call made under ``torch.no_grad()`` compiles without autodiff (Note [no autodiff for a call
+# that computes no gradient]). A program that turns gradients back on inside::
+#
+#     def f(x, w):
+#         with torch.enable_grad():
+#             return (x * w).sum()
+#
+# computes a gradient in eager even so: ``f(x, w).backward()`` under ``no_grad`` fills ``w.grad``.
+# Compiled without autodiff its result did not require grad (backward raised "does not require
+# grad"). When the traced program turns gradients on (``_set_grad_enabled_with_warning(True)``)
+# and an input requires grad, the compilation stops before anything runs and the call compiles the
+# program as one that computes gradients (functionalized before Thunder's autodiff), as a call
+# made with gradients on does.
+
+
+def _enables_grad(traced) -> bool:
+    """Whether the traced program turns gradient computation on somewhere (``torch.enable_grad``)."""
+    if traced is None:
+        return False
+    return any(b.sym.name == "_set_grad_enabled_with_warning" and b.args and b.args[0] is True
+               for b in traced.bound_symbols)
 
 
 class _GuardedComputation:
@@ -290,6 +316,8 @@ class AliasSpecializedFunction:
             if grad and grad_enabled and not needs_grad:
                 # a parameter, buffer or global requires grad: Thunder's alias pass must stay
                 raise _ReadsAliasDifferently(key, True)
+            if grad and not needs_grad and _enables_grad(_traced_program()):
+                raise _ReadsAliasDifferently(key, True)  # Note [enable_grad inside a call made under no_grad]
             return key
 
         return seen

@@ -182,3 +182,52 @@ def test_index_put_neighbours_run(form):
         return [w, v], [w, v]
 
     assert_matches_eager(f, make_inputs)
+
+
+def _grad_inside(x, w):
+    with torch.enable_grad():
+        return (x * w).sum()
+
+
+def _set_grad_enabled_inside(x, w):
+    with torch.set_grad_enabled(True):
+        y = (x.exp() * w).sum() + x.sum()
+    return y
+
+
+def _buffer_then_grad_inside(x, w, buf):
+    buf.add_(1)  # under the caller's no_grad
+    with torch.enable_grad():
+        y = (x * w * buf).sum()
+    return y
+
+
+def _write_inside_grad(x, w, buf):
+    with torch.enable_grad():
+        t = x * w
+        t.mul_(2)
+        buf.copy_(t.detach())
+        return t.sum()
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize(
+    "fn", [_grad_inside, _set_grad_enabled_inside, _buffer_then_grad_inside, _write_inside_grad],
+    ids=["grad-inside", "set-grad-enabled", "buffer-then-grad-inside", "write-inside-grad"])
+def test_enable_grad_inside_a_call_made_under_no_grad(fn, schedule):
+    # Note [enable_grad inside a call made under no_grad] (api.py): the result required no grad
+    jitted = fusion_alias.jit(fn, backend="reference", schedule=schedule)
+    n_rest = fn.__code__.co_argcount - 2
+    for step in range(2):
+        x = torch.arange(4.0) + step
+        w_e, w_j = (torch.linspace(-1, 1, 4).requires_grad_() for _ in range(2))
+        rest_e, rest_j = [torch.ones(4) for _ in range(n_rest)], [torch.ones(4) for _ in range(n_rest)]
+        with torch.no_grad():
+            want, got = fn(x, w_e, *rest_e), jitted(x, w_j, *rest_j)
+        assert got.requires_grad == want.requires_grad
+        torch.testing.assert_close(got, want)
+        for a, b in zip(rest_j, rest_e):
+            torch.testing.assert_close(a, b)
+        want.backward()
+        got.backward()
+        torch.testing.assert_close(w_j.grad, w_e.grad)
