@@ -189,8 +189,9 @@ def substitute_reads(
             append(new)
             continue
         append(bsym)
-        if may_write(bsym):
-            for a in tensor_args(bsym):
+        targs = tensor_args(bsym)  # (an unpack of an input has none: asked first, may_write walks the tags)
+        if targs and may_write(bsym):
+            for a in targs:
                 forget(group_of(a.name))
     return placed.in_order()
 

@@ -36,7 +36,7 @@ from fusion_alias.refusals.inplace_ops import (
     _inplace_ops_by_write,
     _traced_program,
 )
-from fusion_alias.refusals.operands import _check_original_operands
+from fusion_alias.refusals.operands import _check_original_operands, _compares_operands
 from fusion_alias.refusals.saved_versions import check_saved_versions
 from fusion_alias.refusals.writes import _check_writes
 
@@ -62,7 +62,9 @@ def check_refusals(
     ``autograd_refusals=False``: only what eager refuses (the program is functionalized before
     Thunder's autodiff, ``autograd_functionalize.py``). ``saved_versions``: the call computes gradients
     and its trace is the user-level one: check eager's autograd rejections (``saved_versions``)."""
-    inplace_ops = _inplace_ops_by_write(trace.bound_symbols, renamed)
+    input_names = frozenset(p.name for p in tensor_inputs)
+    inplace_ops = _inplace_ops_by_write(
+        trace.bound_symbols, renamed, lambda op: _compares_operands(op, info, actual, input_names))
     if proxies is None:
         proxies = tensor_proxies_by_name(flat, tensor_inputs)
     original = _traced_program()  # (the program as traced, asked once: each of the checks below reads it)
@@ -74,7 +76,7 @@ def check_refusals(
     traced = (original or trace).bound_symbols
     dtype_rules.check_inplace_dtypes(traced)
     dtype_rules.check_op_dtypes(traced)
-    _check_writes(flat, info, actual, proxies, inplace_ops, grad_inputs, frozenset(p.name for p in tensor_inputs))
+    _check_writes(flat, info, actual, proxies, inplace_ops, grad_inputs, input_names)
     if saved_versions and torch.is_grad_enabled() and any(p.requires_grad for p in tensor_inputs):
         check_saved_versions(trace.bound_symbols, info, tensor_inputs, input_groups)
         _check_index_put_gradients(trace.bound_symbols, info, {p.name for p in tensor_inputs if p.requires_grad})
