@@ -27,6 +27,7 @@ from thunder.extend import FusionExecutor, register_executor
 import thunder.core.prims as prims
 
 from fusion_alias import context, foreach_lookasides, inplace_lookasides, ops, pipeline
+from fusion_alias.refusals.bool_keys import refuse_bool_key
 from fusion_alias.aliasing import forget_flattened
 from fusion_alias.backends import compiled as _compiled_backend, reference as _reference_backend
 from fusion_alias.errors import AliasInputError  # noqa: F401  (re-exported: fusion_alias.executor.AliasInputError)
@@ -126,20 +127,6 @@ def _plain_pad(bsym: BoundSymbol) -> bool:
     """A ``prims.pad`` that only adds elements (no negative, no interior padding): nvFuser's ``pad``."""
     config = bsym.args[2] if len(bsym.args) > 2 else bsym.kwargs.get("padding_config", ())
     return all(isinstance(x, int) and x >= 0 and interior == 0 for lo, hi, interior in config for x in (lo, hi))
-
-
-def _bool_key(args) -> bool:
-    """Whether a ``getitem``'s key holds a Python bool (``x[True]``, ``x[:, False]``, ``x[[True, False]]``).
-
-    Note [getitem with a bool key is refused]: Thunder 0.2.6 decomposes ``x[True]`` as if the bool
-    were the int 1 (``slice_prim(x, [True, 0], ...)``: row 1, where eager adds a dim of size 1), so a
-    region computed a wrong value (hostile probe 12). Its trace also gives the result the wrong shape
-    (``(3,)`` for eager's ``(1, 2, 3)``), so no op after it can be trusted, even run by torch: refused.
-    """
-    key = args[1] if len(args) > 1 else None
-    parts = key if isinstance(key, (tuple, list)) else (key,)
-    return any(isinstance(k, bool) or (isinstance(k, (tuple, list)) and any(isinstance(i, bool) for i in k))
-               for k in parts)
 
 
 class FusionAliasExecutor(FusionExecutor):
@@ -258,11 +245,8 @@ class FusionAliasExecutor(FusionExecutor):
             verdicts[id(bsym)] = (bsym, ops.op_info(bsym) is not None)
             out.append(bsym)
             return True
-        if bsym.sym.name == "getitem" and _bool_key(bsym.args):
-            raise NotImplementedError(
-                "fusion_alias: indexing with a Python bool (x[True], x[:, False], x[[True, False]]) is not "
-                "supported: Thunder 0.2.6 traces it as the int 1 or 0, with a shape eager does not give. "
-                "Workaround: x.unsqueeze(d) for True, x.new_empty((0, *x.shape)) for False, or a bool tensor index")
+        if bsym.sym.name == "getitem":
+            refuse_bool_key(bsym)
         if bsym.sym.is_fusion or not bsym.subsymbols:
             return False
         start = len(out)

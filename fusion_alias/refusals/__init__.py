@@ -24,6 +24,7 @@ from fusion_alias import dtype_rules
 from fusion_alias.aliasing import AliasInfo, tensor_proxies_by_name
 from fusion_alias.errors import AliasInputError
 from fusion_alias.components import shared_storage_groups
+from fusion_alias.refusals.bool_keys import refuse_bool_key
 from fusion_alias.refusals.autograd import (
     _check_aliased_inputs_with_gradients,
     _check_index_put_gradients,
@@ -74,6 +75,9 @@ def check_refusals(
         {p.name for p in tensor_inputs if p.requires_grad} if autograd_refusals and torch.is_grad_enabled() else set()
     )
     traced = (original or trace).bound_symbols
+    for b in traced:
+        if b.sym.name == "getitem":
+            refuse_bool_key(b)  # (with gradients, Thunder's autodiff decomposed it before the pass)
     dtype_rules.check_inplace_dtypes(traced)
     dtype_rules.check_op_dtypes(traced)
     _check_writes(flat, info, actual, proxies, inplace_ops, grad_inputs, input_names)

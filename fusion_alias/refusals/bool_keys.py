@@ -1,0 +1,28 @@
+"""Indexing with a Python bool, refused (Thunder 0.2.6 traces the bool as an int)."""
+
+from __future__ import annotations
+
+
+def _bool_key(args) -> bool:
+    """Whether a ``getitem``'s key holds a Python bool (``x[True]``, ``x[:, False]``, ``x[[True, False]]``).
+
+    Note [getitem with a bool key is refused]: Thunder 0.2.6 decomposes ``x[True]`` as if the bool
+    were the int 1 (``slice_prim(x, [True, 0], ...)``: row 1, where eager adds a dim of size 1), so a
+    region computed a wrong value (hostile probe 12). Its trace also gives the result the wrong shape
+    (``(3,)`` for eager's ``(1, 2, 3)``), so no op after it can be trusted, even run by torch: refused.
+    """
+    key = args[1] if len(args) > 1 else None
+    parts = key if isinstance(key, (tuple, list)) else (key,)
+    return any(isinstance(k, bool) or (isinstance(k, (tuple, list)) and any(isinstance(i, bool) for i in k))
+               for k in parts)
+
+
+def refuse_bool_key(bsym) -> None:
+    """Raise for a ``getitem`` whose key holds a Python bool (Note [getitem with a bool key is refused]).
+    The pass asks it of each getitem it flattens, and ``refusals`` of the program as traced: in a call
+    that computes gradients Thunder's autodiff has decomposed the getitem before the pass sees it."""
+    if _bool_key(bsym.args):
+        raise NotImplementedError(
+            "fusion_alias: indexing with a Python bool (x[True], x[:, False], x[[True, False]]) is not "
+            "supported: Thunder 0.2.6 traces it as the int 1 or 0, with a shape eager does not give. "
+            "Workaround: x.unsqueeze(d) for True, x.new_empty((0, *x.shape)) for False, or a bool tensor index")
