@@ -56,6 +56,10 @@ def _foreach(method: str, tensors, *args, **kwargs):
         if isinstance(a, (list, tuple)) and len(a) != len(tensors):
             raise RuntimeError(f"torch._foreach_{method}: tensor lists must have the same number of tensors, "
                                f"got {len(tensors)} and {len(a)}")
+    args, kwargs = (
+        [_scalar_tensor(method, a, i, args, kwargs) if isinstance(a, TensorProxy) else a for i, a in enumerate(args)],
+        {k: _scalar_tensor(method, v, k, args, kwargs) if isinstance(v, TensorProxy) else v for k, v in kwargs.items()},
+    )
     results = []
     for i, t in enumerate(tensors):
         if not isinstance(t, TensorProxy):
@@ -66,6 +70,73 @@ def _foreach(method: str, tensors, *args, **kwargs):
     if method.endswith("_"):
         return tensors
     return tuple(results)
+
+
+# Note [a foreach op's tensor scalar]
+# -----------------------------------
+# ``torch._foreach_add_(ps, v)`` with one tensor ``v`` (not a list) takes it as a scalar, which
+# eager requires 0-dim. Which overload eager's argument parser picks decides what happens when ``v``
+# shares memory with a tensor of the list (checked on torch 2.9.1, ``v = ps[0][1]``):
+#
+# * a ``number`` overload (``_foreach_add_(ps, v)``, ``_foreach_sub_``, ``_foreach_maximum_``):
+#   ``v`` is read once, as a number, before any tensor is written: ``ps[0] += old ps[0][1]``;
+# * the ``Tensor`` overload (``_foreach_mul_(ps, v)``, ``_foreach_div_``, ``_foreach_add_(ps, v,
+#   alpha=2)``): each tensor's op in turn with ``v`` as its operand, and the operand check of that op
+#   rejects the partial overlap ("some elements of the input tensor and the written-to tensor refer
+#   to a single memory location");
+# * a call no overload takes (``_foreach_lerp_(ps, v, 0.5)``: a list goes there): an error.
+#
+# The parser's choice is not in the schemas alone, so it is asked of eager, once per op and form of
+# call: the same call on a tensor ``x`` with ``v = x[0]``. Where it ran, ``v`` is cloned once
+# before the first op (read as a number); where the operand check fired, ``v`` goes to every op (the
+# pass's operand check rejects the overlap as eager does); another error is eager's.
+# ``_foreach_add_([a], a[0, 0])`` was refused, saying eager does too (fuzz seed 19910, edges).
+
+_SCALAR_FORMS: dict = {}  # (method, form of the call) -> "number" | "tensor" | the error eager raised
+
+
+def _eager_form(method: str, args, kwargs, where):
+    """How eager takes the lone 0-dim tensor at ``where`` (Note [a foreach op's tensor scalar])."""
+    def shape_of(a, here):
+        if here:
+            return "scalar"
+        return "list" if isinstance(a, (list, tuple)) else ("tensor" if isinstance(a, TensorProxy) else repr(a))
+
+    form = (method, tuple(shape_of(a, i == where) for i, a in enumerate(args)),
+            tuple((k, shape_of(v, k == where)) for k, v in kwargs.items()))
+    if form in _SCALAR_FORMS:
+        return _SCALAR_FORMS[form]
+    x = torch.ones(2)
+
+    def probe(a, here):
+        if here:
+            return x[0]
+        if isinstance(a, (list, tuple)):
+            return [torch.full((2,), 0.5)]
+        return torch.tensor(0.5) if isinstance(a, TensorProxy) else a
+
+    try:
+        getattr(torch, f"_foreach_{method}")(
+            [x], *[probe(a, i == where) for i, a in enumerate(args)],
+            **{k: probe(v, k == where) for k, v in kwargs.items()})
+        answer = "number"
+    except RuntimeError as e:
+        answer = "tensor" if "single memory location" in str(e) else e
+    except TypeError as e:
+        answer = e
+    _SCALAR_FORMS[form] = answer
+    return answer
+
+
+def _scalar_tensor(method: str, value: TensorProxy, where, args, kwargs):
+    """A lone tensor argument of a foreach op as eager takes it (Note [a foreach op's tensor scalar])."""
+    if value.ndim != 0:
+        raise RuntimeError(f"torch._foreach_{method}: scalar tensor expected to be 0 dim but it has "
+                           f"{value.ndim} dimensions (eager PyTorch rejects this too)")
+    form = _eager_form(method, args, kwargs, where)
+    if isinstance(form, Exception):
+        raise type(form)(f"torch._foreach_{method}: {form} (eager PyTorch rejects this too)")
+    return ltorch.clone(value) if form == "number" else value
 
 
 # Note [foreach lookasides are Thunder's, asked for fusion_alias's executor]

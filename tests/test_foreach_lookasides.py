@@ -70,7 +70,18 @@ def _make(kind):
     return lists[:3]
 
 
-PROGRAMS = [_sgd_momentum, _adam, _ema, _per_tensor_scalars, _flat_buffer_views, _same_list_twice, _copy_and_unary]
+def _scalar_tensor_of_a_written_tensor(ps, gs, _):
+    # one 0-dim tensor, an element of a tensor written, that eager reads as a number: once, before
+    # the writes (Note [a foreach op's tensor scalar]; fuzz seed 19910 was refused, "eager rejects")
+    torch._foreach_add_(ps, ps[0][1])
+    torch._foreach_sub_(gs, gs[2][3])
+    torch._foreach_clamp_min_(gs, gs[1][0])
+    torch._foreach_mul_(gs, ps[1][0])  # (the Tensor overload, an operand outside gs)
+    return ps[0] * 1
+
+
+PROGRAMS = [_sgd_momentum, _adam, _ema, _per_tensor_scalars, _flat_buffer_views, _same_list_twice, _copy_and_unary,
+            _scalar_tensor_of_a_written_tensor]
 
 
 def _assert_same(got, want):
@@ -109,6 +120,23 @@ def test_mismatched_lists_get_an_error():
         f([torch.ones(2)] * 2, [torch.ones(2)])
     with pytest.raises(Exception, match="same number of tensors"):
         fusion_alias.jit(f, backend="reference")([torch.ones(2), torch.ones(2)], [torch.ones(2)])
+
+
+@pytest.mark.parametrize("call", [
+    lambda ps: torch._foreach_mul_(ps, torch.tensor([2.0, 3.0])),  # a scalar tensor with a dim
+    lambda ps: torch._foreach_lerp_(ps, torch.tensor(1.0), 0.5),  # one tensor where a list goes
+    lambda ps: torch._foreach_mul_(ps, ps[0][1]),  # the Tensor overload: each op's operand check
+    lambda ps: torch._foreach_add_(ps, ps[1][0], alpha=2.0),
+], ids=["scalar-with-a-dim", "tensor-for-a-list", "mul-overlap", "add-alpha-overlap"])
+def test_a_tensor_scalar_eager_rejects_is_rejected(call):
+    def f(ps):
+        call(ps)
+        return ps[0] * 1
+
+    with pytest.raises((RuntimeError, TypeError)) as eager:
+        f([torch.ones(2), torch.ones(2)])
+    with pytest.raises((RuntimeError, TypeError), match="eager PyTorch rejects this too"):
+        fusion_alias.jit(f, backend="reference")([torch.ones(2), torch.ones(2)])
 
 
 def test_plain_thunder_is_left_as_it_is():
