@@ -6,7 +6,6 @@ import functools
 
 import thunder
 import torch
-from thunder.core.proxies import TensorProxy
 from thunder.core.pytree import tree_flatten
 from thunder.core.trace import is_tracing
 
@@ -14,6 +13,7 @@ from fusion_alias import context
 from fusion_alias.autograd_functionalize import FunctionalizeForAutograd, WrittenInputs, write_back
 from fusion_alias.backends.reference import SCHEDULES
 from fusion_alias.executor import BACKENDS, AliasInputError, executor
+from fusion_alias.argument_stores import proxy_left_in, refuse_store
 from fusion_alias.guard import guard_key
 from fusion_alias.refusals.inplace_ops import _traced_program
 
@@ -297,12 +297,7 @@ class AliasSpecializedFunction:
         if len(cache) != compiled and (where := proxy_left_in(args, kwargs)) is not None:
             del cache[compiled:]  # (the next call compiles, and is refused, again)
             self._entries_seen[id(jfn)] = len(cache)
-            raise NotImplementedError(
-                f"fusion_alias: the function stores a tensor into its argument {where} (a list or dict it was "
-                "given): not supported. Thunder 0.2.6 leaves a TensorProxy there instead of the tensor, and "
-                "later calls do not run the store at all, so the caller would silently keep the stale entry "
-                "(torch.optim's functional sgd with momentum_buffer_list=[None] loses its momentum). Return "
-                "the tensor instead, or create it before the call")
+            refuse_store(where)
         return result
 
     @staticmethod
@@ -357,30 +352,6 @@ class AliasSpecializedFunction:
     def compiled_structures(self) -> int:
         """How many input alias structures have been compiled for."""
         return len(self._jitted)
-
-
-def proxy_left_in(args: tuple, kwargs: dict) -> str | None:
-    """Where a list or dict among the arguments holds a ``TensorProxy`` after the call (``args[2][0]``),
-    or None. Note: Thunder's interpreter runs a store into an argument's container on the real
-    container while tracing, with the proxy it traced, and never on a cached call."""
-    def walk(x, where: str, depth: int):
-        if isinstance(x, TensorProxy):
-            return where
-        if depth > 4:
-            return None
-        items = x.items() if isinstance(x, dict) else enumerate(x) if isinstance(x, (list, tuple)) else ()
-        for k, v in items:
-            if (found := walk(v, f"{where}[{k!r}]", depth + 1)) is not None:
-                return found
-        return None
-
-    for i, a in enumerate(args):
-        if isinstance(a, (list, tuple, dict)) and (found := walk(a, f"args[{i}]", 0)) is not None:
-            return found
-    for k, v in kwargs.items():
-        if isinstance(v, (list, tuple, dict)) and (found := walk(v, k, 0)) is not None:
-            return found
-    return None
 
 
 def _mark_non_differentiable(result, flags):

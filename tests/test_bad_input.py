@@ -150,7 +150,7 @@ def test_dtypes_outside_the_regions_run_on_torch(fn, dtype):
 
 
 def test_a_tensor_stored_into_a_list_argument_is_refused():
-    # api.proxy_left_in: Thunder leaves its TensorProxy in the caller's list, and a cached call never
+    # argument_stores.proxy_left_in: Thunder leaves its TensorProxy in the caller's list, and a cached call never
     # stores again (torch.optim's functional sgd lost its momentum buffers; hostile probe 12)
     def g(p, bufs):
         if bufs[0] is None:
@@ -169,6 +169,26 @@ def test_a_tensor_stored_into_a_list_argument_is_refused():
     bufs_e, bufs_j = [torch.zeros(2)], [torch.zeros(2)]
     torch.testing.assert_close(fusion_alias.jit(g, backend="reference")(torch.ones(2), bufs_j), g(torch.ones(2), bufs_e))
     torch.testing.assert_close(bufs_j[0], bufs_e[0])
+
+
+def _replace_list_entry(a, holder):
+    holder[0] = a * 2
+    return a + 0
+
+
+def _replace_dict_entry(a, holder):
+    holder["k"] = a * 2
+    return a + 0
+
+
+@pytest.mark.parametrize("fn, make", [(_replace_list_entry, lambda: [torch.zeros(3)]),
+                                      (_replace_dict_entry, lambda: {"k": torch.zeros(3)})], ids=["list", "dict"])
+def test_a_tensor_entry_replaced_in_an_argument_is_refused(fn, make):
+    # Thunder's prologue, asked by the pass, met the proxy the store left and raised a bare
+    # "AssertionError: expected Tensor, got TensorProxy" (fuzz seed 19910 #26, #29)
+    fn(torch.ones(3), make())  # eager runs it
+    with pytest.raises(NotImplementedError, match="stores a tensor into its argument args"):
+        fusion_alias.jit(fn, backend="reference")(torch.ones(3), make())
 
 
 @pytest.mark.parametrize("fn", [lambda x: x.unfold(-1, 2, 2) * 1, lambda x: torch.Tensor.unfold(x, 1, 1, 1) + 0],
