@@ -50,10 +50,25 @@ def returns_new_memory(bsym) -> bool:
         return False
     if sym.name in _NEW_TENSOR_METHODS:
         return True
-    if sym.name in _DTYPE_CONVERSIONS and bsym.args and isinstance(bsym.args[0], TensorProxy):
-        out = bsym.output
-        return isinstance(out, TensorProxy) and out.dtype is not bsym.args[0].dtype
-    return False
+    return converts_dtype(bsym)
+
+
+def converts_dtype(bsym) -> bool:
+    """Whether ``bsym`` is torch's dtype conversion (``x.to(torch.int16)``, ``x.half()``) to another dtype
+    than its input's: new memory. With gradients the pass meets ``to`` whole, as Thunder's symbol of
+    module ``thunder.torch`` (a view function by name: it may return its input), where fusion_alias does
+    not claim the result's dtype (int16): ``b.copy_(b.to(torch.int16))`` was refused as an operand it
+    cannot relate to ``b`` (fuzz seed 19911 #11)."""
+    sym = bsym.sym
+    if sym.name not in _DTYPE_CONVERSIONS or not bsym.args or not isinstance(bsym.args[0], TensorProxy):
+        return False
+    if getattr(getattr(sym, "module", None), "__name__", None) not in _CONVERSION_MODULES:
+        return False
+    out = bsym.output
+    return isinstance(out, TensorProxy) and out.dtype is not bsym.args[0].dtype
+
+
+_CONVERSION_MODULES = frozenset({"Tensor", "torch", "thunder.torch"})
 
 
 # Note [indexing with a tensor copies]
