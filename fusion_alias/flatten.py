@@ -7,6 +7,7 @@ from collections.abc import Callable
 from thunder.core.proxies import TensorProxy, variableify
 from thunder.core.symbol import BoundSymbol
 from thunder.core.trace import TraceCtx
+import thunder.core.prims as prims
 
 from fusion_alias import context, ops
 from fusion_alias.aliasing import forget_flattened, proxy_outs
@@ -20,10 +21,40 @@ def flatten_trace(executor, trace: TraceCtx) -> tuple[list[BoundSymbol], dict]:
     flat: list[BoundSymbol] = []
     flatten_into = executor._flatten_into
     cuda_only = context.current().backend == "nvfuser"  # (asked once: Note [claims without a list], executor.py)
+    copy_id = ops.COPY_ID
     for b in trace.bound_symbols:
         if not flatten_into(b, verdicts, flat, cuda_only):  # (executor._flatten, appending to flat)
+            if b.sym.name == "copy_" and b.sym.id is not copy_id and not b.subsymbols and _implements_copy(b):
+                b = prims.copy_.bind(*b.args, **b.kwargs, output=b.output)  # Note [a copy_ another executor claimed]
             flat.append(b)
     return flat, verdicts
+
+
+# Note [a copy_ another executor claimed]
+# ---------------------------------------
+# Thunder gives each symbol to the first executor of the list that takes it before the fusion
+# pass runs; a ``prims.copy_`` fusion_alias does not claim (an int8 destination:
+# ``executor._fusible_result_dtype``) reaches the pass as the torch executor's ``copy_``, a leaf
+# with its own symbol, which the analysis did not read as a write. The read of ``c`` after
+# ``c.copy_(s)`` then had no hazard edge, and the partition placed it before the write::
+#
+#     c.copy_(torch.tensor(-1)); return c * 1     # int8 c: eager [-1, ...], fusion_alias [0, ...]
+#
+# (fuzz seed 19917 #21). Such a symbol is the prim again for the pass: the write every stage knows.
+# It stays outside regions (the executor does not claim it), and after the pass Thunder's
+# "always" executors claim it back (``transform_for_execution``, step 3).
+
+
+def _implements_copy(bsym) -> bool:
+    """Whether ``bsym`` is an executor's implementation of ``prims.copy_`` (Thunder's ``implmap``)."""
+    from thunder.extend import get_all_executors
+
+    name = bsym.sym.name
+    for ex in get_all_executors():
+        info = getattr(ex, "implmap", {}).get(ops.COPY_ID)
+        if info is not None and getattr(getattr(info, "symbol", None), "name", None) == name:
+            return True
+    return False
 
 
 def _drop_update_aliases(bsyms: list[BoundSymbol]) -> tuple[list[BoundSymbol], list[list[str]], dict]:

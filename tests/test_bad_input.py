@@ -2,6 +2,7 @@ import pytest
 import torch
 
 import fusion_alias
+from fusion_alias.backends.reference import SCHEDULES
 
 
 def test_inplace_on_expanded_view_is_rejected():
@@ -147,6 +148,30 @@ def test_dtypes_outside_the_regions_run_on_torch(fn, dtype):
     xe, xj = torch.ones(3, dtype=dtype), torch.ones(3, dtype=dtype)
     want, got = fn(xe), fusion_alias.jit(fn, backend="reference")(xj)
     assert torch.equal(got, want) and torch.equal(xj, xe)
+
+
+def _copy_then_read(c, s):
+    c.copy_(s)
+    return c * 1
+
+
+def _row_copy_then_read(c, s):
+    c[1:].copy_(s)
+    c.add_(1)
+    return c.sum(0)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("source", [torch.tensor(-1), torch.tensor([-1], dtype=torch.int32), torch.tensor(-1.5)],
+                         ids=["0-dim-int64", "1-elem-int32", "0-dim-float"])
+@pytest.mark.parametrize("dtype", [torch.int8, torch.uint8, torch.int16])
+@pytest.mark.parametrize("fn", [_copy_then_read, _row_copy_then_read], ids=["whole", "rows"])
+def test_a_write_left_to_torch_stays_ordered_before_its_reads(fn, dtype, source, schedule):
+    # flatten.py, Note [a copy_ another executor claimed]: the torch executor's copy_ was not read as a
+    # write, and ``c * 1`` ran before it (int8 c: eager [-1, ...], fusion_alias [0, ...]; fuzz seed 19917 #21)
+    ce, cj = torch.zeros(3, 2, dtype=dtype), torch.zeros(3, 2, dtype=dtype)
+    want, got = fn(ce, source.clone()), fusion_alias.jit(fn, backend="reference", schedule=schedule)(cj, source.clone())
+    assert torch.equal(got, want) and torch.equal(cj, ce)
 
 
 def test_a_tensor_stored_into_a_list_argument_is_refused():
