@@ -15,6 +15,7 @@ from fusion_alias.autograd_functionalize import FunctionalizeForAutograd, Writte
 from fusion_alias.backends.reference import SCHEDULES
 from fusion_alias.executor import BACKENDS, AliasInputError, executor
 from fusion_alias.guard import guard_key
+from fusion_alias.leaked_proxies import proxy_left_in
 
 # Note [the guard covers every tensor the program reads]
 # -----------------------------------------------------
@@ -268,12 +269,15 @@ class AliasSpecializedFunction:
             self._last = jfn
             if len(cache) != self._entries_seen[id(jfn)]:
                 self._guard_new_entries(jfn, ctx, args, kwargs, needs_grad)
-        if len(cache) != compiled and (where := proxy_left_in(args, kwargs)) is not None:
+        if len(cache) != compiled and (leak := proxy_left_in(self._fn, args, kwargs)) is not None:
             del cache[compiled:]  # (the next call compiles, and is refused, again)
             self._entries_seen[id(jfn)] = len(cache)
+            where, is_argument = leak
             raise NotImplementedError(
-                f"fusion_alias: the function stores a tensor into its argument {where} (a list or dict it was "
-                "given): not supported. Thunder 0.2.6 leaves a TensorProxy there instead of the tensor, and "
+                f"fusion_alias: the function stores a tensor into "
+                + (f"its argument {where} (a list or dict it was given)" if is_argument else
+                   f"{where}, which outlives the call")
+                + ": not supported. Thunder 0.2.6 leaves a TensorProxy there instead of the tensor, and "
                 "later calls do not run the store at all, so the caller would silently keep the stale entry "
                 "(torch.optim's functional sgd with momentum_buffer_list=[None] loses its momentum). Return "
                 "the tensor instead, or create it before the call")
@@ -329,30 +333,6 @@ class AliasSpecializedFunction:
     def compiled_structures(self) -> int:
         """How many input alias structures have been compiled for."""
         return len(self._jitted)
-
-
-def proxy_left_in(args: tuple, kwargs: dict) -> str | None:
-    """Where a list or dict among the arguments holds a ``TensorProxy`` after the call (``args[2][0]``),
-    or None. Note: Thunder's interpreter runs a store into an argument's container on the real
-    container while tracing, with the proxy it traced, and never on a cached call."""
-    def walk(x, where: str, depth: int):
-        if isinstance(x, TensorProxy):
-            return where
-        if depth > 4:
-            return None
-        items = x.items() if isinstance(x, dict) else enumerate(x) if isinstance(x, (list, tuple)) else ()
-        for k, v in items:
-            if (found := walk(v, f"{where}[{k!r}]", depth + 1)) is not None:
-                return found
-        return None
-
-    for i, a in enumerate(args):
-        if isinstance(a, (list, tuple, dict)) and (found := walk(a, f"args[{i}]", 0)) is not None:
-            return found
-    for k, v in kwargs.items():
-        if isinstance(v, (list, tuple, dict)) and (found := walk(v, k, 0)) is not None:
-            return found
-    return None
 
 
 def _mark_non_differentiable(result, flags):
