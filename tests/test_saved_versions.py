@@ -93,6 +93,20 @@ def _logsumexp_then_write_(x, w):  # logsumexp saves its input and result
     return lse
 
 
+def _norm_then_write_(x, w):  # norm saves its input and result (a clip-by-norm, then an in-place scale)
+    h = x @ w
+    n = h.norm(dim=-1, keepdim=True)
+    h.mul_(0.5)
+    return n
+
+
+def _rms_norm_then_residual_(x, w):  # rms_norm saves its input
+    h = x @ w
+    y = F.rms_norm(h, (4,))
+    h += 1
+    return y
+
+
 def _unbind_write(x, w):  # T55
     h = x @ w
     r0, r1, r2 = h.unbind(0)
@@ -164,6 +178,8 @@ REJECTED = [
     (_leaky_relu_elu_inplace, _four, "leaky_relu_ saves"),
     (_leaky_relu_then_residual_, _four, "leaky_relu saves"),
     (_logsumexp_then_write_, _four, "logsumexp saves"),
+    (_norm_then_write_, _four, "norm saves"),
+    (_rms_norm_then_residual_, _four, "rms_norm saves"),
     (_unbind_write, _four, "returns several views"),
     (_chunk_write, _four, "returns several views"),
     (_split_view_write, _four, "returns several views"),
@@ -353,7 +369,8 @@ def _eager_op(name, positions, ranks):
         "div": lambda x: x / 2, "add": lambda x: x + 1, "sub": lambda x: x - 1, "gelu": F.gelu, "silu": F.silu, "softplus": F.softplus,
         "leaky_relu": lambda x: F.leaky_relu(x, 0.1), "elu": F.elu, "hardtanh": F.hardtanh, "mish": F.mish,
         "hardswish": F.hardswish, "logsumexp": lambda x: torch.logsumexp(x, -1),
-        "prod": lambda x: x.prod(-1), "cumprod": lambda x: x.cumprod(-1),
+        "prod": lambda x: x.prod(-1), "cumprod": lambda x: x.cumprod(-1), "norm": lambda x: x.norm(dim=-1),
+        "rms_norm": lambda x: F.rms_norm(x, (4,)),
         "leaky_relu_": lambda x: F.leaky_relu(x, 0.1, inplace=True), "elu_": lambda x: F.elu(x, inplace=True),
     }
     if name.startswith("einsum:"):

@@ -105,7 +105,8 @@ _entries("layer_norm", (0, 2, 3), (2, 1, 1), ((0, (0, 2, 3)), (2, (0, 2, 3)), (3
 # ``group_norm`` saves its input only when that is contiguous (else a copy): left out.
 _entries("leaky_relu elu hardtanh mish hardswish atan", (0,), _ANY, _IN)
 _entries("leaky_relu_ elu_ tan", (0,), _ANY, _OUT)
-_entries("logsumexp prod cumprod", (0,), _ANY, (("out", (0,)), (0, (0,))))
+_entries("logsumexp prod cumprod norm", (0,), _ANY, (("out", (0,)), (0, (0,))))
+_entries("rms_norm", (0,), _ANY, _IN)
 
 
 def saves_of(name: str, args) -> tuple:
