@@ -13,8 +13,8 @@ from fusion_alias import context
 from fusion_alias.autograd_functionalize import FunctionalizeForAutograd, WrittenInputs, write_back
 from fusion_alias.backends.reference import SCHEDULES
 from fusion_alias.executor import BACKENDS, AliasInputError, executor
-from fusion_alias.argument_stores import proxy_left_in, refuse_store
 from fusion_alias.guard import guard_key
+from fusion_alias.leaked_proxies import proxy_left_in, refuse_leak
 from fusion_alias.refusals.inplace_ops import _traced_program
 
 # Note [the guard covers every tensor the program reads]
@@ -294,10 +294,10 @@ class AliasSpecializedFunction:
             self._last = jfn
             if len(cache) != self._entries_seen[id(jfn)]:
                 self._guard_new_entries(jfn, ctx, args, kwargs, needs_grad)
-        if len(cache) != compiled and (where := proxy_left_in(args, kwargs)) is not None:
+        if len(cache) != compiled and (leak := proxy_left_in(self._fn, args, kwargs)) is not None:
             del cache[compiled:]  # (the next call compiles, and is refused, again)
             self._entries_seen[id(jfn)] = len(cache)
-            refuse_store(where)
+            refuse_leak(*leak)
         return result
 
     @staticmethod

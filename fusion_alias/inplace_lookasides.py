@@ -220,11 +220,14 @@ def proxy_method(proxy: TensorProxy, name: str):
 
 
 def _leaky_relu_(a, negative_slope: float = 0.01):
-    return _as_inplace(a, ltorch.leaky_relu(a, negative_slope), "leaky_relu_")
+    """``F.leaky_relu_``: traced as ``F.leaky_relu(a, inplace=True)`` is, one symbol that writes ``a``, so
+    refusals/saved_versions.py sees eager's ``leaky_relu_`` (it saves its result, not ``a`` before the write)."""
+    return ltorch.leaky_relu(a, negative_slope, True)
 
 
 def _elu_(a, alpha: float = 1.0):
-    return _as_inplace(a, ltorch.elu(a, alpha), "elu_")
+    """``F.elu_``: as ``F.elu(a, inplace=True)`` (see ``_leaky_relu_``)."""
+    return ltorch.elu(a, alpha, True)
 
 
 def _dropout(a, p: float = 0.5, training: bool = True, inplace: bool = False):

@@ -216,6 +216,68 @@ def test_a_tensor_entry_replaced_in_an_argument_is_refused(fn, make):
         fusion_alias.jit(fn, backend="reference")(torch.ones(3), make())
 
 
+class _DynamicCache(torch.nn.Module):  # a KV cache that grows by appending, as Hugging Face's DynamicCache
+    def __init__(self):
+        super().__init__()
+        self.past = []
+
+    def forward(self, k):
+        self.past.append(k * 2)
+        return torch.cat(self.past, 0).sum(0)
+
+
+_GLOBAL_KEPT = []
+
+
+def _appends_to_a_global(k):
+    _GLOBAL_KEPT.append(k * 2)
+    return k + 1
+
+
+def _closure_appender():
+    box = []
+
+    def f(k):
+        box.append(k * 2)
+        return k + 1
+    return f
+
+
+@pytest.mark.parametrize("make, where", [
+    (_DynamicCache, r"the module attribute past\[0\]"),
+    (lambda: _appends_to_a_global, r"the global _GLOBAL_KEPT\[0\]"),
+    (_closure_appender, r"the closure variable box\[0\]"),
+], ids=["module-attribute-list", "global-list", "closure-list"])
+def test_a_tensor_stored_into_an_object_that_outlives_the_call_is_refused(make, where):
+    # leaked_proxies.py, Note [a tensor stored into an object that outlives the call]: Thunder left its
+    # proxy in self.past and never appended again: [2, 4, 6] where eager returns [2, 6, 12] (hostile probe 13)
+    fn = make()
+    fn(torch.ones(1, 2))  # eager appends
+    _GLOBAL_KEPT.clear()
+    jitted = fusion_alias.jit(make(), backend="reference")
+    for _ in range(2):  # refused on every call, not only the compiling one
+        with pytest.raises(NotImplementedError, match=f"stores a tensor into {where}, which outlives the call"):
+            jitted(torch.ones(1, 2))
+    _GLOBAL_KEPT.clear()
+
+
+def test_a_module_with_lists_of_tensors_only_read_runs():
+    class Reads(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.past = [torch.ones(1, 2), torch.full((1, 2), 3.0)]
+
+        def forward(self, k):
+            self.past[0].add_(k)  # written in place: no new tensor stored
+            return torch.cat(self.past, 0).sum(0) + k
+
+    me, mj = Reads(), Reads()
+    jitted = fusion_alias.jit(mj, backend="reference")
+    for c in range(3):
+        torch.testing.assert_close(jitted(torch.full((1, 2), float(c))), me(torch.full((1, 2), float(c))))
+        torch.testing.assert_close(mj.past, me.past)
+
+
 @pytest.mark.parametrize("fn", [lambda x: x.unfold(-1, 2, 2) * 1, lambda x: torch.Tensor.unfold(x, 1, 1, 1) + 0],
                          ids=["method", "function"])
 def test_tensor_unfold_is_refused(fn):

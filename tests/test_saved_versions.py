@@ -3,6 +3,7 @@
 error, each eager-valid neighbour runs and matches eager on every schedule, and the table of what each
 op saves for the backward is re-derived in eager."""
 
+import inspect
 import itertools
 
 import pytest
@@ -73,6 +74,39 @@ def _mul_self_(x):  # x.mul_(x): mul saves its operand, then writes it
     return h
 
 
+def _leaky_relu_elu_inplace(x, w):  # hostile13 M20: nn.LeakyReLU(inplace=True) then nn.ELU(inplace=True)
+    h = F.leaky_relu(x @ w, 0.1, inplace=True)  # saves its result
+    return F.elu(h, inplace=True)
+
+
+def _leaky_relu_then_residual_(x, w):  # leaky_relu saves its input, += writes it
+    h = x @ w
+    y = F.leaky_relu(h, 0.1)
+    h += 1
+    return y
+
+
+def _logsumexp_then_write_(x, w):  # logsumexp saves its input and result
+    h = x @ w
+    lse = torch.logsumexp(h, -1, keepdim=True)
+    h.sub_(1)
+    return lse
+
+
+def _norm_then_write_(x, w):  # norm saves its input and result (a clip-by-norm, then an in-place scale)
+    h = x @ w
+    n = h.norm(dim=-1, keepdim=True)
+    h.mul_(0.5)
+    return n
+
+
+def _rms_norm_then_residual_(x, w):  # rms_norm saves its input
+    h = x @ w
+    y = F.rms_norm(h, (4,))
+    h += 1
+    return y
+
+
 def _unbind_write(x, w):  # T55
     h = x @ w
     r0, r1, r2 = h.unbind(0)
@@ -141,6 +175,11 @@ REJECTED = [
     (_nograd_update_of_saved_param, _param_inputs, "mul saves"),
     (_kv_cache_write_after_attend, _kv_inputs, "einsum saves"),
     (_mul_self_, _one, "mul_ saves"),
+    (_leaky_relu_elu_inplace, _four, "leaky_relu_ saves"),
+    (_leaky_relu_then_residual_, _four, "leaky_relu saves"),
+    (_logsumexp_then_write_, _four, "logsumexp saves"),
+    (_norm_then_write_, _four, "norm saves"),
+    (_rms_norm_then_residual_, _four, "rms_norm saves"),
     (_unbind_write, _four, "returns several views"),
     (_chunk_write, _four, "returns several views"),
     (_split_view_write, _four, "returns several views"),
@@ -269,6 +308,22 @@ def _tensor_split_write(x, w):  # tensor_split's outputs may be written (checked
     return h
 
 
+def _hardtanh_inplace_then_write(x, w):  # hardtanh_ saves nothing eager checks (unlike hardtanh)
+    h = F.hardtanh(x @ w, inplace=True)
+    h.mul_(2)
+    return h
+
+
+def _leaky_relu_inplace_then_linear(x, w):  # nn.Sequential(Linear, LeakyReLU(inplace=True), Linear)
+    return F.leaky_relu(x @ w, 0.1, inplace=True) @ w
+
+
+def _functional_leaky_relu_elu_(x, w):  # F.leaky_relu_ / F.elu_ save their results, not their inputs
+    h = x @ w
+    F.leaky_relu_(h, 0.1)
+    return F.elu_(h * 2) @ w
+
+
 def _select_write(x, w):  # a plain view
     h = x @ w
     h[1].mul_(2)
@@ -291,6 +346,9 @@ NEIGHBOURS = [
     (_unbind_nograd_write, _four),
     (_tensor_split_write, _four),
     (_select_write, _four),
+    (_hardtanh_inplace_then_write, _four),
+    (_leaky_relu_inplace_then_linear, _four),
+    (_functional_leaky_relu_elu_, _four),
 ]
 
 
@@ -309,6 +367,11 @@ def _eager_op(name, positions, ranks):
         "sum": lambda x: x.sum(-1), "mean": lambda x: x.mean(-1), "var": lambda x: x.var(-1),
         "pow": lambda x: x ** 2, "clamp": lambda x: x.clamp(-0.5, 0.5), "mul": lambda x: x * 2,
         "div": lambda x: x / 2, "add": lambda x: x + 1, "sub": lambda x: x - 1, "gelu": F.gelu, "silu": F.silu, "softplus": F.softplus,
+        "leaky_relu": lambda x: F.leaky_relu(x, 0.1), "elu": F.elu, "hardtanh": F.hardtanh, "mish": F.mish,
+        "hardswish": F.hardswish, "logsumexp": lambda x: torch.logsumexp(x, -1),
+        "prod": lambda x: x.prod(-1), "cumprod": lambda x: x.cumprod(-1), "norm": lambda x: x.norm(dim=-1),
+        "rms_norm": lambda x: F.rms_norm(x, (4,)),
+        "leaky_relu_": lambda x: F.leaky_relu(x, 0.1, inplace=True), "elu_": lambda x: F.elu(x, inplace=True),
     }
     if name.startswith("einsum:"):
         eq = name.split(":", 1)[1]
@@ -389,7 +452,10 @@ def test_the_table_names_thunder_symbols():
 
     from fusion_alias.inplace_lookasides import _OUT_OF_PLACE
 
-    names = {s.name for s in vars(ltorch).values() if isinstance(s, Symbol)} | set(_OUT_OF_PLACE)  # (and fusion_alias's own)
+    symbols = [s for s in vars(ltorch).values() if isinstance(s, Symbol)]
+    names = {s.name for s in symbols} | set(_OUT_OF_PLACE)  # (and fusion_alias's own)
+    # F.elu(x, inplace=True) traces as elu with a copy_: saved_versions names it elu_
+    names |= {s.name + "_" for s in symbols if "inplace" in inspect.signature(s.meta).parameters}
     missing = sorted({k[0] for k in SAVED_FOR_BACKWARD if not k[0].startswith("einsum:")} - names)
     assert not missing, missing
 

@@ -100,6 +100,13 @@ _entries("linear", (0, 1, 2), (3, 2, 1), ((1, (0,)),))
 for _eq, _ranks in (("ij,jk->ik", (2, 2)), ("btd,bd->bt", (3, 2)), ("bt,btd->bd", (2, 3))):
     _entries(f"einsum:{_eq}", (1, 2), _ranks, ((1, (2,)), (2, (1,))))
 _entries("layer_norm", (0, 2, 3), (2, 1, 1), ((0, (0, 2, 3)), (2, (0, 2, 3)), (3, (0, 2, 3))))
+# activations and reductions of real models (hostile13: nn.LeakyReLU/ELU(inplace=True), then a write into
+# what they saved). An activation with ``inplace=True`` is named with ``_`` (its result is saved).
+# ``group_norm`` saves its input only when that is contiguous (else a copy): left out.
+_entries("leaky_relu elu hardtanh mish hardswish atan", (0,), _ANY, _IN)
+_entries("leaky_relu_ elu_ tan", (0,), _ANY, _OUT)
+_entries("logsumexp prod cumprod norm", (0,), _ANY, (("out", (0,)), (0, (0,))))
+_entries("rms_norm", (0,), _ANY, _IN)
 
 
 def saves_of(name: str, args) -> tuple:

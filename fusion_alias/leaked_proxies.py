@@ -1,0 +1,96 @@
+"""Where a traced program left a ``TensorProxy`` in a Python object that outlives the call.
+
+Note [a tensor stored into an object that outlives the call]
+-------------------------------------------------------------
+Thunder's interpreter runs a store into a Python container or attribute the program reaches (an
+argument's list, a module's list attribute, a closure's or a global's list) on the real object while
+tracing, with the proxy it traced, and a cached call never runs the store again. So after::
+
+    class DynCache(nn.Module):          # a dynamic KV cache, as Hugging Face's DynamicCache grows
+        def forward(self, k):
+            self.past.append(k * 2)
+            return torch.cat(self.past, 0).sum(0)
+
+three calls leave ``self.past == [TensorProxy]`` and return ``[2, 4, 6]`` where eager keeps three
+tensors and returns ``[2, 6, 12]`` (hostile probe 13; hostile probe 12 found it for a list argument:
+functional ``torch.optim.sgd`` lost its momentum). ``proxy_left_in`` looks, after a call that compiled,
+in the arguments, the attributes of the module called (and its submodules), and the closure cells and
+referenced globals of the function (or of the module's ``forward``), through lists, tuples and dicts a
+few levels deep; ``api`` refuses the call when it finds one.
+"""
+
+from __future__ import annotations
+
+import torch
+from thunder.core.proxies import TensorProxy
+
+_DEPTH = 4
+
+
+def _walk(x, where: str, depth: int) -> str | None:
+    if isinstance(x, TensorProxy):
+        return where
+    if depth > _DEPTH:
+        return None
+    items = x.items() if isinstance(x, dict) else enumerate(x) if isinstance(x, (list, tuple)) else ()
+    for k, v in items:
+        if (found := _walk(v, f"{where}[{k!r}]", depth + 1)) is not None:
+            return found
+    return None
+
+
+def _outliving(fn):
+    """(description, object) for what ``fn`` reaches besides its arguments: module attributes (not
+    parameters, buffers or submodules: Thunder handles those), closure cells, referenced globals."""
+    code_owner = fn
+    if isinstance(fn, torch.nn.Module):
+        for path, module in fn.named_modules():
+            for name, value in vars(module).items():
+                if not name.startswith("_"):
+                    yield f"the module attribute {(path + '.' if path else '') + name}", value
+        code_owner = type(fn).forward
+    code = getattr(code_owner, "__code__", None)
+    if code is None:
+        return
+    for name, cell in zip(code.co_freevars, getattr(code_owner, "__closure__", None) or ()):
+        try:
+            yield f"the closure variable {name}", cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+    scope = getattr(code_owner, "__globals__", {})
+    for name in code.co_names:
+        if name in scope:
+            yield f"the global {name}", scope[name]
+
+
+def proxy_in_arguments(args: tuple, kwargs: dict) -> str | None:
+    """Where a list or dict among the arguments holds a ``TensorProxy`` (``args[1][0]``), or None."""
+    for i, a in enumerate(args):
+        if isinstance(a, (list, tuple, dict)) and (found := _walk(a, f"args[{i}]", 0)) is not None:
+            return found
+    for k, v in kwargs.items():
+        if isinstance(v, (list, tuple, dict)) and (found := _walk(v, k, 0)) is not None:
+            return found
+    return None
+
+
+def proxy_left_in(fn, args: tuple, kwargs: dict) -> tuple[str, bool] | None:
+    """(where, whether it is an argument) for the first ``TensorProxy`` left after a call (Note [a tensor
+    stored into an object that outlives the call]), or None."""
+    if (found := proxy_in_arguments(args, kwargs)) is not None:
+        return found, True
+    for what, value in _outliving(fn):
+        if isinstance(value, (TensorProxy, list, tuple, dict)) and (found := _walk(value, "", 0)) is not None:
+            return what + found, False
+    return None
+
+
+def refuse_leak(where: str, is_argument: bool) -> None:
+    """Raise for a tensor stored at ``where`` (Note [a tensor stored into an object that outlives the call])."""
+    raise NotImplementedError(
+        "fusion_alias: the function stores a tensor into "
+        + (f"its argument {where} (a list or dict it was given)" if is_argument else f"{where}, which outlives the call")
+        + ": not supported. Thunder 0.2.6 leaves a TensorProxy there instead of the tensor, and "
+        "later calls do not run the store at all, so the caller would silently keep the stale entry "
+        "(torch.optim's functional sgd with momentum_buffer_list=[None] loses its momentum). Return "
+        "the tensor instead, or create it before the call")
