@@ -127,10 +127,16 @@ def test_where_with_a_number_keeps_a_zero_dim_tensors_dtype():
             torch.testing.assert_close(g, w)
 
 
+def _setitem_ellipsis_true(x):
+    y = x * 1
+    y[..., True] = -1.0  # (with gradients it wrote y[..., 1] only: fuzz seed 19918 #16)
+    return y
+
+
 @pytest.mark.parametrize("requires_grad", [False, True])
 @pytest.mark.parametrize("fn", [lambda x: x[True] * 1, lambda x: x[:, False] * 1, lambda x: x[[True, False]] * 1,
-                                lambda x: x[..., True] * 1, lambda x: x[True, 0] * 1],
-                         ids=["true", "false-column", "bool-list", "ellipsis-true", "true-then-int"])
+                                lambda x: x[..., True] * 1, lambda x: x[True, 0] * 1, _setitem_ellipsis_true],
+                         ids=["true", "false-column", "bool-list", "ellipsis-true", "true-then-int", "setitem"])
 def test_indexing_with_a_python_bool_is_refused(fn, requires_grad):
     # refusals/bool_keys.py, Note [getitem with a bool key is refused]: x[True] * 1 gave row 1 (hostile
     # probe 12); with gradients, Thunder's autodiff decomposed the getitem before the pass saw it, and

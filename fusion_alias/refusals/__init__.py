@@ -43,6 +43,8 @@ from fusion_alias.refusals.writes import _check_writes
 
 __all__ = ["AliasInputError", "check_refusals"]
 
+_INDEXING = frozenset({"getitem", "setitem_", "__setitem__"})  # (the key is their second argument)
+
 
 def check_refusals(
     trace,
@@ -76,7 +78,7 @@ def check_refusals(
     )
     traced = (original or trace).bound_symbols
     for b in traced:
-        if b.sym.name == "getitem":
+        if b.sym.name in _INDEXING:
             refuse_bool_key(b)  # (with gradients, Thunder's autodiff decomposed it before the pass)
     dtype_rules.check_inplace_dtypes(traced)
     dtype_rules.check_op_dtypes(traced)
