@@ -18,7 +18,7 @@ CLASS_PIECES = {
                   r"\.copy_\(", r"\.view\(torch\.u?int8\)"),
     "int_ops": (r"addcmul", r"addcdiv", r"lerp", r"- \(\w+ > 0\)|sub_\(\w+ > 0\)"),
     "memory_format": (r"\.to\(memory_format=", r"\.contiguous\(memory_format=torch\.channels_last\)"),
-    "bool_key": (r"\[True\]", r"\[:, False\]"),
+    "bool_key": (r"\[True\]", r"\[:, False\]", r"\[\w+(\.t\(\))? > 0\] = ", r"masked_fill_\("),
     "unfold": (r"\.unfold\(\d", r"functional\.unfold"),
     "store": (r"\.append\(", r"\['k'\] = |\['new'\] = "),
     "index_put": (r"index_put_\(", r"\[torch\.tensor\(\[\d, \d\]\)\] = "),
@@ -43,6 +43,7 @@ def test_every_class_is_generated_with_its_statements():
     dtypes = {d for p in ps for _, d in p.dtypes}
     assert {"int8", "uint8", "int16"} <= dtypes
     assert any(".permute(0, 3, 1, 2)" in e for p in ps for _, e in p.args)  # a channels_last argument
+    assert {d for p in ps if edge_class(p) == "memory_format" for _, d in p.dtypes}  # not only float32
     assert all(p.refusals == REFUSALS[edge_class(p)] for p in ps)
 
 

@@ -15,9 +15,10 @@ Note [one class per program, and the refusals it may get]
         int_ops        integer addcmul/addcdiv/lerp, x - bool tensor    addcmul's float value
                        (eager raises or truncates)                      ("casts the value")
         memory_format  to(memory_format=), contiguous(channels_last)    to(memory_format=);
-                       of inputs and intermediates, then writes         contiguous() of a layout
-                                                                        made inside the program
-        bool_key       x[True], x[:, False], x[True] = v                indexing with a Python bool
+                       of inputs and intermediates (f32, f16, bf16,     contiguous() of a layout
+                       int8, uint8), then writes (through views too)    made inside the program
+        bool_key       x[True], x[:, False], x[True] = v; a third of    indexing with a Python bool
+                       the programs: x[x > 0] = v, masked_fill_ (run)
         unfold         Tensor.unfold (reads; writes with step >= size)  Tensor.unfold
                        and F.unfold (must run)
         store          l.append(t), l[0] = t, d["k"] = t into a list    a tensor stored into
@@ -29,9 +30,10 @@ Note [one class per program, and the refusals it may get]
                        broadcast_tensors(y, y)[0].add_(1)               value
 
     With ``--grad`` the refusals of calls that compute gradients (docs/limits.md, Autograd)
-    are documented for every class. The lists of list/dict arguments are compared after
+    are documented for every class. The entries of list/dict arguments are compared after
     the call like the arguments themselves (oracle.py), so a store that ran but was lost
-    shows as a mismatch, not as a pass.
+    shows as a mismatch, not as a pass. A raise plain ``thunder.jit`` makes too stays
+    "unsupported by Thunder" whatever the class.
 """
 
 from __future__ import annotations
@@ -88,6 +90,9 @@ def edges_inputs(rng: random.Random) -> dict:
     elif cls == "memory_format":
         n, c, h, w = _NCHW
         bases = [("x0", (n, h, w, c) if rng.random() < 0.6 else _NCHW)]
+        dtype = rng.choices(("float32", "float16", "bfloat16", "int8", "uint8"), (6, 1, 1, 1, 1))[0]
+        if dtype != "float32":  # (small dtypes in channels_last copies and views)
+            dtypes.append(("x0", dtype))
         args = [("a", "x0.permute(0, 3, 1, 2)" if bases[0][1] != _NCHW else "x0")]
         if rng.random() < 0.4:
             args.append(("b", "x0"))  # the base itself (NHWC view of the same memory, or the same tensor)
@@ -109,13 +114,15 @@ class EdgesGen(_Gen):
         super().__init__(rng, env, names)
         self.cls = "small_int"  # the program's class: ``configure``
         self.lists = [v for v, t in env.items() if isinstance(t, (list, dict))]
-        self.functional_unfold = False
+        self.functional_unfold = self.masks_only = False
 
     def configure(self, p) -> None:
         """Take the class drawn with the program's inputs (``edges_inputs``)."""
         self.cls = edge_class(p)
         # a third of the unfold programs use F.unfold only: a Tensor.unfold gets the whole program refused
         self.functional_unfold = self.cls == "unfold" and self.rng.random() < 0.35
+        # ... and a third of the bool_key programs use bool tensor masks only
+        self.masks_only = self.cls == "bool_key" and self.rng.random() < 0.35
 
     def dtype(self, v: str) -> str:
         return str(self.env[v].dtype).removeprefix("torch.")
@@ -241,6 +248,13 @@ class EdgesGen(_Gen):
         x = self.pick(writable=True)
         t = self.fresh()
         nd = self.env[x].dim()
+        if self.masks_only:  # the neighbours: bool tensor masks, which must run (x[mask] reads: Thunder lacks them)
+            v = rng.choice(("0.5", "-1.0"))
+            if rng.random() < 0.5 and nd:
+                mask = ", ".join(rng.choice(("True", "False")) for _ in range(self.shape(x)[0]))
+                return Stmt(f"{x}[torch.tensor([{mask}])] = {v}", writes=x)
+            w = rng.choice((x, f"{x}.t()" if nd == 2 else x))
+            return Stmt(rng.choice((f"{w}[{w} > 0] = {v}", f"{w}.masked_fill_({w} < 0, {v})")), reads=(x,), writes=x)
         key = rng.choice(("[True]", "[False]", "[True, 0]" if nd else "[True]", "[:, True]" if nd else "[True]",
                           "[:, False]" if nd else "[False]", "[..., True]"))
         kind = rng.choice(("read", "view", "write", "setitem"))
@@ -326,9 +340,15 @@ class EdgesGen(_Gen):
         if kind == "broadcast":
             return Stmt(f"torch.broadcast_tensors({x}, {x})[{rng.choice((0, 1))}].{rng.choice(('add_(1.0)', 'mul_(2.0)'))}",
                         reads=(x,), writes=x)
-        if _overlaps(self.env[x], self.env[y]) or tuple(torch.broadcast_shapes(self.shape(x), self.shape(y))) != self.shape(x):
+        if _overlaps(self.env[x], self.env[y]) or not self._broadcasts_into(y, x):
             y = x
         return Stmt(f"torch.broadcast_tensors({x}, {y})[0].add_(1.0)", reads=(x,), writes=x)
+
+    def _broadcasts_into(self, v: str, x: str) -> bool:
+        try:
+            return tuple(torch.broadcast_shapes(self.shape(v), self.shape(x))) == self.shape(x)
+        except RuntimeError:
+            return False
 
     def bad_inplace(self) -> list[Stmt]:
         """A statement of the class that eager rejects (overflowing fills, integer lerp/addcdiv, a bool
