@@ -247,3 +247,15 @@ def test_fuzz_fusion_alias_edges_bounded():
     msgs = "\n\n".join(f"{f.status} [{f.schedule}]\n{f.repro}\n{f.detail}" for f in report.failures)
     assert not report.failures, msgs
     assert report.ok > 0 and report.unsupported, report.summary()
+
+
+def test_thunders_inconsistent_trace_is_thunders_whether_plain_thunder_returns_or_raises():
+    """A TraceShapeError (fusion_alias names Thunder's wrong 0-d gradient) counts as unsupported by Thunder when
+    plain thunder.jit returns a wrong value or raises an error of its own on the same program (seed 19930 #3,
+    --grad: RuntimeError "expand: the requested shape has too few dimensions!"); plain Thunder right: a failure."""
+    p, _, _ = PLANTED["small_int"]
+    detail = ("call 1 (forward) raised fusion_alias.region_plan.TraceShapeError:\n"
+              "fusion_alias.region_plan.TraceShapeError: fusion_alias: Thunder's trace broadcasts t37")
+    plain_raises = ("jit-raised", "call 1 (forward) raised builtins.RuntimeError:\nRuntimeError: expand: ...")
+    for plain, want in ((plain_raises, "thunder"), (("mismatch", "value 0 differs"), "thunder"), (("ok", ""), None)):
+        assert _expected_raise(p, "reads-first", detail, "fusion_alias", None, {p.name: plain}) == want, plain
