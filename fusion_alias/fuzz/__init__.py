@@ -28,7 +28,11 @@ input that requires grad, writes through ``diagonal()`` with gradients, which
 must be refused, a write under grad mode then one under no_grad read by the loss
 after the call, a running statistic of ``x.detach()`` kept across calls; Note
 [training calls in the fuzzer], gen_train.py and oracle.py), drawn among the
-others only with ``--grad``. A raise of the jitted call that eager does not make is a failure
+others only with ``--grad``; ``edges`` (one class per program of those hand probes
+found: int8/uint8/int16, integer addcmul/lerp, memory formats, Python bool keys,
+``Tensor.unfold``, stores into list/dict arguments, ``index_put`` with gradients,
+foreach/``broadcast_tensors`` aliasing; a refusal counts only where the class
+documents it: Note [one class per program, and the refusals it may get], gen_edges.py). A raise of the jitted call that eager does not make is a failure
 unless plain ``thunder.jit`` raises the same or fusion_alias refuses clearly
 (Note [what a raise of the jitted call counts as], driver.py).
 
@@ -63,8 +67,8 @@ Modules (the path of one fuzz case, in order):
 
 * ``program``   -- the data model: ``Stmt``, ``Program``.
 * ``generator`` -- ``generate_program(seed, index)``: picks a generator, grows the body against eager runs.
-* ``gen_basic``, ``gen_dtype``, ``gen_layout``, ``gen_aliasing``, ``gen_strided``, ``gen_fresh`` -- the
-  generators' inputs and statements; ``gen_train`` -- whole programs of the training-call classes.
+* ``gen_basic``, ``gen_dtype``, ``gen_layout``, ``gen_aliasing``, ``gen_strided``, ``gen_fresh``, ``gen_edges``
+  -- the generators' inputs and statements; ``gen_train`` -- whole programs of the training-call classes.
 * ``hazard``    -- eager statement-by-statement runs: memory overlap, ``has_alias_hazard``.
 * ``source``    -- rendering hidden-tensor holders, inputs per call, body and jit as Python source.
 * ``oracle``    -- the ``check`` driver (eager vs jitted, per schedule), ``run_program``.

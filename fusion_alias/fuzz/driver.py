@@ -8,6 +8,7 @@ import time
 import traceback
 from typing import Callable, Sequence
 
+from fusion_alias.fuzz.gen_edges import GRAD_REFUSALS
 from fusion_alias.fuzz.generator import generate_program
 from fusion_alias.fuzz.hazard import has_alias_hazard
 from fusion_alias.fuzz.oracle import SCHEDULES, MakeJit, _is_unsupported, exception_type, repro_source, run_program
@@ -33,14 +34,16 @@ class Failure:
 #     When eager returns and the jitted call raises, the raise is one of:
 #       * unsupported by Thunder: plain ``thunder.jit`` raises the same exception
 #         type on the same program (Thunder 0.2.6 has no Tensor.fill_diagonal_),
-#         or returns a wrong value where fusion_alias names
+#         or returns a wrong value or raises where fusion_alias names
 #         Thunder's inconsistent trace (``TraceShapeError``, Note [Thunder's wrong
 #         0-d gradients]): reported, not a failure of fusion_alias;
 #       * refused: fusion_alias's own clear refusal (an AliasInputError or
 #         NotImplementedError saying what is not supported): reported, not a failure;
-#       * an unexpected error (any other exception, or a refusal claiming eager
-#         rejects the program when eager did not): a FAILURE, shrunk and printed
-#         like a wrong value, unless ``allow_jit_errors``.
+#       * an unexpected error (any other exception, a refusal claiming eager
+#         rejects the program when eager did not ("eager PyTorch rejects this
+#         too"), or a refusal of a program whose ``refusals`` (gen_edges.py) do not
+#         list it): a FAILURE, shrunk and printed like a wrong value, unless
+#         ``allow_jit_errors``.
 #     ``strict`` makes all three fail.
 
 
@@ -233,10 +236,36 @@ def _expected_raise(p: Program, schedule: str, detail: str, system: str, make_ji
     status, thunder_detail = _plain_thunder(p, schedule, cache)
     if status == "jit-raised" and exception_type(thunder_detail) == exception_type(detail):
         return "thunder"
-    if status == "mismatch" and (exception_type(detail) or "").endswith("TraceShapeError"):
-        # Note [Thunder's wrong 0-d gradients] (lowering.py): Thunder's own wrong gradient, named
+    if status in ("mismatch", "jit-raised") and (exception_type(detail) or "").endswith("TraceShapeError"):
+        # Note [Thunder's wrong 0-d gradients] (lowering.py): Thunder's own wrong gradient, named; plain
+        # thunder.jit returns it, or fails on the same trace with an error of its own (seed 19930 #3, --grad:
+        # "expand: the requested shape has too few dimensions!")
         return "thunder"
-    return "refused" if _is_refusal(detail) else None
+    if not _is_refusal(detail) or _claims_eager_rejects(detail):
+        return None
+    return "refused" if _documented_refusal(p, detail) else None
+
+
+def _message(detail: str) -> str:
+    lines = [ln for ln in detail.strip().splitlines() if ln.strip()]
+    return (lines[-1] if lines else "").lower()
+
+
+def _claims_eager_rejects(detail: str) -> bool:
+    """A refusal saying eager PyTorch rejects the program, of a call eager ran: a false claim, so an
+    unexpected error (Note [what a raise of the jitted call counts as])."""
+    return "eager pytorch rejects this too" in _message(detail)
+
+
+def _documented_refusal(p: Program, detail: str) -> bool:
+    """Whether a refusal is one ``p`` may get: any clear one, or where ``p.refusals`` lists the documented
+    refusals of its class, one whose message holds a piece of them (with --grad also those of calls
+    that compute gradients). Note [one class per program, and the refusals it may get] (gen_edges.py)."""
+    if p.refusals is None:
+        return True
+    allowed = p.refusals + (GRAD_REFUSALS if p.grad else ())
+    message = _message(detail)
+    return any(piece in message for piece in allowed)
 
 
 # fusion_alias.AliasInputError and its subclasses (the traceback names the class raised)

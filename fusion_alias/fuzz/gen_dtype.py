@@ -1,5 +1,5 @@
-"""The dtype generator: bases of float16, bfloat16, float64, int32, int64, bool,
-complex64 (and float32), with integer division and in-place type promotion.
+"""The dtype generator: bases of float16, bfloat16, float64, int32, int64, int8, uint8,
+int16, bool, complex64 (and float32), with integer division and in-place type promotion.
 
 Note [in-place type promotion]
     An in-place op computes in the promoted type of its operands and casts the
@@ -35,8 +35,8 @@ import torch
 from fusion_alias.fuzz.gen_basic import _alias_expr, _Gen, _index_expr
 from fusion_alias.fuzz.program import PARAM_NAMES, Stmt
 
-DTYPES = ("float16", "bfloat16", "float64", "int32", "int64", "bool", "complex64", "float32")
-_DTYPE_WEIGHTS = (2, 2, 1, 3, 2, 2, 1, 2)
+DTYPES = ("float16", "bfloat16", "float64", "int32", "int64", "bool", "complex64", "float32", "int8", "uint8", "int16")
+_DTYPE_WEIGHTS = (2, 2, 1, 3, 2, 2, 1, 2, 1, 1, 1)
 _SHAPES = ((4, 6), (4, 4), (6,), (2, 3, 4), (1, 6))
 _INT = ("int32", "int64", "uint8", "int8", "int16")
 _FLOAT = ("float16", "bfloat16", "float32", "float64")

@@ -22,13 +22,13 @@ from typing import Sequence
 
 import torch
 
-from fusion_alias.fuzz import gen_aliasing, gen_dtype, gen_fresh, gen_layout, gen_strided, gen_train
+from fusion_alias.fuzz import gen_aliasing, gen_dtype, gen_edges, gen_fresh, gen_layout, gen_strided, gen_train
 from fusion_alias.fuzz.gen_basic import _gen_inputs, _Gen
 from fusion_alias.fuzz.hazard import _exec_stmt, _ill_defined, eager_env
 from fusion_alias.fuzz.program import GENERATORS, Program, Stmt
 
 # relative frequency of each generator when several are enabled
-_WEIGHTS = {"basic": 3, "dtype": 2, "layout": 2, "hidden": 2, "calls": 2, "strided": 1, "fresh": 1, "train": 4}
+_WEIGHTS = {"basic": 3, "dtype": 2, "layout": 2, "hidden": 2, "calls": 2, "strided": 1, "fresh": 1, "train": 4, "edges": 1}
 # drawn among others only in gradient mode (alone, with ``generators=("train",)``, in either mode): the
 # streams without --grad stay the ones of the fuzzer before it existed
 _GRAD_ONLY = ("train",)
@@ -49,6 +49,7 @@ _MAKERS = {
     "calls": (gen_aliasing.calls_inputs, _Gen, 1.0),
     "strided": (gen_strided.strided_inputs, gen_strided.StridedGen, 2.0),
     "fresh": (gen_fresh.fresh_inputs, gen_fresh.FreshGen, 1.0),
+    "edges": (gen_edges.edges_inputs, gen_edges.EdgesGen, 6.0),
 }
 
 
@@ -99,6 +100,8 @@ def _grow(p: Program, rng: random.Random, gen_class: type, max_stmts: int, error
     inputs = [v for v in env if isinstance(env[v], torch.Tensor)]
     live = [True] * len(envs)  # variants whose eager run has not raised yet
     gen = gen_class(rng, env, list(inputs))
+    if hasattr(gen, "configure"):  # a generator that grows around a class drawn with the inputs (gen_edges)
+        gen.configure(p)
     stmts: list[Stmt] = []
     n = rng.randint(2, max_stmts)
     attempts = 0

@@ -79,8 +79,22 @@ def _assert_close(got, want):
         kw = dict(rtol=tol, atol=tol) if tol else {{}}
         try:
             torch.testing.assert_close(g, w, equal_nan=True, **kw)
-        except AssertionError as e:
+        except (AssertionError, TypeError, ValueError) as e:  # (TypeError: a stored proxy, not a tensor)
             raise AssertionError(f"value {{i}}: {{e}}") from None
+
+
+def _stored(args):
+    """The entries of the list and dict arguments, after the call: per container its keys (as codes)
+    and its values in key order (a value that is not a tensor fails the comparison)."""
+    out = []
+    for a in args:
+        if isinstance(a, list):
+            out += [torch.tensor(len(a))] + [v.detach() if isinstance(v, torch.Tensor) else v for v in a]
+        elif isinstance(a, dict):
+            keys = sorted(a)
+            out += [torch.tensor([sum(map(ord, str(k))) for k in keys])]
+            out += [a[k].detach() if isinstance(a[k], torch.Tensor) else a[k] for k in keys]
+    return out
 
 
 def _qualname(e):
@@ -108,7 +122,9 @@ def _run(fn, variant, state=None):
                 out = _as_list(fn(*args))
         else:
             out = _as_list(fn(*args))
-        args = [a for a in args if isinstance(a, torch.Tensor)]  # an attribute holder's tensors are hidden ones
+        # an attribute holder's tensors are hidden ones; a list or dict argument's entries are compared
+        # (after the tensors): Note [one class per program, and the refusals it may get] (gen_edges.py)
+        args = [a for a in args if isinstance(a, torch.Tensor)] + _stored(args)
     except Exception as e:  # noqa: BLE001 - any exception counts as a rejection
         return None, bases, args, hidden, None, e, "forward", None
     if CHECK_REQUIRES_GRAD:

@@ -23,7 +23,10 @@ CONSTANTS = (0.5, -0.25, 2.0, 0.75, -1.5, 0.125)
 #           writes through diagonal() with gradients (refused), a write under grad mode then one under
 #           no_grad read by the loss after the call, a running statistic of x.detach() over several steps;
 #           drawn by default only with --grad (Note [training calls in the fuzzer])
-GENERATORS = ("basic", "dtype", "layout", "hidden", "calls", "strided", "fresh", "train")
+#   edges   the classes of the session-11 probes (gen_edges.py): int8/uint8/int16, integer addcmul/lerp,
+#           memory formats, Python bool keys, Tensor.unfold, stores into list/dict arguments, index_put
+#           of values that require grad, foreach/broadcast_tensors aliasing; refusals only as documented
+GENERATORS = ("basic", "dtype", "layout", "hidden", "calls", "strided", "fresh", "train", "edges")
 # how a float base is made with --grad (Program.base_grad; absent: "nonleaf", ``x_leaf * 1``)
 BASE_GRAD_KINDS = ("nonleaf", "leaf", "none")
 
@@ -94,6 +97,10 @@ class Program:
     loss_reads_args: bool = False  # the loss also reads the arguments that require grad, after the call
     carried: tuple[str, ...] = ()  # bases made on the first call and passed again (mutated) on every later one
     check_requires_grad: bool = False  # requires_grad of outputs, arguments and bases compared with eager
+    # Note [one class per program, and the refusals it may get] (gen_edges.py): None, any clear refusal of
+    # fusion_alias counts as refused; a tuple, only one whose message holds one of these (lowercase) pieces
+    refusals: tuple[str, ...] | None = None
+    tags: tuple[tuple[str, str], ...] = ()  # (key, value) a generator records (gen_edges: its class)
 
     @property
     def params(self) -> tuple[str, ...]:

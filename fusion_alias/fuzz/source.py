@@ -33,6 +33,8 @@ def _base_source(name: str, shape: tuple[int, ...], dtype: str, grad: bool, how:
         value = f"{rand} * 2 - 1"
     elif dtype in FLOAT_DTYPES:
         value = f"({rand} * 2 - 1).to(torch.{dtype})"
+    elif dtype == "uint8":  # (no negative values: 0..16, so a subtraction wraps around)
+        value = f"torch.randint(0, 17, {shape!r}, generator=g, dtype=torch.uint8)"
     elif dtype in _INT_DTYPES:
         value = f"torch.randint(-8, 9, {shape!r}, generator=g, dtype=torch.{dtype})"
     elif dtype == "bool":
