@@ -26,7 +26,7 @@ from thunder.core.trace import TraceCtx, TraceProvenance
 from thunder.extend import FusionExecutor, register_executor
 import thunder.core.prims as prims
 
-from fusion_alias import context, foreach_lookasides, inplace_lookasides, ops, pipeline
+from fusion_alias import context, dropped_attributes, foreach_lookasides, inplace_lookasides, ops, pipeline
 from fusion_alias.refusals.bool_keys import refuse_bool_key
 from fusion_alias.aliasing import forget_flattened
 from fusion_alias.backends import compiled as _compiled_backend, reference as _reference_backend
@@ -364,4 +364,5 @@ def make_callable(spec, backend: str, schedule: str):
 executor = FusionAliasExecutor()
 inplace_lookasides.register(executor)  # fill_, broadcasting copy_, sigmoid_, ... (Thunder 0.2.6 lacks them)
 foreach_lookasides.register(executor)  # torch._foreach_* as one op per tensor
+dropped_attributes.register(executor)  # attributes set in forward, which Thunder drops: refused
 register_executor(executor)

@@ -267,6 +267,41 @@ def test_a_tensor_stored_into_an_object_that_outlives_the_call_is_refused(make, 
     _GLOBAL_KEPT.clear()
 
 
+class _KeepsLast(torch.nn.Module):  # attention maps kept for inspection, a cache rebound with torch.cat
+    def __init__(self):
+        super().__init__()
+        self.last = None
+        self.kv = torch.zeros(0, 2)
+
+    def forward(self, k):
+        self.last = k * 2
+        self.kv = torch.cat([self.kv, k[None]], 0)
+        return k + self.kv.sum(0)
+
+
+class _CountsCalls(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def forward(self, k):
+        self.calls += 1
+        return k * 2
+
+
+@pytest.mark.parametrize("make", [_KeepsLast, _CountsCalls], ids=["tensor-attributes", "int-counter"])
+def test_an_attribute_set_in_forward_is_refused(make):
+    # dropped_attributes.py, Note [an attribute set in forward is dropped]: Thunder dropped the store,
+    # so three calls returned [2, 4, 6] where eager returns [2, 5, 9] (hostile probe 13)
+    eager = make()
+    for c in range(3):
+        eager(torch.full((2,), float(c + 1)))  # eager runs it
+    jitted = fusion_alias.jit(make(), backend="reference")
+    for _ in range(2):
+        with pytest.raises(NotImplementedError, match="sets the attribute"):
+            jitted(torch.ones(2))
+
+
 def test_a_module_with_lists_of_tensors_only_read_runs():
     class Reads(torch.nn.Module):
         def __init__(self):

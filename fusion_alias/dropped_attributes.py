@@ -1,0 +1,73 @@
+"""Attributes the program sets on an object that outlives the call, which Thunder 0.2.6 drops: refused.
+
+Note [an attribute set in forward is dropped]
+---------------------------------------------
+Thunder's interpreter records ``self.x = v`` on an object the program reaches (the module called, an
+argument, a global) as a store into the object's ``__dict__``, and turns such stores into the
+epilogue's ``pack_attr`` only where the object has a proxy of its own; for the module being called
+it has none, and the store is dropped without a word (``jit_ext.process_recorded_modifications``)::
+
+    class Last(nn.Module):
+        def forward(self, k):
+            self.last = k * 2                              # attention maps kept for inspection
+            self.kv = torch.cat([self.kv, k[None]], 0)     # a cache rebound at each step
+            return k + self.kv.sum(0)
+
+Three calls return ``[2, 4, 6]`` (plain ``thunder.jit`` too) where eager returns ``[2, 5, 9]``;
+``self.last`` stays None (hostile probe 13). While fusion_alias's executor compiles, the same
+function first looks for such stores and raises, naming the attribute. Stores Thunder does carry
+out (buffers, attributes of objects with a proxy) and stores into objects made during the call go
+on as before.
+"""
+
+from __future__ import annotations
+
+from thunder.core import jit_ext
+from thunder.core.compile_data import get_compile_data
+from thunder.core.interpreter import PseudoInst
+
+
+def _dropped_stores(ctx) -> list[str]:
+    """The attribute names the recorded modifications set through an object's ``__dict__`` that
+    Thunder will drop (the object has no proxy)."""
+    dropped = []
+    for modified, modifications in ctx._additional_outputs.items():
+        if not isinstance(modified.value, dict):
+            continue
+        prov = modified.provenance
+        inputs = getattr(prov, "inputs", None) or ()
+        if prov.inst is not PseudoInst.LOAD_ATTR or len(inputs) < 2:
+            continue
+        if inputs[1].inst is not PseudoInst.CONSTANT or inputs[1].value != "__dict__":
+            continue
+        if hasattr(inputs[0], "proxy"):
+            continue  # (an object with a proxy: Thunder's epilogue sets the attribute)
+        for inst, *args in modifications:
+            if inst == PseudoInst.STORE_SUBSCR:
+                dropped.append(str(args[1].value))
+    return dropped
+
+
+def register(executor) -> None:
+    """Check the recorded stores before Thunder processes them, in compilations with ``executor``
+    (Note [an attribute set in forward is dropped])."""
+    original = jit_ext.process_recorded_modifications
+    if getattr(original, "_fusion_alias_checked", False):
+        return
+
+    def process_recorded_modifications(ctx, epilogue_trace):
+        compile_data = get_compile_data()
+        if compile_data is not None and executor in compile_data.executors_list:
+            dropped = _dropped_stores(ctx)
+            if dropped:
+                names = ", ".join(sorted(set(dropped)))
+                raise NotImplementedError(
+                    f"fusion_alias: the function sets the attribute(s) {names} of an object that outlives the call "
+                    "(the module called, or an object it was given): not supported. Thunder 0.2.6 drops such an "
+                    "assignment without an error (the module keeps its old value, and later calls read it). "
+                    "Return the value instead, keep it in a registered buffer (register_buffer, then "
+                    "self.buf.copy_(v) or self.buf[...] = v), or set it outside the jitted function")
+        return original(ctx, epilogue_trace)
+
+    process_recorded_modifications._fusion_alias_checked = True
+    jit_ext.process_recorded_modifications = process_recorded_modifications
