@@ -70,6 +70,22 @@ def converts_dtype(bsym) -> bool:
 
 _CONVERSION_MODULES = frozenset({"Tensor", "torch", "thunder.torch"})
 
+# ``F.unfold`` (im2col) and ``F.fold`` (col2im) always write a new contiguous tensor. Their symbols are
+# named ``unfold``/``fold``, and ``unfold`` is also the name of a view (``Tensor.unfold``, which
+# fusion_alias refuses before it reaches a trace: inplace_lookasides.py), so the name alone read
+# ``F.unfold``'s result as a possible view of its input: a reshape of it in a program that writes was
+# refused as of a layout fusion_alias cannot tell (fuzz seeds 19919 #23, 19902 #12).
+_FUNCTIONAL_FRESH = frozenset({"unfold", "fold"})
+
+
+def is_functional_fold(bsym) -> bool:
+    """Whether ``bsym`` is ``torch.nn.functional.unfold``/``fold``, met whole: new, contiguous memory."""
+    sym = bsym.sym
+    if sym.id in ("torch.nn.functional.unfold", "torch.nn.functional.fold"):
+        return True
+    module = getattr(getattr(sym, "module", None), "__name__", None)
+    return sym.name in _FUNCTIONAL_FRESH and module == "torch.nn.functional"
+
 
 # Note [indexing with a tensor copies]
 # ------------------------------------
