@@ -15,9 +15,9 @@ it has none, and the store is dropped without a word (``jit_ext.process_recorded
 
 Three calls return ``[2, 4, 6]`` (plain ``thunder.jit`` too) where eager returns ``[2, 5, 9]``;
 ``self.last`` stays None (hostile probe 13). While fusion_alias's executor compiles, the same
-function first looks for such stores and raises, naming the attribute. Stores Thunder does carry
-out (buffers, attributes of objects with a proxy) and stores into objects made during the call go
-on as before.
+function first looks for such stores into objects reached from what the call was given, and raises,
+naming the attribute. Stores Thunder does carry out (buffers, attributes of objects with a proxy) and
+stores into objects of the call's own (``torch.enable_grad()`` keeps ``self.prev``) go on as before.
 """
 
 from __future__ import annotations
@@ -42,10 +42,21 @@ def _dropped_stores(ctx) -> list[str]:
             continue
         if hasattr(inputs[0], "proxy"):
             continue  # (an object with a proxy: Thunder's epilogue sets the attribute)
+        if not _reached_from_an_input(inputs[0]):
+            continue  # (``torch.enable_grad()``'s ``self.prev``: an object of the call's own)
         for inst, *args in modifications:
             if inst == PseudoInst.STORE_SUBSCR:
                 dropped.append(str(args[1].value))
     return dropped
+
+
+def _reached_from_an_input(provenance) -> bool:
+    """Whether an object's provenance starts at what the call was given (the function or module, its
+    arguments, and through them its globals): an object that outlives the call. A context manager the
+    program makes (``with torch.enable_grad():`` sets ``self.prev``) starts at a constant."""
+    while provenance.inputs:
+        provenance = provenance.inputs[0]
+    return provenance.inst.name.startswith("INPUT")
 
 
 def register(executor) -> None:
