@@ -114,6 +114,12 @@ def _batch_norm_then_residual_(x, w, b, rm, rv):  # hostile13 M14: batch_norm sa
     return y
 
 
+def _running_mean_written_after_batch_norm(x, w, b, rm, rv):  # batch_norm saves running_mean
+    y = F.batch_norm(x * 1, rm, rv, w, b, True)
+    rm.zero_()
+    return y
+
+
 def _layer_norm_4d_then_write_(x, w, b, rm, rv):  # layer_norm without weight saves its input
     h = x * 2
     y = F.layer_norm(h, (3,))
@@ -204,6 +210,7 @@ REJECTED = [
     (_rms_norm_then_residual_, _four, "rms_norm saves"),
     (_batch_norm_then_residual_, _norm_inputs, "batch_norm saves"),
     (_layer_norm_4d_then_write_, _norm_inputs, "layer_norm saves"),
+    (_running_mean_written_after_batch_norm, _norm_inputs, "batch_norm saves"),
     (_unbind_write, _four, "returns several views"),
     (_chunk_write, _four, "returns several views"),
     (_split_view_write, _four, "returns several views"),
@@ -379,6 +386,10 @@ def _batch_norm_eval_then_write_not_differentiated(x, w, b, rm, rv):  # its back
     return h
 
 
+def _batch_norm_twice_on_the_same_stats(x, w, b, rm, rv):  # its running-stat update bumps no version
+    return F.batch_norm(F.batch_norm(x, rm, rv, w, b, True) * 2, rm, rv, w, b, True)
+
+
 NEIGHBOURS = [
     (_add_saves_nothing, _one),
     (_mul_by_number_saves_nothing, _one),
@@ -402,6 +413,7 @@ NEIGHBOURS = [
     (_write_then_batch_norm, _norm_inputs),
     (_batch_norm_of_clone_then_write, _norm_inputs),
     (_batch_norm_eval_then_write_not_differentiated, _norm_inputs),
+    (_batch_norm_twice_on_the_same_stats, _norm_inputs),
 ]
 
 

@@ -108,7 +108,8 @@ _entries("leaky_relu_ elu_ tan", (0,), _ANY, _OUT)
 _entries("logsumexp prod cumprod norm", (0,), _ANY, (("out", (0,)), (0, (0,))))
 _entries("rms_norm", (0,), _ANY, _IN)
 # normalization layers (hostile13 M14). ``batch_norm`` saves the same in training and eval, in
-# training its running stats as updated by its own write (that write is not a later one). Its Thunder
+# training its running stats as updated by its own write (that write bumps no version: a second
+# BatchNorm call on the same stats runs; a user's write into them raises). Its Thunder
 # positions: input 0, running_mean 1, running_var 2, weight 3, bias 4. ``group_norm`` saves its weight
 # in every layout (its input: see above). ``instance_norm`` saves only its input, and only when that is
 # contiguous: left out. ``layer_norm`` saves its input, weight and bias.
@@ -278,9 +279,12 @@ def _live_ops(bsyms, memory, flows: dict) -> set:
 
 
 def _written(b, memory) -> tuple[list, bool]:
-    """The tensors ``b`` writes in place, and whether it writes its first argument (an in-place op:
-    ``add_``, ``F.relu(h, inplace=True)``, ``setitem``) rather than only others: ``batch_norm`` in
-    training writes its running stats, not its input."""
+    """The tensors ``b`` writes in place that bump eager's version counters, and whether it writes its
+    first argument (an in-place op: ``add_``, ``F.relu(h, inplace=True)``, ``setitem``) rather than
+    only others. ``batch_norm`` in training updates its running stats without a version bump (checked
+    in eager: ``rm._version`` stays 0), so a BatchNorm called twice in one forward runs: none."""
+    if b.sym.name == "batch_norm":
+        return [], False
     if b.sym.id is prims.PrimIDs.COPY_:
         return ([b.args[1]] if isinstance(b.args[1], TensorProxy) else []), True
     copies = copies_in(b) if b.subsymbols else ()
