@@ -223,7 +223,7 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
             if what != "out" and any(requires(args[p]) for p in needs if isinstance(args[p], TensorProxy))
         ]
         if of_self:  # saved before the op's own write: x.mul_(x) raises
-            saves.extend(_Save(memory(args[w]), len(writes.get(memory(args[w]), ())), i, name, args[w].name) for w, _ in arg_saves)
+            saves.extend(_saves_now(arg_saves, args, memory, writes, i, name))
         for t in written:
             if grad and t.name in multi and (requires(t) or differentiable):
                 _refuse_multi_output_write(name, t.name)
@@ -231,8 +231,8 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
             writes.setdefault(k, []).append((i, name))
             if differentiable and of_self:  # (batch_norm's running stats do not carry a gradient)
                 rg_memory.add(k)
-        if not of_self:  # saved after the op's own writes: batch_norm's updated running stats
-            saves.extend(_Save(memory(args[w]), len(writes.get(memory(args[w]), ())), i, name, args[w].name) for w, _ in arg_saves)
+        if not of_self:  # saved after the op's own writes (of other arguments)
+            saves.extend(_saves_now(arg_saves, args, memory, writes, i, name))
         if not of_self and differentiable and b.sym not in views:
             for o in outs:
                 if o.name not in detached:
@@ -255,6 +255,13 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
     for s in stale:
         if s.index in live:
             _refuse_stale_save(s, writes[s.memory][s.at])
+
+
+def _saves_now(arg_saves, args, memory, writes: dict, index: int, name: str) -> list:
+    """A ``_Save`` of each saved argument, at the number of writes its memory has had so far."""
+    return [
+        _Save(memory(args[w]), len(writes.get(memory(args[w]), ())), index, name, args[w].name) for w, _ in arg_saves
+    ]
 
 
 def _live_ops(bsyms, memory, flows: dict) -> set:
