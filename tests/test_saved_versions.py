@@ -107,6 +107,26 @@ def _rms_norm_then_residual_(x, w):  # rms_norm saves its input
     return y
 
 
+def _batch_norm_then_residual_(x, w, b, rm, rv):  # hostile13 M14: batch_norm saves its input
+    h = x * 1
+    y = F.batch_norm(h, rm, rv, w, b, True)
+    h += 1
+    return y
+
+
+def _running_mean_written_after_batch_norm(x, w, b, rm, rv):  # batch_norm saves running_mean
+    y = F.batch_norm(x * 1, rm, rv, w, b, True)
+    rm.zero_()
+    return y
+
+
+def _layer_norm_4d_then_write_(x, w, b, rm, rv):  # layer_norm without weight saves its input
+    h = x * 2
+    y = F.layer_norm(h, (3,))
+    h.mul_(0.5)
+    return y
+
+
 def _unbind_write(x, w):  # T55
     h = x @ w
     r0, r1, r2 = h.unbind(0)
@@ -159,6 +179,14 @@ def _kv_inputs(grad=True):
     return make
 
 
+def _norm_inputs(grad=True):
+    def make():
+        x, w, b = _rnd(2, 4, 3, seed=1), _rnd(4, seed=2), _rnd(4, seed=3)
+        leaves = [t.requires_grad_(grad) for t in (x, w, b)]
+        return (leaves if grad else []), [x, w, b, torch.zeros(4), torch.ones(4)]
+    return make
+
+
 def _one(grad=True):
     def make():
         x = _rnd(3, 5, seed=1).requires_grad_(grad)
@@ -180,6 +208,9 @@ REJECTED = [
     (_logsumexp_then_write_, _four, "logsumexp saves"),
     (_norm_then_write_, _four, "norm saves"),
     (_rms_norm_then_residual_, _four, "rms_norm saves"),
+    (_batch_norm_then_residual_, _norm_inputs, "batch_norm saves"),
+    (_layer_norm_4d_then_write_, _norm_inputs, "layer_norm saves"),
+    (_running_mean_written_after_batch_norm, _norm_inputs, "batch_norm saves"),
     (_unbind_write, _four, "returns several views"),
     (_chunk_write, _four, "returns several views"),
     (_split_view_write, _four, "returns several views"),
@@ -330,6 +361,35 @@ def _select_write(x, w):  # a plain view
     return h
 
 
+def _exp_then_batch_norm(x, w, b, rm, rv):  # batch_norm writes its running stats, not its input
+    h = x.exp()
+    return F.batch_norm(h, rm, rv, w, b, True) * h
+
+
+def _write_then_batch_norm(x, w, b, rm, rv):
+    h = x * 1
+    h += 1
+    return F.batch_norm(h, rm, rv, w, b, True)
+
+
+def _batch_norm_of_clone_then_write(x, w, b, rm, rv):
+    h = x * 1
+    y = F.batch_norm(h.clone(), rm, rv, w, b, True)
+    h += 1
+    return y, h
+
+
+def _batch_norm_eval_then_write_not_differentiated(x, w, b, rm, rv):  # its backward never runs
+    h = x * 1
+    F.batch_norm(h, rm, rv, w, b, False)
+    h += 1
+    return h
+
+
+def _batch_norm_twice_on_the_same_stats(x, w, b, rm, rv):  # its running-stat update bumps no version
+    return F.batch_norm(F.batch_norm(x, rm, rv, w, b, True) * 2, rm, rv, w, b, True)
+
+
 NEIGHBOURS = [
     (_add_saves_nothing, _one),
     (_mul_by_number_saves_nothing, _one),
@@ -349,6 +409,11 @@ NEIGHBOURS = [
     (_hardtanh_inplace_then_write, _four),
     (_leaky_relu_inplace_then_linear, _four),
     (_functional_leaky_relu_elu_, _four),
+    (_exp_then_batch_norm, _norm_inputs),
+    (_write_then_batch_norm, _norm_inputs),
+    (_batch_norm_of_clone_then_write, _norm_inputs),
+    (_batch_norm_eval_then_write_not_differentiated, _norm_inputs),
+    (_batch_norm_twice_on_the_same_stats, _norm_inputs),
 ]
 
 
@@ -378,6 +443,8 @@ def _eager_op(name, positions, ranks):
         ins = eq.split("->")[0].split(",")
         sizes = {"i": 3, "j": 4, "k": 5, "b": 2, "t": 3, "d": 4}
         return (lambda a, b: torch.einsum(eq, a, b)), [tuple(sizes[c] for c in s) for s in ins]
+    if name in ("batch_norm", "group_norm", "layer_norm") and ranks is None:
+        return _eager_norm(name, positions)
     if positions == (0,):
         if name in unary:
             fn = unary[name]
@@ -401,14 +468,51 @@ def _eager_op(name, positions, ranks):
     return getattr(torch, name), [(3, 4), (3, 4)]
 
 
-def _raises(fn, shapes, requiring, candidate, transposed):
+_NCHW, _C = (2, 4, 3, 5), (4,)
+
+
+def _eager_norm(name, positions):
+    """A normalization op's eager function over its tensor arguments (in Thunder's positions), their
+    shapes, and the positions that never require grad (running stats). batch_norm: one function per
+    mode (training, and eval where it has running stats), as the table holds for both."""
+    if name == "batch_norm":
+        stats = {(0,): (), (0, 3, 4): (), (0, 1, 2): (1, 2), (0, 1, 2, 3, 4): (1, 2)}[positions]
+
+        def mode(training):
+            def fn(*ts):
+                got = dict(zip(positions, ts))
+                return F.batch_norm(got[0], got.get(1), got.get(2), got.get(3), got.get(4), training)
+            return fn
+        fns = [mode(True), mode(False)] if stats else [mode(True)]
+        return fns, [_NCHW] + [_C] * (len(positions) - 1), {positions.index(p) for p in stats}
+    if name == "group_norm":
+        return (lambda x, w, b: F.group_norm(x, 2, w, b)), [_NCHW, _C, _C], set()
+    shapes = [_NCHW] + [(5,)] * (len(positions) - 1)
+    return (lambda x, *wb: F.layer_norm(x, (5,), *wb)), shapes, set()
+
+
+def _layouts(name, shapes):
+    """The layouts a save must hold in: contiguous, transposed, and channels_last for batch_norm and
+    layer_norm of a 4-d input (not group_norm: torch 2.9.1's CPU group_norm backward of a channels_last
+    input that requires no grad crashes the process; nor matmul of 4-d operands, which copies a
+    channels_last one: its table entry holds for the two layouts derived)."""
+    if len(shapes[0]) == 4 and name in ("batch_norm", "layer_norm"):
+        return ("contiguous", "transposed", "channels_last")
+    return ("contiguous", "transposed")
+
+
+def _raises(fn, shapes, requiring, candidate, layout):
+    transposed = layout == "transposed"
+
     def make(i, s):
         t = _rnd(*s, seed=i).double()
         if transposed and len(s) >= 2:
             t = t.mT.contiguous().mT
+        if layout == "channels_last" and len(s) == 4:
+            t = t.contiguous(memory_format=torch.channels_last)
         if i in requiring:  # a non-leaf that requires grad, in the same layout
             leaf = t.detach().mT.clone().requires_grad_(True) if transposed and len(s) >= 2 else t.detach().clone().requires_grad_(True)
-            t = (leaf * 1).mT if transposed and len(s) >= 2 else leaf * 1
+            t = (leaf * 1).mT if transposed and len(s) >= 2 else leaf * 1  # (* keeps channels_last)
         return t
     ts = [make(i, s) for i, s in enumerate(shapes)]
     out = fn(*ts)
@@ -427,19 +531,22 @@ def _raises(fn, shapes, requiring, candidate, transposed):
 def test_the_table_matches_eager(key):
     name, positions, ranks = key
     saves = SAVED_FOR_BACKWARD[key]
-    fn, shapes = _eager_op(name, positions, ranks)
+    fn, shapes, *no_grad = _eager_op(name, positions, ranks)
+    no_grad = no_grad[0] if no_grad else set()
+    fns = fn if isinstance(fn, list) else [fn]
     n = len(shapes)
     inplace = name.endswith("_")
     candidates = ["out"] + list(range(1 if inplace else 0, n))
+    layouts = _layouts(name, shapes)
     for k in range(1, n + 1):
-        for requiring in itertools.combinations(range(n), k):
+        for requiring in itertools.combinations([i for i in range(n) if i not in no_grad], k):
             for candidate in candidates:
                 want = any(
                     (what == candidate if what == "out" else positions.index(what) == candidate)
                     and any(positions.index(p) in requiring for p in needs)
                     for what, needs in saves
                 )
-                got = [_raises(fn, shapes, set(requiring), candidate, t) for t in (False, True)]
+                got = [_raises(f, shapes, set(requiring), candidate, t) for f in fns for t in layouts]
                 if want:  # a save the check relies on raises in every layout
                     assert all(got), (key, requiring, candidate, got)
                 else:  # and the table misses none that does

@@ -107,6 +107,21 @@ _entries("leaky_relu elu hardtanh mish hardswish atan", (0,), _ANY, _IN)
 _entries("leaky_relu_ elu_ tan", (0,), _ANY, _OUT)
 _entries("logsumexp prod cumprod norm", (0,), _ANY, (("out", (0,)), (0, (0,))))
 _entries("rms_norm", (0,), _ANY, _IN)
+# normalization layers (hostile13 M14). ``batch_norm`` saves the same in training and eval, in
+# training its running stats as updated by its own write (that write bumps no version: a second
+# BatchNorm call on the same stats runs; a user's write into them raises). Its Thunder
+# positions: input 0, running_mean 1, running_var 2, weight 3, bias 4. ``group_norm`` saves its weight
+# in every layout (its input: see above). ``instance_norm`` saves only its input, and only when that is
+# contiguous: left out. ``layer_norm`` saves its input, weight and bias.
+_AFFINE = (0, 3, 4)
+_entries("batch_norm", (0, 1, 2, 3, 4), _ANY, tuple((p, _AFFINE) for p in (0, 1, 2, 3)))
+_entries("batch_norm", (0, 1, 2), _ANY, ((0, (0,)), (1, (0,)), (2, (0,))))
+_entries("batch_norm", (0, 3, 4), _ANY, ((0, _AFFINE), (3, _AFFINE)))
+_entries("batch_norm", (0,), _ANY, _IN)
+_entries("group_norm", (0, 2, 3), _ANY, ((2, (0, 2, 3)),))
+_entries("layer_norm", (0,), _ANY, _IN)
+_entries("layer_norm", (0, 2), _ANY, ((0, (0, 2)), (2, (0, 2))))
+_entries("layer_norm", (0, 2, 3), _ANY, ((0, (0, 2, 3)), (2, (0, 2, 3)), (3, (0, 2, 3))))
 
 
 def saves_of(name: str, args) -> tuple:
@@ -199,22 +214,26 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
         name = b.sym.name
         if b.sym.name == "detach" or (b.sym in views and args and getattr(args[0], "name", None) in detached):
             detached.update(o.name for o in outs)
-        if copies:
+        written, of_self = _written(b, memory)
+        if of_self:
             name = name if name.endswith("_") else name + "_"  # F.relu(h, inplace=True) is relu_
         saved = saves_of(name, args) if differentiable else ()
-        for what, needs in saved:
-            if what != "out" and any(requires(args[p]) for p in needs if isinstance(args[p], TensorProxy)):
-                saves.append(_Save(memory(args[what]), len(writes.get(memory(args[what]), ())), i, name, args[what].name))
-        if copies:
-            written = args[1] if b.sym.id is prims.PrimIDs.COPY_ else args[0]
-            if isinstance(written, TensorProxy):
-                if grad and written.name in multi and (requires(written) or differentiable):
-                    _refuse_multi_output_write(name, written.name)
-                k = memory(written)
-                writes.setdefault(k, []).append((i, name))
-                if differentiable:
-                    rg_memory.add(k)
-        elif differentiable and b.sym not in views:
+        arg_saves = [
+            (what, needs) for what, needs in saved
+            if what != "out" and any(requires(args[p]) for p in needs if isinstance(args[p], TensorProxy))
+        ]
+        if of_self:  # saved before the op's own write: x.mul_(x) raises
+            saves.extend(_saves_now(arg_saves, args, memory, writes, i, name))
+        for t in written:
+            if grad and t.name in multi and (requires(t) or differentiable):
+                _refuse_multi_output_write(name, t.name)
+            k = memory(t)
+            writes.setdefault(k, []).append((i, name))
+            if differentiable and of_self:  # (batch_norm's running stats do not carry a gradient)
+                rg_memory.add(k)
+        if not of_self:  # saved after the op's own writes (of other arguments)
+            saves.extend(_saves_now(arg_saves, args, memory, writes, i, name))
+        if not of_self and differentiable and b.sym not in views:
             for o in outs:
                 if o.name not in detached:
                     rg_memory.add(memory(o))
@@ -238,6 +257,13 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
             _refuse_stale_save(s, writes[s.memory][s.at])
 
 
+def _saves_now(arg_saves, args, memory, writes: dict, index: int, name: str) -> list:
+    """A ``_Save`` of each saved argument, at the number of writes its memory has had so far."""
+    return [
+        _Save(memory(args[w]), len(writes.get(memory(args[w]), ())), index, name, args[w].name) for w, _ in arg_saves
+    ]
+
+
 def _live_ops(bsyms, memory, flows: dict) -> set:
     """The top-level indices whose backward runs (Note [tensors saved for the backward, then
     written]): a reverse walk over memories, from the returned tensors."""
@@ -252,15 +278,30 @@ def _live_ops(bsyms, memory, flows: dict) -> set:
         if not flows.get(i):
             continue
         b = bsyms[i]
-        touched = [memory(o) for o in tensor_outs(b)]
-        if copies_in(b) or b.sym.id is prims.PrimIDs.COPY_:
-            written = b.args[1] if b.sym.id is prims.PrimIDs.COPY_ else b.args[0]
-            if isinstance(written, TensorProxy):
-                touched.append(memory(written))
+        touched = [memory(o) for o in tensor_outs(b)] + [memory(t) for t in _written(b, memory)[0]]
         if any(k in live for k in touched):
             found.add(i)
             live.update(memory(a) for a in proxy_args(b) if isinstance(a, TensorProxy))
     return found
+
+
+def _written(b, memory) -> tuple[list, bool]:
+    """The tensors ``b`` writes in place that bump eager's version counters, and whether it writes its
+    first argument (an in-place op: ``add_``, ``F.relu(h, inplace=True)``, ``setitem``) rather than
+    only others. ``batch_norm`` in training updates its running stats without a version bump (checked
+    in eager: ``rm._version`` stays 0), so a BatchNorm called twice in one forward runs: none."""
+    if b.sym.name == "batch_norm":
+        return [], False
+    if b.sym.id is prims.PrimIDs.COPY_:
+        return ([b.args[1]] if isinstance(b.args[1], TensorProxy) else []), True
+    copies = copies_in(b) if b.subsymbols else ()
+    if not copies:
+        return [], False
+    first = b.args[0] if b.args and isinstance(b.args[0], TensorProxy) else None
+    into = [c.args[1] for c in copies if isinstance(c.args[1], TensorProxy)]
+    if first is not None and any(memory(t) == memory(first) for t in into):
+        return [first], True
+    return into, False
 
 
 def _refuse_stale_save(save: _Save, write) -> None:
