@@ -287,3 +287,18 @@ DROPOUT_NO_WRITE = {
 @pytest.mark.parametrize("fn", list(DROPOUT_NO_WRITE.values()), ids=list(DROPOUT_NO_WRITE))
 def test_inplace_dropout_that_eager_does_not_write(fn):
     assert_matches_eager(fn, _leaves(7))
+
+
+# eager's dropout with p == 1 multiplies by zero: inf and nan give nan, and the result keeps the input's
+# autograd history (a zero gradient); Thunder's gave zeros without history (hostile probe 14)
+@pytest.mark.parametrize("inplace", [False, True], ids=["out-of-place", "inplace"])
+def test_dropout_p1_multiplies_by_zero_as_eager(inplace):
+    def f(x):
+        h = x * 1
+        return torch.nn.functional.dropout(h, 1.0, True, inplace=inplace), h
+
+    x = torch.tensor([1.0, float("inf"), float("nan")])
+    for schedule in SCHEDULES:
+        got = fusion_alias.jit(f, backend="reference", schedule=schedule)(x)
+        torch.testing.assert_close(got, f(x), equal_nan=True)
+    assert_matches_eager(lambda w, r: f(w * r)[0] + r, _leaves(3))
