@@ -115,6 +115,14 @@ def test_self_copy_of_leaf_requiring_grad_is_rejected_as_eager_does(schedule):
         x = torch.tensor([1.0, 2.0], requires_grad=True)
         torch.testing.assert_close(fusion_alias.jit(fn, backend="reference", schedule=schedule)(x), fn(x.detach()))
 
+    def renamed(x):  # the grad-mode self-copy writes the no_grad one's result, a name flattening replaced
+        with torch.no_grad():
+            y = x.copy_(x)
+        return y.copy_(y) * 2
+
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        fusion_alias.jit(renamed, backend="reference", schedule=schedule)(torch.ones(2, requires_grad=True))
+
 
 def test_cache_counters_sum_over_alias_structures():
     import thunder

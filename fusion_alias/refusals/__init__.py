@@ -82,11 +82,11 @@ def check_refusals(
             refuse_bool_key(b)  # (with gradients, Thunder's autodiff decomposed it before the pass)
     dtype_rules.check_inplace_dtypes(traced)
     dtype_rules.check_op_dtypes(traced)
-    check_self_copies(traced, info, actual)  # (dropped from flat before _check_writes looks)
+    renamed_names = {v.proxy.name: p.name for v, p in renamed.items()}  # (flat's names for the traced ones)
+    check_self_copies(traced, info, actual, renamed_names)  # (dropped from flat before _check_writes looks)
     _check_writes(flat, info, actual, proxies, inplace_ops, grad_inputs, input_names)
     if saved_versions and torch.is_grad_enabled() and any(p.requires_grad for p in tensor_inputs):
-        check_saved_versions(trace.bound_symbols, info, tensor_inputs, input_groups,
-                             {v.proxy.name: p.name for v, p in renamed.items()})
+        check_saved_versions(trace.bound_symbols, info, tensor_inputs, input_groups, renamed_names)
         _check_index_put_gradients(trace.bound_symbols, info, {p.name for p in tensor_inputs if p.requires_grad})
     if grad_inputs:
         _check_index_put_gradients(flat, info, grad_inputs)
