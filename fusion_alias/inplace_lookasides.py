@@ -231,10 +231,22 @@ def _elu_(a, alpha: float = 1.0):
 
 
 def _dropout(a, p: float = 0.5, training: bool = True, inplace: bool = False):
-    """``F.dropout``: Thunder's, and with ``inplace=True`` (``nn.Dropout(inplace=True)``) its result stored
-    into ``a`` (the same numbers: Thunder's generator draws the mask either way)."""
-    result = ltorch.dropout(a, p, training)
+    """``F.dropout``: Thunder's (eager's product with zero for ``p == 1``), and with ``inplace=True``
+    (``nn.Dropout(inplace=True)``) its result stored into ``a`` (the same numbers: Thunder's generator draws
+    the mask either way)."""
+    if inplace and _dropout_leaves_input(a, p, training):
+        return a  # eager's dropout_ returns its input untouched: no write (no leaf or saved-tensor error either)
+    # eager's p == 1 is a product with zero (inf and nan give nan; a zero gradient): Thunder's gives zeros
+    # without autograd history (hostile probe 14)
+    drops_all = training and isinstance(p, (int, float)) and p == 1
+    result = ltorch.mul(a, 0) if drops_all else ltorch.dropout(a, p, training)
     return _as_inplace(a, result, "dropout_") if inplace else result
+
+
+def _dropout_leaves_input(a, p, training) -> bool:
+    """Whether eager's ``dropout_`` returns ``a`` without writing it: ``p == 0``, not training, or ``a`` empty
+    (``F.dropout(leaf, 0.0, inplace=True)`` runs in eager; a ``copy_`` would raise the leaf error)."""
+    return not training or (isinstance(p, (int, float)) and p == 0) or a.numel == 0
 
 
 def register(executor) -> None:

@@ -439,6 +439,16 @@ def _written_memory(trace, flat: list):
     return lambda name: find(name) in written_roots
 
 
+def _check_dtype_view(name: str, meta, dtype) -> None:
+    """Eager's error for ``view(dtype)`` of an input of ``meta``'s layout, if it raises one: a float32 ``(4,)``
+    viewed as int16 is ``(8,)``, not a shape view of 8 elements (hostile probe 14: it was refused, saying eager
+    rejects it)."""
+    try:
+        meta.view(dtype)
+    except RuntimeError as e:
+        raise ViewLayoutError(f"fusion_alias: {e} (view of {name} as {dtype}; eager PyTorch rejects this too)") from None
+
+
 def _check_views_of_inputs(top: list, actual: dict) -> None:
     """Raise eager's error for ``view()`` of an input whose layout cannot be viewed, used or not.
 
@@ -452,6 +462,9 @@ def _check_views_of_inputs(top: list, actual: dict) -> None:
         x, out = b.args[0], b.output
         t = actual.get(x.name)
         if t is None or not isinstance(out, TensorProxy):
+            continue
+        if out.dtype != x.dtype:  # x.view(torch.int16): eager's rule is on element sizes, asked of torch itself
+            _check_dtype_view(x.name, _meta_like(t), to_torch_dtype(out.dtype))
             continue
         shape = tuple(out.shape)
         if not _viewable(_meta_like(t), shape):

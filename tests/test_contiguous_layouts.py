@@ -174,3 +174,22 @@ def test_written_through_result_is_refused_not_lost():
     # eager: t0 becomes zeros through the alias; before the fix fusion_alias left t0 unchanged
     with pytest.raises(ViewLayoutError, match="not supported"):
         fusion_alias.jit(exp_mT_contig_write, backend="reference")(CM())
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_view_as_another_dtype_is_checked_as_eager_checks_it(schedule):
+    # hostile probe 14: x.view(torch.int16) of a float32 (4,) is (8,); it was refused as a shape view eager rejects
+    def fn(x):
+        x.view(torch.int16)[::2].bitwise_and_(0)
+        return x.view(torch.int16) * 1
+
+    jitted = fusion_alias.jit(fn, backend="reference", schedule=schedule)
+    for _ in range(2):
+        xe = torch.tensor([1.1, -2.3, 3.7, 4.9])
+        xj = xe.clone()
+        torch.testing.assert_close(jitted(xj), fn(xe))
+        torch.testing.assert_close(xj, xe)
+    with pytest.raises(RuntimeError, match="must be 1 to view Float as Short"):
+        fn(torch.randn(3, 4).T)
+    with pytest.raises(RuntimeError, match="must be 1 to view Float as Short"):
+        jitted(torch.randn(3, 4).T)

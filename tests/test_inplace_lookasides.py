@@ -272,3 +272,33 @@ def test_metadata_inplace_ops_are_left_to_thunder():
     # x.t_() changes the view, not the elements: it must not become a copy of x.t() into x
     with pytest.raises(AttributeError, match="t_"):
         fusion_alias.jit(lambda x: x.t_(), backend="reference")(torch.randn(3, 3))
+
+
+# eager's in-place dropout with p == 0 (or an empty input) returns the input untouched: no write, so
+# none of the write's errors (a leaf that requires grad, a tensor saved for the backward) (hostile probe 14)
+DROPOUT_NO_WRITE = {
+    "p0-leaf": (lambda w, r: torch.nn.functional.dropout(w, 0.0, True, inplace=True) * r),
+    "p0-after-sigmoid": (lambda w, r: torch.nn.functional.dropout(w.sigmoid(), 0.0, True, inplace=True) * r),
+    "nn.Dropout-p0-after-softmax": (lambda w, r: torch.nn.Dropout(0.0, inplace=True)(w.softmax(-1)) * r),
+    "empty-after-exp": (lambda w, r: (torch.nn.functional.dropout(w[:0].exp(), 0.5, True, inplace=True), w * r)),
+}
+
+
+@pytest.mark.parametrize("fn", list(DROPOUT_NO_WRITE.values()), ids=list(DROPOUT_NO_WRITE))
+def test_inplace_dropout_that_eager_does_not_write(fn):
+    assert_matches_eager(fn, _leaves(7))
+
+
+# eager's dropout with p == 1 multiplies by zero: inf and nan give nan, and the result keeps the input's
+# autograd history (a zero gradient); Thunder's gave zeros without history (hostile probe 14)
+@pytest.mark.parametrize("inplace", [False, True], ids=["out-of-place", "inplace"])
+def test_dropout_p1_multiplies_by_zero_as_eager(inplace):
+    def f(x):
+        h = x * 1
+        return torch.nn.functional.dropout(h, 1.0, True, inplace=inplace), h
+
+    x = torch.tensor([1.0, float("inf"), float("nan")])
+    for schedule in SCHEDULES:
+        got = fusion_alias.jit(f, backend="reference", schedule=schedule)(x)
+        torch.testing.assert_close(got, f(x), equal_nan=True)
+    assert_matches_eager(lambda w, r: f(w * r)[0] + r, _leaves(3))

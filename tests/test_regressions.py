@@ -100,6 +100,30 @@ def test_leaf_requiring_grad_written_in_place_is_rejected():
         fusion_alias.jit(fn)(torch.zeros(2, 2, requires_grad=True))
 
 
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_self_copy_of_leaf_requiring_grad_is_rejected_as_eager_does(schedule):
+    # hostile probe 14: x.copy_(x) writes nothing, but eager's autograd still raises the leaf error first;
+    # jit dropped the copy before the check and returned 2 * x with a gradient
+    def fn(x):
+        return x.copy_(x) * 2
+
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        fn(torch.ones(2, requires_grad=True))
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        fusion_alias.jit(fn, backend="reference", schedule=schedule)(torch.ones(2, requires_grad=True))
+    with torch.no_grad():  # eager accepts it here: no error, the same value
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        torch.testing.assert_close(fusion_alias.jit(fn, backend="reference", schedule=schedule)(x), fn(x.detach()))
+
+    def renamed(x):  # the grad-mode self-copy writes the no_grad one's result, a name flattening replaced
+        with torch.no_grad():
+            y = x.copy_(x)
+        return y.copy_(y) * 2
+
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        fusion_alias.jit(renamed, backend="reference", schedule=schedule)(torch.ones(2, requires_grad=True))
+
+
 def test_cache_counters_sum_over_alias_structures():
     import thunder
 

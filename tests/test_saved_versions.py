@@ -74,6 +74,16 @@ def _mul_self_(x):  # x.mul_(x): mul saves its operand, then writes it
     return h
 
 
+def _sigmoid_then_self_copy_read(x):  # hostile14: the copy's result, renamed away by flattening, is read
+    h = x.sigmoid()
+    return h.copy_(h) * 1
+
+
+def _self_copy_of_unsaved_read(x):  # eager-valid neighbour: x * 2 saves nothing of h
+    h = x * 2
+    return h.copy_(h) * 1
+
+
 def _leaky_relu_elu_inplace(x, w):  # hostile13 M20: nn.LeakyReLU(inplace=True) then nn.ELU(inplace=True)
     h = F.leaky_relu(x @ w, 0.1, inplace=True)  # saves its result
     return F.elu(h, inplace=True)
@@ -214,6 +224,7 @@ REJECTED = [
     (_unbind_write, _four, "returns several views"),
     (_chunk_write, _four, "returns several views"),
     (_split_view_write, _four, "returns several views"),
+    (_sigmoid_then_self_copy_read, _one, "sigmoid saves"),
 ]
 IDS = [f.__name__.strip("_") for f, _, _ in REJECTED]
 
@@ -392,6 +403,7 @@ def _batch_norm_twice_on_the_same_stats(x, w, b, rm, rv):  # its running-stat up
 
 NEIGHBOURS = [
     (_add_saves_nothing, _one),
+    (_self_copy_of_unsaved_read, _one),
     (_mul_by_number_saves_nothing, _one),
     (_exp_clone_first, _one),
     (_exp_out_of_place, _one),

@@ -39,7 +39,7 @@ from fusion_alias.refusals.inplace_ops import (
 )
 from fusion_alias.refusals.operands import _check_original_operands, _compares_operands
 from fusion_alias.refusals.saved_versions import check_saved_versions
-from fusion_alias.refusals.writes import _check_writes
+from fusion_alias.refusals.writes import _check_writes, check_self_copies
 
 __all__ = ["AliasInputError", "check_refusals"]
 
@@ -82,9 +82,11 @@ def check_refusals(
             refuse_bool_key(b)  # (with gradients, Thunder's autodiff decomposed it before the pass)
     dtype_rules.check_inplace_dtypes(traced)
     dtype_rules.check_op_dtypes(traced)
+    renamed_names = {v.proxy.name: p.name for v, p in renamed.items()}  # (flat's names for the traced ones)
+    check_self_copies(traced, info, actual, renamed_names)  # (dropped from flat before _check_writes looks)
     _check_writes(flat, info, actual, proxies, inplace_ops, grad_inputs, input_names)
     if saved_versions and torch.is_grad_enabled() and any(p.requires_grad for p in tensor_inputs):
-        check_saved_versions(trace.bound_symbols, info, tensor_inputs, input_groups)
+        check_saved_versions(trace.bound_symbols, info, tensor_inputs, input_groups, renamed_names)
         _check_index_put_gradients(trace.bound_symbols, info, {p.name for p in tensor_inputs if p.requires_grad})
     if grad_inputs:
         _check_index_put_gradients(flat, info, grad_inputs)

@@ -167,12 +167,16 @@ class _Save:
         self.memory, self.at, self.index, self.op, self.name = memory, at, index, op, name
 
 
-def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups) -> None:
+def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups, renamed=None) -> None:
     """Raise ``AliasInputError`` for the first program of the module's two Notes among ``top_bsyms``
     (the trace before flattening, the ops as the user called them). ``info``: the alias analysis of
     the flattened trace (its roots name the memories, and views of one root share a version
-    counter); ``input_groups``: groups of trace-input names that may overlap."""
+    counter); ``input_groups``: groups of trace-input names that may overlap. ``renamed``: the names
+    flattening replaced (an ``update_aliases`` output, ``t1 = h.copy_(h)``) -> the name kept: ``info`` knows
+    only the latter (``h.copy_(h) * 1`` after ``h = x.sigmoid()`` read ``t1`` as memory of its own, and the
+    stale save went unseen; hostile probe 14)."""
     root = info.root
+    renamed = renamed or {}
     canon: dict[str, str] = {}
     for group in input_groups:
         names = [root.get(n, n) for n in group]
@@ -180,7 +184,8 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
             canon[n] = names[0]
 
     def memory(p) -> str:
-        r = root.get(p.name, p.name)
+        name = renamed.get(p.name, p.name)
+        r = root.get(name, name)
         return canon.get(r, r)
 
     rg_memory = {memory(p) for p in tensor_inputs if p.requires_grad}

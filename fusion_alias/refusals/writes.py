@@ -312,3 +312,30 @@ def _broadcasts_to(shape: tuple, target: tuple) -> bool:
     if len(shape) > len(target):
         return False
     return all(s == t or s == 1 for s, t in zip(reversed(shape), reversed(target)))
+
+
+def check_self_copies(bsyms, info: AliasInfo, actual: dict, renamed: dict | None = None) -> None:
+    """Eager's leaf error for a copy onto itself, ``x.copy_(x)`` with ``x`` a leaf that requires grad.
+
+    ``flatten._drop_update_aliases`` drops such a copy (its kernel writes nothing), so
+    ``_check_writes`` never sees it; but eager's autograd layer checks the leaf before the kernel
+    returns, and raises (Note [writes into a leaf that requires grad]; hostile probe 14: jit
+    returned ``2 * x`` and a gradient). ``bsyms``: the program as traced, before that drop; ``renamed``: its
+    names the drop replaced -> the names ``info`` knows (``x.copy_(x).copy_(...)``)."""
+    renamed = renamed or {}
+    stack = list(bsyms)
+    while stack:
+        b = stack.pop()
+        if b.sym.id is not _COPY_ID:
+            stack.extend(b.subsymbols)
+            continue
+        dst = b.args[1]
+        if not (isinstance(dst, TensorProxy) and getattr(b.args[0], "name", None) == dst.name):
+            continue
+        root = info.root.get(renamed.get(dst.name, dst.name))
+        t = actual.get(root)
+        if t is not None and t.is_leaf and t.requires_grad and _grad_mode_of(b):
+            raise AliasInputError(
+                f"fusion_alias: in-place write into input {root}: a leaf Variable that requires grad "
+                "is being used in an in-place operation (eager PyTorch rejects this too)"
+            )
