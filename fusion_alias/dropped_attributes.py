@@ -52,11 +52,17 @@ def _dropped_stores(ctx) -> list[str]:
 
 def _reached_from_an_input(provenance) -> bool:
     """Whether an object's provenance starts at what the call was given (the function or module, its
-    arguments, and through them its globals): an object that outlives the call. A context manager the
-    program makes (``with torch.enable_grad():`` sets ``self.prev``) starts at a constant."""
-    while provenance.inputs:
+    arguments, and through them its globals), through attribute and item lookups only: an object that
+    outlives the call. A context manager the program makes (``with torch.enable_grad():`` sets
+    ``self.prev``, ``torch.inference_mode()`` sets ``self.mode``) starts at a constant or a call."""
+    while provenance.inst in _LOOKUPS and provenance.inputs:
         provenance = provenance.inputs[0]
     return provenance.inst.name.startswith("INPUT")
+
+
+# attribute and item lookups: an object reached through them from an input is the input's; a call's
+# result on the way (``torch.inference_mode()``: ``OPAQUE``, a ``__new__``) is an object of the call's own
+_LOOKUPS = frozenset({PseudoInst.LOAD_ATTR, PseudoInst.BINARY_SUBSCR})
 
 
 def register(executor) -> None:

@@ -302,6 +302,29 @@ def test_an_attribute_set_in_forward_is_refused(make):
             jitted(torch.ones(2))
 
 
+class _Box:
+    pass
+
+
+def _inference_mode_inside(x):
+    with torch.inference_mode():
+        z = x * 2
+    return z + 0
+
+
+def _object_of_the_call(x):
+    box = _Box()
+    box.value = x * 2  # an object the call made: nothing outlives it
+    return box.value + 1
+
+
+@pytest.mark.parametrize("fn", [_inference_mode_inside, _object_of_the_call], ids=["inference-mode", "own-object"])
+def test_attributes_set_on_objects_of_the_call_run(fn):
+    # dropped_attributes._reached_from_an_input: torch.inference_mode() sets self.mode on an object the
+    # call makes; it was refused as an attribute of an object that outlives the call (hostile probe 14)
+    torch.testing.assert_close(fusion_alias.jit(fn, backend="reference")(torch.ones(2)), fn(torch.ones(2)))
+
+
 def test_a_module_with_lists_of_tensors_only_read_runs():
     class Reads(torch.nn.Module):
         def __init__(self):
