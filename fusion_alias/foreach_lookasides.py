@@ -100,7 +100,11 @@ def _eager_form(method: str, args, kwargs, where):
     def shape_of(a, here):
         if here:
             return "scalar"
-        return "list" if isinstance(a, (list, tuple)) else ("tensor" if isinstance(a, TensorProxy) else repr(a))
+        # (the parser picks an overload by the kinds of the arguments, not by their values: a step size
+        # that changes between compilations is one form)
+        if isinstance(a, (list, tuple)):
+            return "list"
+        return "tensor" if isinstance(a, TensorProxy) else type(a).__name__
 
     form = (method, tuple(shape_of(a, i == where) for i, a in enumerate(args)),
             tuple((k, shape_of(v, k == where)) for k, v in kwargs.items()))
