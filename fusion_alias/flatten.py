@@ -10,7 +10,7 @@ from thunder.core.trace import TraceCtx
 import thunder.core.prims as prims
 
 from fusion_alias import context, ops
-from fusion_alias.aliasing import forget_flattened, proxy_outs
+from fusion_alias.aliasing import _prim_implemented_by, forget_flattened, proxy_outs
 
 
 def flatten_trace(executor, trace: TraceCtx) -> tuple[list[BoundSymbol], dict]:
@@ -24,7 +24,8 @@ def flatten_trace(executor, trace: TraceCtx) -> tuple[list[BoundSymbol], dict]:
     copy_id = ops.COPY_ID
     for b in trace.bound_symbols:
         if not flatten_into(b, verdicts, flat, cuda_only):  # (executor._flatten, appending to flat)
-            if b.sym.name == "copy_" and b.sym.id is not copy_id and not b.subsymbols and _implements_copy(b):
+            if (b.sym.name == "copy_" and b.sym.id is not copy_id and not b.subsymbols
+                    and _prim_implemented_by(b.sym.name) is copy_id):
                 b = prims.copy_.bind(*b.args, **b.kwargs, output=b.output)  # Note [a copy_ another executor claimed]
             flat.append(b)
     return flat, verdicts
@@ -43,18 +44,6 @@ def flatten_trace(executor, trace: TraceCtx) -> tuple[list[BoundSymbol], dict]:
 # (fuzz seed 19917 #21). Such a symbol is the prim again for the pass: the write every stage knows.
 # It stays outside regions (the executor does not claim it), and after the pass Thunder's
 # "always" executors claim it back (``transform_for_execution``, step 3).
-
-
-def _implements_copy(bsym) -> bool:
-    """Whether ``bsym`` is an executor's implementation of ``prims.copy_`` (Thunder's ``implmap``)."""
-    from thunder.extend import get_all_executors
-
-    name = bsym.sym.name
-    for ex in get_all_executors():
-        info = getattr(ex, "implmap", {}).get(ops.COPY_ID)
-        if info is not None and getattr(getattr(info, "symbol", None), "name", None) == name:
-            return True
-    return False
 
 
 def _drop_update_aliases(bsyms: list[BoundSymbol]) -> tuple[list[BoundSymbol], list[list[str]], dict]:
