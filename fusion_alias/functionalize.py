@@ -70,7 +70,7 @@ def substitute_reads(
     # when the value's own memory is written
     holders: dict[str, set[tuple[str, tuple]]] = {}
     out: list[BoundSymbol] = []  # (the walk's symbols; pushed-down reads are placed beside them: _Placed)
-    placed = _Placed(out)
+    placed = _Placed(out, info.view_key)
     # Note [no reference cycles in the stage]: the helpers below are closures over these dicts, and
     # none refers to itself (the walk into tuples and lists is ``_rewritten``, outside): when the
     # stage returns, reference counting frees them at once. A recursive closure held ``known``,
@@ -120,6 +120,8 @@ def substitute_reads(
         if base is None:
             return p
         value = _pushed_down(trace, placed, base, chain, info, is_fusible, _PUSH_DEPTH)
+        if value is None:
+            value = placed.existing_view(base, chain, info, None)
         if value is None:
             value = _replay(trace, placed, None, base, chain, info, is_fusible)
         remember(group, key, value)
@@ -273,6 +275,8 @@ def _pushed_down(trace, placed: _Placed, base: TensorProxy, chain, info: AliasIn
             continue
         view = _pushed_down(trace, placed, a, chain, info, is_fusible, depth - 1)
         if view is None:
+            view = placed.existing_view(a, chain, info, producer)
+        if view is None:
             view = _replay(trace, placed, producer, a, chain, info, is_fusible)
         args.append(view)
     result = tensor_like(trace, chain[-1].output)
@@ -303,26 +307,73 @@ class _Placed:
     it, the stage's order is ``s, t2, e2, e1``.
     """
 
-    __slots__ = ("out", "indexed", "producer", "placed_before", "placed_after", "shape_of")
+    __slots__ = ("out", "indexed", "producer", "position", "view_key", "views", "placed_before", "placed_after",
+                 "shape_of")
 
-    def __init__(self, out: list):
+    def __init__(self, out: list, view_key: dict | None = None):
         self.out = out
         self.shape_of = shape_reader()  # (for ``_pushed_down``, which reads a few shapes per read it pushes)
-        self.indexed = 0  # out[:indexed] is in ``producer``
+        self.indexed = 0  # out[:indexed] is in ``producer``, ``position`` and ``views``
         self.producer: dict[str, BoundSymbol] = {}  # name -> the symbol that makes it (one tensor output)
+        self.position: dict[str, int] = {}  # name -> the index in ``out`` of the symbol that makes it
+        self.view_key = view_key  # (``AliasInfo.view_key``; None: views are not indexed)
+        self.views: dict[tuple, TensorProxy] = {}  # view key -> the first view of ``out`` that has it
         self.placed_before: dict[int, list] = {}  # id(symbol) -> symbols right before it, in the order placed
         self.placed_after: dict[int, list] = {}  # id(symbol) -> symbols right after it, in the order placed
 
     def producer_of(self, name: str):
         """The symbol that makes ``name``, or None."""
-        out, producer = self.out, self.producer
+        out, producer, position = self.out, self.producer, self.position
+        view_key, view_addrs, views = self.view_key, ops._VIEW_ADDRS, self.views
         for i in range(self.indexed, len(out)):  # (``_index``, inlined)
             b = out[i]
             o = b.output
             if isinstance(o, TensorProxy):
-                producer[o._name] = b
+                name_i = o._name
+                producer[name_i] = b
+                position[name_i] = i
+                if view_key is not None and id(b.sym.id) in view_addrs:
+                    key = view_key.get(name_i)
+                    if key is not None:
+                        views.setdefault(key, o)  # (the first view with the key: the earliest made)
         self.indexed = len(out)
         return producer.get(name)
+
+    def existing_view(self, value: TensorProxy, chain, info: AliasInfo, anchor) -> TensorProxy | None:
+        """A view among the walk's symbols that names what ``chain`` replayed on ``value`` would,
+        made before ``anchor`` (a symbol of the walk; None: now), or None.
+
+        Note [a replayed view that exists already]
+        ------------------------------------------
+        A view names memory; it does not hold a value. Two view proxies with one view key name
+        the same elements of the same family, so reads of either at one point read the same
+        numbers. In the bench's ``views`` trace (``v = x[0]``, then ``x.exp_()``, then ``v * 2``)
+        the read of ``v`` is pushed down to ``exp(squeeze(slice(x)))`` right after ``exp(x)``: the
+        view of ``x`` it needs is ``v`` itself, made before ``exp(x)``, so ``v`` is read there
+        instead of ``slice``/``squeeze`` replayed on ``x`` (two symbols and two proxies per read,
+        and ``v``'s own views dropped later as unread). Only views the walk laid in order
+        (``out``) are reused, and only those made before the anchor: ``v`` made after ``exp(x)``
+        would be read before it exists.
+        """
+        if self.view_key is None:
+            return None
+        keys = info.view_key.get(chain[-1].output._name)
+        if keys is None or len(keys[1]) != len(chain):  # (an identity step in the chain: no key per step)
+            return None
+        of = info.view_key.get(value._name)
+        if of is None:
+            return None
+        self.producer_of(value._name)  # (indexes what the walk laid so far)
+        view = self.views.get((of[0], of[1] + keys[1]))
+        if view is None:
+            return None
+        if anchor is None:
+            limit = len(self.out)
+        else:
+            limit = self.position.get(anchor.output._name)
+            if limit is None or self.out[limit] is not anchor:  # (an anchor placed beside one of ``out``)
+                return None
+        return view if self.position[view._name] < limit else None
 
     def _index(self, b: BoundSymbol) -> None:
         o = b.output

@@ -322,6 +322,8 @@ def check_self_copies(bsyms, info: AliasInfo, actual: dict, renamed: dict | None
     returns, and raises (Note [writes into a leaf that requires grad]; hostile probe 14: jit
     returned ``2 * x`` and a gradient). ``bsyms``: the program as traced, before that drop; ``renamed``: its
     names the drop replaced -> the names ``info`` knows (``x.copy_(x).copy_(...)``)."""
+    if not any(t.is_leaf and t.requires_grad for t in actual.values() if isinstance(t, torch.Tensor)):
+        return  # (no input is a leaf that requires grad: nothing to refuse, no walk of the program)
     renamed = renamed or {}
     stack = list(bsyms)
     while stack:
