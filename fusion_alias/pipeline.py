@@ -32,7 +32,7 @@ from thunder.core.trace import TraceCtx, from_trace
 from fusion_alias import base_updates, context, report
 from fusion_alias.aliasing import AliasInfo, analyze, tensor_proxies_by_name
 from fusion_alias.dce import _dce
-from fusion_alias.flatten import _drop_update_aliases, flatten_trace, fusible_predicate
+from fusion_alias.flatten import _drop_update_aliases, flatten_trace, fusible_predicate, split_input_bindings
 from fusion_alias.functionalize import substitute_reads
 from fusion_alias.dependency_edges import DependencyEdges
 from fusion_alias.graph import build_edges
@@ -53,6 +53,7 @@ class Prepared:
     tensor_inputs: list
     seconds: dict
     is_fusible: object = None
+    bound_inputs: list = ()  # the trace's leading ``unpack_trivial`` symbols, outside every stage (flatten.py, Note [inputs bound before the pass])
 
     @functools.cached_property
     def graph(self) -> nx.DiGraph:
@@ -68,6 +69,7 @@ def prepare(executor, trace: TraceCtx, input_groups=None) -> Prepared:
     """
     ctx = context.current()
     flat, verdicts = flatten_trace(executor, trace)
+    bound_inputs, flat = split_input_bindings(flat)
     flat, alias_facts, renamed = _drop_update_aliases(flat)
     tensor_inputs = [a for a in trace.args if isinstance(a, TensorProxy)]
     actual: dict = {}
@@ -95,7 +97,7 @@ def prepare(executor, trace: TraceCtx, input_groups=None) -> Prepared:
     t1 = time.perf_counter()
     edges = build_edges(bsyms, info, fusible)
     t2 = time.perf_counter()
-    return Prepared(bsyms, info, edges, tensor_inputs, {"analysis": t1 - t0, "graph": t2 - t1}, fusible)
+    return Prepared(bsyms, info, edges, tensor_inputs, {"analysis": t1 - t0, "graph": t2 - t1}, fusible, bound_inputs)
 
 
 def fusion_pass(executor, trace: TraceCtx, resolve_backend) -> tuple[TraceCtx, int]:
@@ -109,6 +111,7 @@ def fusion_pass(executor, trace: TraceCtx, resolve_backend) -> tuple[TraceCtx, i
     prep = executor.prepare(trace)
     part = partition(prep.bsyms, prep.edges, prep.is_fusible, ignore_hazards=ctx.ignore_hazards)
     new_trace = from_trace(trace)
-    new_trace.bound_symbols, count = fuse_regions(executor, prep, part, ctx, resolve_backend)
+    fused_bsyms, count = fuse_regions(executor, prep, part, ctx, resolve_backend)
+    new_trace.bound_symbols = [*prep.bound_inputs, *fused_bsyms]
     report.observe(trace, prep, part, new_trace, ctx.ignore_hazards)  # FUSION_ALIAS_LOG, pictures
     return new_trace, count
