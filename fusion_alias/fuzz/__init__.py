@@ -32,7 +32,11 @@ others only with ``--grad``; ``edges`` (one class per program of those hand prob
 found: int8/uint8/int16, integer addcmul/lerp, memory formats, Python bool keys,
 ``Tensor.unfold``, stores into list/dict arguments, ``index_put`` with gradients,
 foreach/``broadcast_tensors`` aliasing; a refusal counts only where the class
-documents it: Note [one class per program, and the refusals it may get], gen_edges.py). A raise of the jitted call that eager does not make is a failure
+documents it: Note [one class per program, and the refusals it may get], gen_edges.py); ``modules``
+(drawn only when asked for: an ``nn.Module`` whose parameters are views of one flat tensor, tied
+weights, buffers and a global, written by optimizer-like, EMA, running-statistic and KV-cache updates,
+``.data``, grad-mode context managers; one module object per side kept over calls with changing
+aliasing, its state and layout compared after every call: Note [module programs], gen_modules.py). A raise of the jitted call that eager does not make is a failure
 unless plain ``thunder.jit`` raises the same or fusion_alias refuses clearly
 (Note [what a raise of the jitted call counts as], driver.py).
 
@@ -68,7 +72,8 @@ Modules (the path of one fuzz case, in order):
 * ``program``   -- the data model: ``Stmt``, ``Program``.
 * ``generator`` -- ``generate_program(seed, index)``: picks a generator, grows the body against eager runs.
 * ``gen_basic``, ``gen_dtype``, ``gen_layout``, ``gen_aliasing``, ``gen_strided``, ``gen_fresh``, ``gen_edges``
-  -- the generators' inputs and statements; ``gen_train`` -- whole programs of the training-call classes.
+  -- the generators' inputs and statements; ``gen_train`` -- whole programs of the training-call classes;
+  ``gen_modules`` -- module programs, with their own rendering and ``check`` driver.
 * ``hazard``    -- eager statement-by-statement runs: memory overlap, ``has_alias_hazard``.
 * ``source``    -- rendering hidden-tensor holders, inputs per call, body and jit as Python source.
 * ``oracle``    -- the ``check`` driver (eager vs jitted, per schedule), ``run_program``.

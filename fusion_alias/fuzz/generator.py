@@ -22,16 +22,19 @@ from typing import Sequence
 
 import torch
 
-from fusion_alias.fuzz import gen_aliasing, gen_dtype, gen_edges, gen_fresh, gen_layout, gen_strided, gen_train
+from fusion_alias.fuzz import gen_aliasing, gen_dtype, gen_edges, gen_fresh, gen_layout, gen_modules, gen_strided, gen_train
 from fusion_alias.fuzz.gen_basic import _gen_inputs, _Gen
 from fusion_alias.fuzz.hazard import _exec_stmt, _ill_defined, eager_env
 from fusion_alias.fuzz.program import GENERATORS, Program, Stmt
 
 # relative frequency of each generator when several are enabled
-_WEIGHTS = {"basic": 3, "dtype": 2, "layout": 2, "hidden": 2, "calls": 2, "strided": 1, "fresh": 1, "train": 4, "edges": 1}
+_WEIGHTS = {"basic": 3, "dtype": 2, "layout": 2, "hidden": 2, "calls": 2, "strided": 1, "fresh": 1, "train": 4, "edges": 1, "modules": 0}
 # drawn among others only in gradient mode (alone, with ``generators=("train",)``, in either mode): the
 # streams without --grad stay the ones of the fuzzer before it existed
 _GRAD_ONLY = ("train",)
+# drawn only alone (``generators=("modules",)``, ``--generator modules``): adding them to the mix would change
+# every default stream, and with it the programs behind every seed the docs and tests name
+_ASKED_ONLY = ("modules",)
 
 
 def _basic_inputs(rng: random.Random) -> dict:
@@ -78,12 +81,14 @@ def generate_program(
     if len(generators) == 1:
         kind = generators[0]
     else:
-        weights = [0 if g in _GRAD_ONLY and not grad else _WEIGHTS[g] for g in generators]
+        weights = [0 if (g in _GRAD_ONLY and not grad) or g in _ASKED_ONLY else _WEIGHTS[g] for g in generators]
         if not any(weights):
             raise ValueError(f"fuzz: generators {sorted(generators)} are drawn among others only with grad=True")
         kind = rng.choices(list(generators), weights)[0]
     if kind == "train":  # Note [training calls in the fuzzer]: whole programs of one class, not grown
         return gen_train.train_program(f"seed {seed} #{index}", rng)
+    if kind == "modules":  # Note [module programs]: a module class, a forward, calls on one module object
+        return gen_modules.modules_program(f"seed {seed} #{index}", rng, grad=grad, max_stmts=max_stmts)
     make_inputs, gen_class, bad_factor = _MAKERS[kind]
     fields = make_inputs(rng)
     p = Program(name=f"seed {seed} #{index}", input_seed=rng.randrange(2**31), stmts=(), returns=(), **fields)

@@ -103,6 +103,10 @@ def has_alias_hazard(p: Program) -> bool:
     statements after an eager error are ignored. A program called with several
     aliasings (``p.variants``) has a hazard when one of its calls has.
     """
+    if p.kind == "modules":  # Note [module programs] (gen_modules.py)
+        from fusion_alias.fuzz.gen_modules import has_hazard
+
+        return has_hazard(p)
     return any(_has_alias_hazard(p, v) for v in range(len(p.all_variants)))
 
 

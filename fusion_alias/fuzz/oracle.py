@@ -201,6 +201,10 @@ FAILING_STATUSES = ("mismatch", "missed-rejection", "jit-raised")
 
 def program_source(p: Program, system: str = "fusion_alias", unsafe: bool = False) -> str:
     """The exact source the runner executes: hidden holders, inputs, program, jit, driver."""
+    if p.kind == "modules":  # its own rendering and driver: Note [module programs] (gen_modules.py)
+        from fusion_alias.fuzz import gen_modules
+
+        return gen_modules.program_source(p, system, unsafe)
     return (
         "import traceback\n\nimport torch\n\n\n"
         + _holders_source(p)

@@ -26,7 +26,11 @@ CONSTANTS = (0.5, -0.25, 2.0, 0.75, -1.5, 0.125)
 #   edges   the classes of the session-11 probes (gen_edges.py): int8/uint8/int16, integer addcmul/lerp,
 #           memory formats, Python bool keys, Tensor.unfold, stores into list/dict arguments, index_put
 #           of values that require grad, foreach/broadcast_tensors aliasing; refusals only as documented
-GENERATORS = ("basic", "dtype", "layout", "hidden", "calls", "strided", "fresh", "train", "edges")
+#   modules an nn.Module reached as the callable, an argument or a global: parameters that are views of one flat
+#           tensor, tied weights, buffers, a global; optimizer/EMA/running-stat/KV-cache writes, .data, grad-mode
+#           context managers; one module object per side over calls with changing aliasing (gen_modules.py);
+#           drawn only when asked for (--generator modules), so the default streams stay as they were
+GENERATORS = ("basic", "dtype", "layout", "hidden", "calls", "strided", "fresh", "train", "edges", "modules")
 # how a float base is made with --grad (Program.base_grad; absent: "nonleaf", ``x_leaf * 1``)
 BASE_GRAD_KINDS = ("nonleaf", "leaf", "none")
 

@@ -1,0 +1,633 @@
+"""The ``modules`` generator: tensors reached through an ``nn.Module`` and its attributes,
+globals, grad-mode context managers inside the program, and aliasing that changes
+between calls of one module object.
+
+Note [module programs]
+    Every other generator passes tensors as arguments (or puts one behind a global, a
+    closure or a one-buffer module: ``hidden``). A real model reaches most of its
+    tensors through ``self``, and keeps them from call to call. A program of this
+    generator is
+
+        class Net(torch.nn.Module)     built from a seeded generator: one flat tensor
+                                       ``flat`` (a registered buffer, a plain attribute,
+                                       or itself the Parameter), parameters ``w`` (c, c)
+                                       and ``b`` (c,) that are views of it (nn.Parameter
+                                       shares its data's memory), a buffer ``u`` that is a
+                                       view of it too; a tied weight (``self.lin.weight =
+                                       self.w`` or ``self.head = self.w``); some of the
+                                       buffers ``ema``, ``mom``, ``run_mean``, ``run_var``,
+                                       ``steps`` (int64), ``kv`` (a KV cache), and a plain
+                                       tensor attribute ``scale``;
+        a forward                      statements over ``m.<state>``, the arguments
+                                       ``a`` (B, c), ``k`` (c,) and a global ``GT`` (c,):
+                                       optimizer-like updates of the parameters (under
+                                       ``torch.no_grad()``, through ``.data``, reading
+                                       ``.grad`` with ``--grad``), EMA and running
+                                       statistics, KV-cache writes with an int, a slice,
+                                       ``index_copy_`` or a tensor index, ``.data`` reads,
+                                       statements under ``torch.no_grad()``,
+                                       ``torch.enable_grad()`` or
+                                       ``torch.set_grad_enabled(False)``;
+        how the module is reached      ``entry``: the jitted callable is the module itself
+                                       ("self"), a function taking it as its first argument
+                                       ("arg"), or a function reading the global ``MOD``
+                                       ("global");
+        the calls                      one module object per side (eager, jitted), built
+                                       once and kept over every call, so its state carries
+                                       from call to call; the arguments and ``GT`` are made
+                                       fresh for each call with its own aliasing (variant 0:
+                                       their own memory; later variants: views of the
+                                       module's state, ``m.kv[1]``, ``m.b``, ``m.w[0:B]``,
+                                       or of each other), called 0, 0, 1, 2, 0; some
+                                       programs are called under ``torch.no_grad()``.
+
+    The oracle (``module_driver`` below, in the rendered source) compares after every call
+    the outputs, the arguments, the global, every tensor of the module's state (every
+    parameter, buffer and tensor attribute, of submodules too, tied names each), and the
+    state's layout: which tensors share storage, at what offset, with what strides, which
+    names are one object, and their ``requires_grad``. With ``--grad`` it back-propagates
+    a fixed weighting of the outputs after every call and compares the parameters'
+    accumulated ``.grad`` and the arguments' leaves' gradients. The eager side is a second
+    module built by the same constructor: ``copy.deepcopy`` of such a module is *not* a
+    fresh copy of it, since deep-copying a Parameter copies its data apart from the flat
+    buffer it was a view of. After a call that raised (on both sides, or a refusal) no
+    later call is compared: the two modules' states may differ by what ran before the raise.
+
+    The generator grows the body against eager runs of every call (``_eager_calls``): a
+    statement eager rejects on the first call is dropped (kept with a small probability as
+    the last one: the jitted program must raise too), and so is one whose in-place op
+    reads memory it writes at other indices without eager raising (Note [partial overlap
+    within one op], hazard.py): such a result is eager's iteration order, not a value.
+    Any clear refusal of fusion_alias counts as refused (``Program.refusals`` is None).
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import warnings
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from fusion_alias.fuzz.program import Program, Stmt, Variant
+from fusion_alias.fuzz.source import _base_source, _make_jit_source
+
+ENTRIES = ("self", "arg", "global")
+FLAT_HOLDERS = ("buffer", "attr", "param")
+TIES = ("none", "lin", "head")
+BUFFERS = ("ema", "mom", "run_mean", "run_var", "steps", "kv")
+_CONSTS = (0.9, 0.5, 0.1, -0.25, 2.0, 0.99)
+_GRAD_MODES = ("with torch.no_grad(): ", "with torch.enable_grad(): ", "with torch.set_grad_enabled(False): ")
+
+
+class _Module:
+    """What a program's module holds (drawn once per program)."""
+
+    def __init__(self, rng: random.Random, grad: bool):
+        self.c = rng.choice((3, 4))
+        self.batch = rng.choice((2, 3))
+        self.rows = rng.choice((3, 4))  # of the KV cache
+        self.holder = rng.choice(FLAT_HOLDERS)
+        self.params_grad = rng.random() < (0.85 if grad else 0.5)
+        self.tie = rng.choice(TIES) if self.holder != "param" else rng.choice(("none", "head"))
+        self.buffers = [b for b in BUFFERS if rng.random() < 0.5] or [rng.choice(BUFFERS)]
+        self.ema_shape = rng.choice(("mat", "vec"))
+        self.scale = rng.random() < 0.4
+        # Thunder 0.2.6 has no Tensor.data ("Unknown attribute data", plain thunder.jit too): in a few programs only
+        self.data_ok = rng.random() < 0.15
+        self.seed = rng.randrange(2**31)
+
+    # the state a statement may name, by shape
+    def mats(self) -> list[str]:
+        return ["m.w"] + [f"m.{b}" for b in ("ema", "mom") if b in self.buffers and (b != "ema" or self.ema_shape == "mat")]
+
+    def vecs(self) -> list[str]:
+        out = ["m.b", "m.u"] + [f"m.{b}" for b in ("run_mean", "run_var") if b in self.buffers]
+        if "ema" in self.buffers and self.ema_shape == "vec":
+            out.append("m.ema")
+        if self.scale:
+            out.append("m.scale")
+        return out
+
+    def data(self, x: str) -> str:
+        """``x.data``, or where this program does not use ``.data``, ``x.detach()``."""
+        return f"{x}.data" if self.data_ok else f"{x}.detach()"
+
+    def weight(self, rng: random.Random) -> str:
+        """An expression for the weight matrix (tied names too)."""
+        choices = ["m.w", "m.w"]
+        if self.tie == "lin":
+            choices.append("m.lin.weight")
+        if self.tie == "head":
+            choices.append("m.head")
+        return rng.choice(choices)
+
+    def source(self) -> str:
+        c = self.c
+        n = c * c + 2 * c
+        lines = [
+            "class Net(torch.nn.Module):",
+            "    def __init__(self, g):",
+            "        super().__init__()",
+            f"        flat = torch.rand({n}, generator=g) * 2 - 1",
+        ]
+        views = {"w": f"flat[0:{c * c}].view({c}, {c})", "b": f"flat[{c * c}:{c * c + c}]", "u": f"flat[{c * c + c}:{n}]"}
+        pg = self.params_grad
+        if self.holder == "buffer":
+            lines.append('        self.register_buffer("flat", flat)')
+        elif self.holder == "attr":
+            lines.append("        self.flat = flat")
+        if self.holder == "param":  # the flat tensor is the Parameter; w and b are views of it (FSDP-like)
+            lines.append(f"        self.flat = torch.nn.Parameter(flat, requires_grad={pg})")
+            lines.append(f"        self.w = self.flat[0:{c * c}].view({c}, {c})")
+            lines.append(f"        self.b = self.flat[{c * c}:{c * c + c}]")
+        else:
+            lines.append(f"        self.w = torch.nn.Parameter({views['w']}, requires_grad={pg})")
+            lines.append(f"        self.b = torch.nn.Parameter({views['b']}, requires_grad={pg})")
+        lines.append(f'        self.register_buffer("u", flat[{c * c + c}:{n}])')
+        if self.tie == "lin":
+            lines.append(f"        self.lin = torch.nn.Linear({c}, {c}, bias=False)")
+            lines.append("        self.lin.weight = self.w")
+        elif self.tie == "head":
+            lines.append("        self.head = self.w")
+        for b in self.buffers:
+            init = {
+                "ema": f"torch.rand({c}, {c}, generator=g)" if self.ema_shape == "mat" else f"torch.rand({c}, generator=g)",
+                "mom": f"torch.zeros({c}, {c})",
+                "run_mean": f"torch.zeros({c})",
+                "run_var": f"torch.ones({c})",
+                "steps": "torch.zeros((), dtype=torch.int64)",
+                "kv": f"torch.rand({self.rows}, {c}, generator=g)",
+            }[b]
+            lines.append(f'        self.register_buffer("{b}", {init})')
+        if self.scale:
+            lines.append(f"        self.scale = torch.rand({c}, generator=g) + 0.5")
+        return "\n".join(lines) + "\n"
+
+
+class _Body:
+    """Statement maker for one program's forward."""
+
+    def __init__(self, rng: random.Random, mod: _Module, grad: bool, has_global: bool):
+        self.rng, self.mod, self.grad, self.has_global = rng, mod, grad, has_global
+        self.batch_vals = ["a"]  # (B, c) values
+        self.counter = 0
+
+    def tmp(self) -> str:
+        t = f"t{self.counter}"
+        self.counter += 1
+        return t
+
+    def c(self) -> float:
+        return self.rng.choice(_CONSTS)
+
+    def vec(self) -> str:
+        pool = self.mod.vecs() + ["k"] + (["GT"] if self.has_global else [])
+        return self.rng.choice(pool)
+
+    def bval(self) -> str:
+        return self.rng.choice(self.batch_vals)
+
+    def mode(self, p: float) -> str:
+        return self.rng.choice(_GRAD_MODES) if self.rng.random() < p else ""
+
+    def statement(self) -> tuple[Stmt, str | None]:
+        """(statement, the (B, c) value it makes or None)."""
+        rng, mod = self.rng, self.mod
+        kind = rng.choices(("compute", "ema", "stats", "optim", "kv", "global", "arg"), (5, 2, 2, 3, 3, 1, 1))[0]
+        c, B = mod.c, mod.batch
+        if kind == "compute":
+            x, w, v = self.bval(), mod.weight(rng), self.vec()
+            forms = [f"{x} @ {w}.t() + {v}", f"({x} * {v}).tanh()", f"{x} @ {mod.data(w)}.t()", f"{x} - {v}.detach()",
+                     f"{x} * {w}.detach().sum(0)", f"{x} @ {rng.choice(mod.mats())}.t()", f"{x} * {mod.data(v)}"]
+            if mod.tie == "lin":
+                forms.append(f"m.lin({x})")
+            if "kv" in mod.buffers:
+                forms.append(f"({x} @ m.kv.t()).softmax(-1) @ m.kv")
+            t = self.tmp()
+            return Stmt(f"{self.mode(0.3)}{t} = {rng.choice(forms)}", target=t), t
+        if kind == "ema" and ("ema" in mod.buffers or "mom" in mod.buffers):
+            if "ema" in mod.buffers:
+                src = mod.weight(rng) if mod.ema_shape == "mat" else rng.choice(("m.b", "m.u", "k"))
+                form = rng.choice((f"m.ema.mul_({self.c()}).add_({src}.detach(), alpha=0.1)",
+                                   f"m.ema.lerp_({mod.data(src)}, 0.1)", f"m.ema.copy_(m.ema * 0.9 + {src}.detach() * 0.1)",
+                                   f"m.ema.mul_(0.9).add_({src}, alpha=0.1)"))
+            else:
+                form = rng.choice((f"m.mom.mul_(0.9).add_({mod.weight(rng)})", f"m.mom.mul_(0.9).add_({mod.data(mod.weight(rng))})"))
+            return Stmt(f"{self.mode(0.6)}{form}", writes="m"), None
+        if kind == "stats" and any(b in mod.buffers for b in ("run_mean", "run_var", "steps")):
+            x = self.bval()
+            forms = []
+            if "run_mean" in mod.buffers:
+                forms += [f"m.run_mean.mul_(0.9).add_({x}.detach().mean(0), alpha=0.1)", f"m.run_mean.lerp_({x}.detach().mean(0), 0.1)"]
+            if "run_var" in mod.buffers:
+                forms += [f"m.run_var.mul_(0.9).add_({x}.detach().var(0), alpha=0.1)"]
+            if "steps" in mod.buffers:
+                forms += ["m.steps.add_(1)", "m.steps += 1"]
+            return Stmt(f"{self.mode(0.5)}{rng.choice(forms)}", writes="m"), None
+        if kind == "optim":
+            w = rng.choice(("m.w", "m.b") + (("m.head",) if mod.tie == "head" else ()) + (("m.lin.weight",) if mod.tie == "lin" else ()))
+            other = rng.choice(mod.mats()) if w != "m.b" else self.vec()
+            forms = [f"with torch.no_grad(): {w}.mul_({self.c()})",
+                     f"with torch.no_grad(): {w}.sub_({other}, alpha=0.1)",
+                     f"with torch.no_grad(): m.flat.mul_({self.c()})", f"with torch.no_grad(): m.u.add_({self.vec()})",
+                     f"with torch.no_grad(): m.flat[{rng.randrange(c)}:{c + rng.randrange(c)}].add_(1.0)"]
+            if mod.data_ok:  # writes through .data, under grad mode
+                forms += [f"{w}.data.mul_({self.c()})", f"{w}.data.add_({other}, alpha=-0.05)", f"m.flat.data.mul_({self.c()})"]
+            if self.grad:  # an optimizer step inside forward: the gradient of the previous call
+                forms.append(f"with torch.no_grad(): {w}.sub_({w}.grad if {w}.grad is not None else {w} * 0, alpha=0.1)")
+            if rng.random() < 0.1:  # under grad mode: eager rejects it where w requires grad (a leaf or its view)
+                forms.append(f"{w}.mul_({self.c()})")
+            return Stmt(rng.choice(forms), writes="m"), None
+        if kind == "kv" and "kv" in mod.buffers:
+            T = mod.rows
+            i, j = rng.sample(range(T), 2)
+            x = self.bval()
+            val = rng.choice(("k", f"{x}[0]", f"{x}[0].detach()", "k * 2"))
+            forms = [f"m.kv[{i}] = {val}", f"m.kv[{i}].copy_({val})", f"m.kv.index_copy_(0, torch.tensor([{i}]), {val}[None])",
+                     f"m.kv[torch.tensor([{i}, {j}])] = torch.stack([{val}, {val} * 0.5])", f"m.kv.mul_({self.c()})"]
+            if B <= T:
+                s = rng.randrange(T - B + 1)
+                forms.append(f"m.kv[{s}:{s + B}] = {x}.detach()")
+            return Stmt(f"{self.mode(0.4)}{rng.choice(forms)}", writes="m"), None
+        if kind == "global" and self.has_global:
+            form = rng.choice((f"GT.mul_({self.c()})", f"GT.add_({rng.choice(mod.vecs())})", f"GT.copy_({self.bval()}[0].detach())",
+                               "GT.add_(k)"))
+            return Stmt(f"{self.mode(0.3)}{form}", writes="GT"), None
+        if kind == "arg":
+            form = rng.choice((f"k.mul_({self.c()})", f"a.add_({self.c()})", f"k.add_({rng.choice(mod.vecs())}.detach())"))
+            return Stmt(f"{self.mode(0.5)}{form}", writes=form[0]), None
+        return self.statement()
+
+
+# argument expressions of the later calls, over this call's module ``m`` and the fresh bases x0 (a), x1 (k), x2 (GT)
+def _a_views(mod: _Module) -> list[str]:
+    B = mod.batch
+    out = [f"{mod.data('m.w')}[0:{B}]", f"m.w[0:{B}]", "x0", "x1.expand(%d, %d)" % (B, mod.c)]
+    if "kv" in mod.buffers and B <= mod.rows:
+        out.append(f"m.kv[0:{B}]")
+    if "ema" in mod.buffers and mod.ema_shape == "mat":
+        out.append(f"m.ema[0:{B}]")
+    return out
+
+
+def _k_views(mod: _Module) -> list[str]:
+    out = ["m.b", "m.u", mod.data("m.b"), "m.flat[0:%d]" % mod.c, "m.w[1]", "x1", "a[0]"]
+    if "kv" in mod.buffers:
+        out += ["m.kv[1]", "m.kv[0]"]
+    out += [f"m.{b}" for b in ("run_mean", "run_var") if b in mod.buffers]
+    if "ema" in mod.buffers:
+        out.append("m.ema" if mod.ema_shape == "vec" else "m.ema[0]")
+    return out
+
+
+def _g_views(mod: _Module) -> list[str]:
+    out = ["m.u", "m.b.detach()", "x2", "x1", "m.flat[%d:%d]" % (mod.c * mod.c + mod.c, mod.c * mod.c + 2 * mod.c)]
+    if "kv" in mod.buffers:
+        out.append("m.kv[1]")
+    out += [f"m.{b}" for b in ("run_mean", "run_var") if b in mod.buffers]
+    return out
+
+
+def _variants(rng: random.Random, mod: _Module, has_global: bool) -> tuple[Variant, ...]:
+    out = []
+    for _ in range(2):
+        for _attempt in range(10):
+            a = rng.choice(_a_views(mod)) if rng.random() < 0.5 else "x0"
+            k = rng.choice(_k_views(mod)) if rng.random() < 0.7 else "x1"
+            g = rng.choice(_g_views(mod)) if has_global and rng.random() < 0.7 else "x2"
+            if (a, k, g) != ("x0", "x1", "x2"):
+                break
+        out.append(Variant(args=(("a", a), ("k", k)), hidden=(("GT", g),) if has_global else ()))
+    return tuple(out)
+
+
+def modules_program(name: str, rng: random.Random, grad: bool = False, max_stmts: int = 8) -> Program:
+    """A program of Note [module programs], grown against eager runs of its calls."""
+    for _ in range(20):
+        mod = _Module(rng, grad)
+        has_global = rng.random() < 0.4
+        entry = rng.choice(ENTRIES)
+        p = Program(
+            name=name,
+            input_seed=rng.randrange(2**31),
+            bases=(("x0", (mod.batch, mod.c)), ("x1", (mod.c,))) + ((("x2", (mod.c,)),) if has_global else ()),
+            args=(("a", "x0"), ("k", "x1")),
+            stmts=(),
+            returns=(),
+            kind="modules",
+            hidden=(("GT", "global", "x2"),) if has_global else (),
+            variants=_variants(rng, mod, has_global),
+            no_grad_call=rng.random() < 0.2,
+            tags=(("module_src", mod.source()), ("entry", entry), ("module_seed", str(mod.seed))),
+        )
+        body = _Body(rng, mod, grad, has_global)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            p = _grow(p, body, rng, max_stmts)
+        if p is not None:
+            return p
+    raise RuntimeError(f"fuzz: no valid modules program for {name}")
+
+
+def _grow(p: Program, body: _Body, rng: random.Random, max_stmts: int) -> Program | None:
+    stmts: list[Stmt] = []
+    n = rng.randint(3, max_stmts)
+    attempts = 0
+    while len(stmts) < n and attempts < 12 * n:
+        attempts += 1
+        s, made = body.statement()
+        q = p.replace(stmts=tuple(stmts + [s]), returns=_returns(body, stmts + [s], rng, final=False))
+        outcome = _eager_calls(q)
+        if outcome is None or outcome[0] != "ok" or outcome[1] != "ok":
+            if outcome is not None and outcome[0] == "raised" and rng.random() < 0.05 and len(stmts) >= 2:
+                stmts.append(s)  # the jitted call must raise too
+                break
+            continue
+        stmts.append(s)
+        if made is not None:
+            body.batch_vals.append(made)
+    if not any(s.writes for s in stmts):
+        return None
+    q = p.replace(stmts=tuple(stmts), returns=_returns(body, stmts, rng, final=True))
+    return q if _eager_calls(q) is not None else None
+
+
+def _returns(body: _Body, stmts: list[Stmt], rng: random.Random, final: bool) -> tuple[str, ...]:
+    made = [s.target for s in stmts if s.target]
+    rets = made[-2:] if made else ["a * 1"]
+    if final and rng.random() < 0.4:  # a state tensor itself as an output
+        rets.append(rng.choice(body.mod.vecs() + ["m.w"] + (["m.kv"] if "kv" in body.mod.buffers else [])))
+    if final and rng.random() < 0.2:
+        rets.append("k")
+    return tuple(dict.fromkeys(rets))
+
+
+# Note [partial overlap within one op] at the dispatcher: an in-place op whose other operand shares its
+# destination's memory at other indices, and eager ran it without an error, has no defined result
+def _elements(t: torch.Tensor) -> frozenset:
+    ranges = [range(n) for n in t.shape]
+    off = t.storage_offset()
+    return frozenset(off + sum(i * s for i, s in zip(ix, t.stride())) for ix in itertools.product(*ranges))
+
+
+def _partial_overlap(d: torch.Tensor, s: torch.Tensor) -> bool:
+    if s is d or d.untyped_storage().data_ptr() != s.untyped_storage().data_ptr():
+        return False
+    if s.storage_offset() == d.storage_offset() and s.shape == d.shape and s.stride() == d.stride():
+        return False
+    return not _elements(d).isdisjoint(_elements(s))
+
+
+class _IllDefined(TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.found = False
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        suspect = False
+        schema = getattr(func, "_schema", None)
+        if schema is not None:
+            flat = list(args) + [kwargs.get(a.name) for a in schema.arguments[len(args):]]
+            tensors = [t for x in flat for t in (x if isinstance(x, (list, tuple)) else (x,)) if isinstance(t, torch.Tensor)]
+            for a, x in zip(schema.arguments, flat):
+                if isinstance(x, torch.Tensor) and a.alias_info is not None and a.alias_info.is_write:
+                    suspect |= any(_partial_overlap(x, t) for t in tensors)
+        out = func(*args, **kwargs)
+        self.found |= suspect
+        return out
+
+
+def _eager_calls(p: Program) -> list[str] | None:
+    """"ok" or "raised" per call of ``p``, run eagerly without gradients (a call after a raise is
+    "skipped"); None when a call's result is ill-defined (Note [module programs])."""
+    ns = load(p)
+    m = ns["make_module"]()
+    fn = m if ns["ENTRY"] == "self" else ns["prog"]
+    out = []
+    for variant in p.calls:
+        if out and out[-1] != "ok":
+            out.append("skipped")
+            continue
+        mode = _IllDefined()
+        with mode:
+            rec = ns["_call"](fn, m, variant, backward=False)
+        if mode.found:
+            return None
+        out.append("raised" if rec["err"] is not None else "ok")
+    return out
+
+
+def load(p: Program) -> dict:
+    ns: dict = {"__name__": "fusion_alias_fuzz_program"}
+    exec(compile(program_source(p, "eager"), f"<fuzz program {p.name}>", "exec"), ns)
+    return ns
+
+
+def has_hazard(p: Program) -> bool:
+    """A module program with a write always has one: its parameters are views of one flat tensor."""
+    return any(s.writes for s in p.stmts)
+
+
+# ---- rendering (Note [the repro is what ran]) -------------------------------------------------------------
+
+def _tag(p: Program, key: str) -> str:
+    return dict(p.tags)[key]
+
+
+def _forward_source(p: Program) -> str:
+    entry = _tag(p, "entry")
+    params = [n for n, _ in p.args]
+    rets = "".join(r + ", " for r in p.returns).rstrip()
+    body = []
+    if p.hidden:
+        body.append("    GT = GLOBAL_GT")
+    body += [f"    {s.code}" for s in p.stmts]
+    body.append(f"    return ({rets})")
+    if entry == "self":
+        lines = [f"    def forward(self, {', '.join(params)}):", "        m = self"]
+        lines += ["    " + ln for ln in body]
+        return "\n".join(lines) + "\n"
+    head = [f"def prog(m, {', '.join(params)}):"] if entry == "arg" else [f"def prog({', '.join(params)}):", "    m = MOD"]
+    return "\n".join(head + body) + "\n"
+
+
+def _inputs_source(p: Program) -> str:
+    lines = [
+        "def make_inputs(variant, m):",
+        '    """(bases, arguments, leaves that require grad, hidden tensors) of one call, over this side\'s module m."""',
+        f"    g = torch.Generator().manual_seed({p.input_seed})",
+    ]
+    leaves = []
+    for name, shape in p.bases:
+        made = _base_source(name, shape, "float32", p.grad)
+        lines += made
+        if len(made) == 2:
+            leaves.append(f"{name}_leaf")
+    for i, v in enumerate(p.all_variants):
+        lines.append(f"    {'if' if i == 0 else 'elif'} variant == {i}:")
+        lines += [f"        {h} = {e}" for h, e in v.hidden]
+        lines += [f"        {n} = {e}" for n, e in v.args]  # (in order: k may be a view of a)
+        lines.append(f"        args = [{', '.join(n for n, _ in v.args)}]")
+    lines += ["    else:", "        raise ValueError(f'no variant {variant}')"]
+    hidden = ", ".join(f"{h!r}: {h}" for h in p.hidden_names)
+    lines.append(f"    return [{', '.join(n for n, _ in p.bases)}], args, [{', '.join(leaves)}], {{{hidden}}}")
+    return "\n".join(lines) + "\n"
+
+
+def program_source(p: Program, system: str = "fusion_alias", unsafe: bool = False) -> str:
+    """The exact source the runner executes for a module program (Note [module programs])."""
+    entry = _tag(p, "entry")
+    src = _tag(p, "module_src")
+    parts = ["import contextlib\nimport traceback\n\nimport torch\n\n\n", src]
+    if entry == "self":
+        parts.append("\n" + _forward_source(p))
+    parts.append("\n\ndef make_module():\n"
+                 f"    return Net(torch.Generator().manual_seed({_tag(p, 'module_seed')}))\n\n\n")
+    parts.append("GLOBAL_GT = None\nMOD = None\n\n\ndef install(hidden, m):\n    global GLOBAL_GT, MOD\n"
+                 "    GLOBAL_GT = hidden.get('GT')\n    MOD = m\n\n\n")
+    parts.append(_inputs_source(p) + "\n\n")
+    if entry != "self":
+        parts.append(_forward_source(p) + "\n\n")
+    parts.append(_make_jit_source(system, unsafe) + "\n")
+    parts.append(MODULE_DRIVER.format(calls=p.calls, entry=entry, no_grad_call=p.no_grad_call, grad=p.grad))
+    return "".join(parts)
+
+
+MODULE_DRIVER = '''
+CALLS = {calls!r}  # the aliasing variant of each call
+ENTRY = {entry!r}  # the jitted callable: the module ("self"), prog(m, ...) ("arg"), prog reading MOD ("global")
+NO_GRAD_CALL = {no_grad_call!r}
+GRAD = {grad!r}
+_LOW_PRECISION = {{torch.float16: 1e-2, torch.bfloat16: 4e-2}}
+
+
+def _as_list(out):
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+def _assert_close(got, want):
+    if len(got) != len(want):
+        raise AssertionError(f"{{len(got)}} values, eager has {{len(want)}}")
+    for i, (g, w) in enumerate(zip(got, want)):
+        try:
+            torch.testing.assert_close(g, w, equal_nan=True)
+        except (AssertionError, TypeError, ValueError) as e:
+            raise AssertionError(f"value {{i}}: {{e}}") from None
+
+
+def _qualname(e):
+    return f"{{type(e).__module__}}.{{type(e).__qualname__}}"
+
+
+def module_state(m):
+    """name -> tensor: every parameter, buffer and tensor attribute of m and its submodules (tied names each)."""
+    out = {{}}
+    for prefix, mod in m.named_modules(remove_duplicate=False):
+        items = list(mod._parameters.items()) + list(mod._buffers.items())
+        items += [(k, v) for k, v in vars(mod).items() if isinstance(v, torch.Tensor)]
+        for k, v in items:
+            if v is not None:
+                out[f"{{prefix}}.{{k}}".lstrip(".")] = v
+    return dict(sorted(out.items()))
+
+
+def state_layout(state):
+    """Per state tensor: (its storage's index, offset, shape, strides, the first name of the same object,
+    requires_grad, dtype)."""
+    names, storages, out = list(state), [], []
+    for n in names:
+        t = state[n]
+        ptr = t.untyped_storage().data_ptr()
+        if ptr not in storages:
+            storages.append(ptr)
+        same = next(o for o in names if state[o] is t)
+        out.append((n, storages.index(ptr), t.storage_offset(), tuple(t.shape), t.stride(), same, t.requires_grad, t.dtype))
+    return out
+
+
+def _params(m):
+    return [p for _, p in sorted(m.named_parameters())]
+
+
+def _call(fn, m, variant, backward=True):
+    """One call on fresh arguments of ``variant`` (over this side's module m): a record of what to compare."""
+    bases, args, leaves, hidden = make_inputs(variant, m)
+    install(hidden, m)
+    call_args = ([m] if ENTRY == "arg" else []) + args
+    rec = dict(err=None, phase=None)
+    try:
+        with torch.no_grad() if NO_GRAD_CALL else contextlib.nullcontext():
+            out = _as_list(fn(*call_args))
+    except Exception as e:  # noqa: BLE001 - any exception counts as a rejection
+        rec.update(err=e, phase="forward")
+        return rec
+    state = module_state(m)
+    rec.update(out=[o.detach().clone() if isinstance(o, torch.Tensor) else o for o in out],
+               args=[a.detach().clone() for a in args], bases=[b.detach().clone() for b in bases],
+               hidden=[h.detach().clone() for h in hidden.values()],
+               state=[t.detach().clone() for t in state.values()], layout=state_layout(state),
+               flags=[o.requires_grad for o in out if isinstance(o, torch.Tensor)])
+    if GRAD and backward and not NO_GRAD_CALL:
+        try:
+            weights = torch.Generator().manual_seed(1)
+            diff = [o for o in out if isinstance(o, torch.Tensor) and o.requires_grad and o.is_floating_point()]
+            if diff:
+                sum((o * torch.rand(o.shape, generator=weights, dtype=o.dtype)).sum() for o in diff).backward()
+        except Exception as e:  # noqa: BLE001
+            rec.update(err=e, phase="backward")
+            return rec
+        # None (no gradient reached it) as zeros; the parameters' .grad accumulates over the calls
+        rec["grads"] = [torch.zeros_like(t) if t.grad is None else t.grad.clone() for t in _params(m) + leaves]
+    return rec
+
+
+def check(schedule, make_jit=make_jit):
+    """Eager vs jitted, one module object per side kept over every call of CALLS.
+    Returns (status, detail); status is ok, both-raised, jit-raised, missed-rejection or mismatch."""
+    m_want, m_got = make_module(), make_module()
+    jitted = None
+    compared, raised = 0, []
+    for call, variant in enumerate(CALLS, 1):
+        where = f"call {{call}} (aliasing variant {{variant}})"
+        want = _call(m_want if ENTRY == "self" else prog, m_want, variant)
+        if want["phase"] == "backward":
+            return "both-raised", f"not comparable: eager's backward raised {{want['err']!r}}"
+        if jitted is None:
+            try:
+                jitted = make_jit(m_got if ENTRY == "self" else prog, schedule)
+            except Exception as e:  # noqa: BLE001
+                if want["err"] is not None:
+                    return "both-raised", repr(e)
+                return "jit-raised", f"make_jit raised {{_qualname(e)}}:\\n" + "".join(traceback.format_exception(e))
+        got = _call(jitted, m_got, variant)
+        if want["err"] is not None:
+            if got["err"] is None:
+                return "missed-rejection", f"{{where}}: eager raised {{want['err']!r}}; the jitted call returned"
+            raised.append(f"{{where}}: eager: {{want['err']!r}}; jitted: {{got['err']!r}}")
+            break  # the two modules may differ by what ran before the raise: Note [module programs]
+        if got["err"] is not None:
+            return "jit-raised", (f"{{where}} ({{got['phase']}}) raised {{_qualname(got['err'])}}:\\n"
+                                  + "".join(traceback.format_exception(got["err"])))
+        checks = [("outputs", "out"), ("arguments after the call", "args"), ("base tensors after the call", "bases"),
+                  ("the global after the call", "hidden"), ("module state after the call", "state")]
+        if "grads" in want:
+            checks.append(("parameter and leaf gradients (None as zeros)", "grads"))
+        for what, key in checks:
+            try:
+                _assert_close(got[key], want[key])
+            except AssertionError as e:
+                names = list(module_state(m_want)) if key == "state" else None
+                return "mismatch", f"{{where}}: {{what}} differ from eager" + (f" (state {{names}})" if names else "") + f":\\n{{e}}"
+        if got["layout"] != want["layout"]:
+            diff = [(g, w) for g, w in zip(got["layout"], want["layout"]) if g != w]
+            return "mismatch", f"{{where}}: module state layout differs from eager (got, eager): {{diff}}"
+        if got["flags"] != want["flags"]:
+            return "mismatch", f"{{where}}: requires_grad of the outputs {{got['flags']}}, eager {{want['flags']}}"
+        compared += 1
+    if not compared:
+        return "both-raised", "; ".join(raised)
+    return "ok", ""
+'''
