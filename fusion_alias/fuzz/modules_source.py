@@ -6,7 +6,7 @@ over the aliasing variants and compares (Note [module programs] and Note [the re
 from __future__ import annotations
 
 from fusion_alias.fuzz.program import Program
-from fusion_alias.fuzz.source import _base_source, _make_jit_source
+from fusion_alias.fuzz.source import COMPARE_SOURCE, _base_source, _make_jit_source
 
 
 def _tag(p: Program, key: str) -> str:
@@ -77,21 +77,7 @@ CALLS = {calls!r}  # the aliasing variant of each call
 ENTRY = {entry!r}  # the jitted callable: the module ("self"), prog(m, ...) ("arg"), prog reading MOD ("global")
 NO_GRAD_CALL = {no_grad_call!r}
 GRAD = {grad!r}
-_LOW_PRECISION = {{torch.float16: 1e-2, torch.bfloat16: 4e-2}}
-
-
-def _as_list(out):
-    return list(out) if isinstance(out, (tuple, list)) else [out]
-
-
-def _assert_close(got, want):
-    if len(got) != len(want):
-        raise AssertionError(f"{{len(got)}} values, eager has {{len(want)}}")
-    for i, (g, w) in enumerate(zip(got, want)):
-        try:
-            torch.testing.assert_close(g, w, equal_nan=True)
-        except (AssertionError, TypeError, ValueError) as e:
-            raise AssertionError(f"value {{i}}: {{e}}") from None
+''' + COMPARE_SOURCE + '''
 
 
 def _qualname(e):

@@ -11,7 +11,7 @@ from typing import Callable, Sequence
 
 from fusion_alias.backends.reference import SCHEDULES
 from fusion_alias.fuzz.program import Program
-from fusion_alias.fuzz.source import _holders_source, _make_inputs_source, _make_jit_source, _prog_source
+from fusion_alias.fuzz.source import COMPARE_SOURCE, _holders_source, _make_inputs_source, _make_jit_source, _prog_source
 
 MakeJit = Callable[[Callable, str], Callable]
 
@@ -64,23 +64,7 @@ LOSS_READS_ARGS = {loss_reads_args!r}
 CARRIED = {carried!r}
 CHECK_REQUIRES_GRAD = {check_requires_grad!r}
 BASE_NAMES = {base_names!r}
-_LOW_PRECISION = {{torch.float16: 1e-2, torch.bfloat16: 4e-2}}
-
-
-def _as_list(out):
-    return list(out) if isinstance(out, (tuple, list)) else [out]
-
-
-def _assert_close(got, want):
-    if len(got) != len(want):
-        raise AssertionError(f"{{len(got)}} values, eager has {{len(want)}}")
-    for i, (g, w) in enumerate(zip(got, want)):
-        tol = _LOW_PRECISION.get(w.dtype) if isinstance(w, torch.Tensor) else None
-        kw = dict(rtol=tol, atol=tol) if tol else {{}}
-        try:
-            torch.testing.assert_close(g, w, equal_nan=True, **kw)
-        except (AssertionError, TypeError, ValueError) as e:  # (TypeError: a stored proxy, not a tensor)
-            raise AssertionError(f"value {{i}}: {{e}}") from None
+''' + COMPARE_SOURCE + '''
 
 
 def _stored(args):

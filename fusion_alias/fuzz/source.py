@@ -177,3 +177,26 @@ def _make_jit_source(system: str, unsafe: bool) -> str:
     else:  # a Python callable given to the API; not renderable
         body = "    raise NotImplementedError('custom system under test: supply make_jit')\n"
     return "def make_jit(fn, schedule):\n" + body
+
+
+# The comparison helpers of a repro script's driver (oracle._DRIVER, modules_source.MODULE_DRIVER), as
+# template text for ``str.format`` (braces doubled): eager's values against the system's, with the
+# tolerance of a low-precision dtype.
+COMPARE_SOURCE = '''_LOW_PRECISION = {{torch.float16: 1e-2, torch.bfloat16: 4e-2}}
+
+
+def _as_list(out):
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+def _assert_close(got, want):
+    if len(got) != len(want):
+        raise AssertionError(f"{{len(got)}} values, eager has {{len(want)}}")
+    for i, (g, w) in enumerate(zip(got, want)):
+        tol = _LOW_PRECISION.get(w.dtype) if isinstance(w, torch.Tensor) else None
+        kw = dict(rtol=tol, atol=tol) if tol else {{}}
+        try:
+            torch.testing.assert_close(g, w, equal_nan=True, **kw)
+        except (AssertionError, TypeError, ValueError) as e:  # (TypeError: a stored proxy, not a tensor)
+            raise AssertionError(f"value {{i}}: {{e}}") from None
+'''
