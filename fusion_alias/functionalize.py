@@ -70,7 +70,7 @@ def substitute_reads(
     # when the value's own memory is written
     holders: dict[str, set[tuple[str, tuple]]] = {}
     out: list[BoundSymbol] = []  # (the walk's symbols; pushed-down reads are placed beside them: _Placed)
-    placed = _Placed(out, info.view_key)
+    placed = _Placed(out, info.view_key, bsyms)
     # Note [no reference cycles in the stage]: the helpers below are closures over these dicts, and
     # none refers to itself (the walk into tuples and lists is ``_rewritten``, outside): when the
     # stage returns, reference counting frees them at once. A recursive closure held ``known``,
@@ -308,10 +308,12 @@ class _Placed:
     """
 
     __slots__ = ("out", "indexed", "producer", "position", "view_key", "views", "placed_before", "placed_after",
-                 "shape_of")
+                 "shape_of", "source", "written")
 
-    def __init__(self, out: list, view_key: dict | None = None):
+    def __init__(self, out: list, view_key: dict | None = None, source=()):
         self.out = out
+        self.source = source  # (the stage's input symbols: ``existing_view`` asks which views are written through)
+        self.written: set | None = None  # names written through (copy_ destinations and the views they are made from)
         self.shape_of = shape_reader()  # (for ``_pushed_down``, which reads a few shapes per read it pushes)
         self.indexed = 0  # out[:indexed] is in ``producer``, ``position`` and ``views``
         self.producer: dict[str, BoundSymbol] = {}  # name -> the symbol that makes it (one tensor output)
@@ -365,7 +367,7 @@ class _Placed:
             return None
         self.producer_of(value._name)  # (indexes what the walk laid so far)
         view = self.views.get((of[0], of[1] + keys[1]))
-        if view is None:
+        if view is None or view._name in self._written_through():
             return None
         if anchor is None:
             limit = len(self.out)
@@ -374,6 +376,23 @@ class _Placed:
             if limit is None or self.out[limit] is not anchor:  # (an anchor placed beside one of ``out``)
                 return None
         return view if self.position[view._name] < limit else None
+
+    def _written_through(self) -> set:
+        """The names the stage's symbols write through: each ``copy_`` destination and the views it
+        is made from. A view that is written through runs outside regions (``partition.destination_views``):
+        read in a region, it would be one more input, where the replayed view reads the operand the
+        region reads anyway (the bench's ``rows_rw``: 340 -> 364 bytes moved)."""
+        if self.written is None:
+            copy_id, view_addrs = ops.COPY_ID, ops._VIEW_ADDRS
+            written = {b.args[1]._name for b in self.source
+                       if b.sym.id is copy_id and isinstance(b.args[1], TensorProxy)}
+            for b in reversed(self.source):  # (a view is made before it is written through)
+                if id(b.sym.id) in view_addrs and isinstance(b.output, TensorProxy) and b.output._name in written:
+                    a0 = b.args[0]
+                    if isinstance(a0, TensorProxy):
+                        written.add(a0._name)
+            self.written = written
+        return self.written
 
     def _index(self, b: BoundSymbol) -> None:
         o = b.output
