@@ -83,7 +83,9 @@ def _detach_as_identity_view(b):
 
     For the operand check, which compares addresses and nothing of autograd, ``detach`` is the
     identity view it is: ``kv[0:2].detach()`` is replayed as ``kv[0:2]`` and compared on the real
-    tensor, and ``x.add_(x.detach())`` is the full overlap eager accepts.
+    tensor, and ``x.add_(x.detach())`` is the full overlap eager accepts. (The pass's own check, on
+    the flattened trace, still refuses that one: there ``detach`` stays an op it cannot relate to
+    its input, Note [operands related through an opaque op].)
     """
     if (b.sym.name == "detach" and not b.subsymbols and len(b.args) == 1 and not b.kwargs
             and isinstance(b.args[0], TensorProxy) and isinstance(b.output, TensorProxy)):
