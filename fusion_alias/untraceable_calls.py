@@ -38,6 +38,12 @@ _SEEDING = {
     "torch.random.manual_seed": torch.random.manual_seed,
     "torch.random.seed": torch.random.seed,
     "torch.random.set_rng_state": torch.random.set_rng_state,
+    "torch.cuda.manual_seed": torch.cuda.manual_seed,  # (hang too, on a machine without CUDA as well)
+    "torch.cuda.manual_seed_all": torch.cuda.manual_seed_all,
+    "torch.cuda.seed": torch.cuda.seed,
+    "torch.cuda.seed_all": torch.cuda.seed_all,
+    "torch.cuda.set_rng_state": torch.cuda.set_rng_state,
+    "torch.cuda.set_rng_state_all": torch.cuda.set_rng_state_all,
 }
 
 
