@@ -48,6 +48,7 @@ from fusion_alias import ops
 from fusion_alias.aliasing import AliasInfo, may_write, shape_reader, tensor_args
 from fusion_alias.new_args import replayed, with_new_args
 from fusion_alias.new_values import tensor_like
+from fusion_alias.partition import destination_views
 
 
 def substitute_reads(
@@ -378,20 +379,13 @@ class _Placed:
         return view if self.position[view._name] < limit else None
 
     def _written_through(self) -> set:
-        """The names the stage's symbols write through: each ``copy_`` destination and the views it
-        is made from. A view that is written through runs outside regions (``partition.destination_views``):
-        read in a region, it would be one more input, where the replayed view reads the operand the
-        region reads anyway (the bench's ``rows_rw``: 340 -> 364 bytes moved)."""
+        """The names of the views the stage's symbols write through (``partition.destination_views``:
+        a ``copy_`` destination, or a view made into one). Such a view runs outside regions: read in a
+        region, it would be one more input, where the replayed view reads the operand the region reads
+        anyway (the bench's ``rows_rw``: 340 -> 364 bytes moved)."""
         if self.written is None:
-            copy_id, view_addrs = ops.COPY_ID, ops._VIEW_ADDRS
-            written = {b.args[1]._name for b in self.source
-                       if b.sym.id is copy_id and isinstance(b.args[1], TensorProxy)}
-            for b in reversed(self.source):  # (a view is made before it is written through)
-                if id(b.sym.id) in view_addrs and isinstance(b.output, TensorProxy) and b.output._name in written:
-                    a0 = b.args[0]
-                    if isinstance(a0, TensorProxy):
-                        written.add(a0._name)
-            self.written = written
+            source = self.source
+            self.written = {source[i].output._name for i in destination_views(source)}
         return self.written
 
     def _index(self, b: BoundSymbol) -> None:

@@ -58,5 +58,5 @@ def _refuse(name: str, *args, **kwargs):
 def register(executor) -> None:
     """Lend ``executor`` a lookaside per call of ``_SEEDING`` that raises :class:`UntraceableCallError`."""
     for name, fn in _SEEDING.items():
-        if fn not in executor._lookasides:  # (torch.manual_seed is torch.random.manual_seed: named once)
+        if fn not in executor._lookasides:  # (where two names are one function, the first names it)
             executor._lookasides[fn] = partial(_refuse, name)
