@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 from thunder.core.dtypes import to_torch_dtype
+from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import BoundSymbol
 import thunder.core.prims as prims
 
@@ -67,11 +68,12 @@ def destination_views(bsyms: Sequence[BoundSymbol], producer: dict[str, int] | N
         copies = [i for i, b in enumerate(bsyms) if b.sym.id is copy_id]
     if not copies:
         return set()
-    if producer is None:
+    if producer is None:  # (only views are followed: an index of the views' outputs answers alike)
+        view_addrs = ops._VIEW_ADDRS
         producer = {}
         for i, b in enumerate(bsyms):
-            for o in tensor_outs(b):
-                producer.setdefault(o.name, i)
+            if id(b.sym.id) in view_addrs and isinstance(b.output, TensorProxy):
+                producer.setdefault(b.output.name, i)
     marked: set[int] = set()
     seen: set[str] = set()  # (a destination written many times is followed once)
     stack = [bsyms[i].args[1] for i in copies]

@@ -109,6 +109,7 @@ def _check_writes(
     pending = {name: op for name, op in ops_by_write.items()
                if op.operands and _compares_operands(op, info, actual, input_names)}
     metas: dict = {}
+    fresh_roots: set = set()  # roots ``_layout_made_by_opaque_op`` found fresh (None)
     shape_of = shape_reader()
     # the names made so far, in program order (the inputs first): only the gradient checks ask
     made = set(info.root) - {o.name for b in bsyms for o in tensor_outs(b)} if grad_inputs else None
@@ -166,7 +167,13 @@ def _check_writes(
         chain = info.chain.get(dst._name, ())
         base = t
         if base is None:
-            base = _layout_made_by_opaque_op(root, dst.name, producers, actual, info)
+            # (an input is made by no symbol of the pass; a root's answer is the same at each write)
+            if (input_names is not None and root in input_names) or root in fresh_roots:
+                base = None
+            else:
+                base = _layout_made_by_opaque_op(root, dst.name, producers, actual, info)
+                if base is None:
+                    fresh_roots.add(root)
             if base is None:
                 if not chain:
                     continue  # a fresh tensor the program made: contiguous, nothing overlaps
