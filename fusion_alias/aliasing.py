@@ -283,13 +283,22 @@ class AliasInfo:
     groups: UnionFind = field(default_factory=UnionFind)
     # name -> group, as ``group`` answered it: groups only merge while ``analyze`` runs, before any
     # question (``UnionFind.__getitem__`` is Python code, asked several times per name and stage)
+    #
+    # Note [singleton groups are not registered]: ``UnionFind`` answers an object it has never seen
+    # with the object itself (registering it as a set of one), so a root no union named is its own
+    # group. ``group`` answers such a root without asking the ``UnionFind`` (most roots of a large
+    # trace: every op's result that is not a view), and ``add_root`` does not register one. Example:
+    # ``t3 = exp(a)`` makes the root ``t3``; ``group("t3")`` is ``"t3"``, and ``groups.parents`` has no
+    # ``t3`` until a union (in ``analyze`` only) or ``groups["t3"]`` names it.
     _group_of: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     def group(self, name: str) -> str:
         """Canonical name of the memory group of ``name``."""
         g = self._group_of.get(name)
         if g is None:
-            g = self._group_of[name] = self.groups[self.root[name]]
+            r = self.root[name]
+            groups = self.groups  # (Note [singleton groups are not registered])
+            g = self._group_of[name] = groups[r] if r in groups.parents else r
         return g
 
     def groups_asked(self) -> dict[str, str]:
@@ -321,7 +330,6 @@ class AliasInfo:
         self.root[name] = name
         self.chain[name] = ()
         self.view_key[name] = (name, ())
-        self.groups[name]  # registers the singleton
 
     def add_alias(self, name: str, of: str, step: BoundSymbol | None, step_key: tuple | None = None) -> None:
         """``name`` is a view of ``of`` (``step`` None: the very same view); ``step_key``, when
@@ -376,7 +384,7 @@ def analyze(
         kind = op.kind if op is not None else None
         if kind == "elementwise" or kind == "reduction" or kind == "creation":
             for o in outs:  # (info.add_root, inlined: the most common case; no group asked yet to forget)
-                name = o._name  # (its singleton group is registered when first asked: ``UnionFind[name]``)
+                name = o._name  # (a singleton group: Note [singleton groups are not registered])
                 root[name] = name
                 chain[name] = ()
                 view_key[name] = (name, ())
