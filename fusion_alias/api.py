@@ -78,6 +78,19 @@ class _ReadsAliasDifferently(Exception):
 # made with gradients on does.
 
 
+# Note [a call found to compute gradients stays so]
+# -------------------------------------------------
+# A miss (``_ReadsAliasDifferently``) says whether the call computes gradients as far as its raiser
+# can tell: a compilation that meets hidden tensors that require grad, or a program that turns them on
+# inside (Note [enable_grad inside a call made under no_grad]), says True; a guarded cache entry asks
+# only ``torch.is_grad_enabled()``, False under ``no_grad``. A call under ``no_grad`` whose program turns
+# gradients on went: program A (no autodiff) -> compilation says True -> program B (autodiff), compiled
+# earlier for hidden tensors that aliased otherwise -> its guard says False -> a program without autodiff
+# again -> ... until the tries ran out ("changed their aliasing during the call"; fuzz seed 20001 #5,
+# modules, --grad). What one try learnt about the call holds for the next: once True, each later
+# variant is looked up and compiled with autodiff.
+
+
 def _enables_grad(traced) -> bool:
     """Whether the traced program turns gradient computation on somewhere (``torch.enable_grad``)."""
     if traced is None:
@@ -263,11 +276,14 @@ class AliasSpecializedFunction:
                 return self._run(jfn, args, kwargs, flat)
             except _ReadsAliasDifferently as miss:
                 # The tensors the program reads besides its arguments alias differently
-                # from what this program was compiled for: nothing ran yet.
-                variant = (slot, miss.key, miss.needs_grad)
+                # from what this program was compiled for: nothing ran yet. Once a miss says
+                # this call computes gradients, it does for every later try (Note [a call found
+                # to compute gradients stays so]).
+                needs_grad = needs_grad or miss.needs_grad
+                variant = (slot, miss.key, needs_grad)
                 other = self._variants.get(variant)
                 if other is None or other is jfn:
-                    other = self._variants[variant] = self._compile(needs_grad or miss.needs_grad)
+                    other = self._variants[variant] = self._compile(needs_grad)
                 jfn = self._by_key[slot] = other
         raise AliasInputError(
             "fusion_alias: the tensors this program reads besides its arguments (globals, closures, module "
