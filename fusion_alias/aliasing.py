@@ -350,6 +350,7 @@ def analyze(
     inputs: Iterable[TensorProxy],
     input_groups: Iterable[Iterable[str]] = (),
     same_inputs: Iterable[tuple[str, str]] = (),
+    detach_is_view: bool = False,
 ) -> AliasInfo:
     """Families and memory groups for ``bsyms``.
 
@@ -357,6 +358,8 @@ def analyze(
     input names that may overlap at run time (from the actual call arguments);
     ``same_inputs`` pairs ``(name, of)`` of inputs that are the very same memory
     (``input_groups.identical_inputs``): ``name`` becomes a view of ``of`` with no steps.
+    ``detach_is_view``: ``x.detach()`` is ``x`` (Note [detach is the same view]); only for a trace
+    that computes no gradient.
 
     >>> # a = input, b = squeeze(slice(a)), t1 = copy_(t0, b)
     >>> # root[b] == root[t1] == "a"; group(b) == group(a)
@@ -404,6 +407,8 @@ def analyze(
         elif op is not None:
             for o in outs:
                 info.add_root(o.name)
+        elif detach_is_view and is_detach(bsym) and bsym.output._name not in root:  # Note [detach is the same view]
+            info.add_alias(bsym.output._name, bsym.args[0]._name, None)
         else:
             # Note [unknown ops alias conservatively]
             for o in outs:
@@ -414,6 +419,31 @@ def analyze(
                     info.groups.union(o.name, *(info.root[a.name] for a in args))
     info.forget_groups()
     return info
+
+
+def is_detach(bsym: BoundSymbol) -> bool:
+    """``y = x.detach()`` as Thunder 0.2.6 traces it: a leaf symbol (torch's own, run by the torch
+    executor) of one tensor, no keyword, one tensor out.
+
+    Note [detach is the same view]
+    ------------------------------
+    ``x.detach()`` is ``x``'s memory with ``x``'s sizes, strides and offset: the same elements, a view
+    with no step (as ``shallow_copy`` is). Read as an op the analysis cannot see through (Note [unknown
+    ops alias conservatively]), its result was a root of its own in ``x``'s memory group, and
+    ``x.mul_(x.detach())``, the full overlap eager accepts, was refused ("may share memory through an
+    op whose result fusion_alias cannot relate to its input"). As an alias of ``x`` with no step, it has
+    ``x``'s root, view chain and view key: the operand check finds the same view, and reads of it
+    after a write of ``x`` are reads of ``x``'s memory. The symbol itself still runs outside regions
+    (it is not in the op table).
+
+    Only in a trace that computes no gradient (``analyze``'s ``detach_is_view``): where gradients flow,
+    ``d = x.detach(); d.mul_(2); return x * 3`` must write ``x``'s memory without the write reaching
+    ``x``'s gradient (eager's factor is 3, not 6). Read as a view there, the functionalization before
+    Thunder's autodiff made the write an update of ``x``'s value, and the gradient went through it; such
+    programs stay refused (autograd_functionalize.py).
+    """
+    return (bsym.sym.name == "detach" and not bsym.subsymbols and len(bsym.args) == 1 and not bsym.kwargs
+            and isinstance(bsym.args[0], TensorProxy) and isinstance(bsym.output, TensorProxy))
 
 
 _OPAQUE_VIEW_PRIMS = frozenset(

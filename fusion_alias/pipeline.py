@@ -79,14 +79,16 @@ def prepare(executor, trace: TraceCtx, input_groups=None) -> Prepared:
     t0 = time.perf_counter()
     same_inputs = identical_inputs(tensor_inputs, actual)
     flat = read_through_first(flat, same_inputs, tensor_inputs)
-    info = analyze(flat, tensor_inputs, list(input_groups) + alias_facts, same_inputs)
+    detach_is_view = not any(p.requires_grad for p in tensor_inputs)  # (aliasing.py, Note [detach is the same view])
+    info = analyze(flat, tensor_inputs, list(input_groups) + alias_facts, same_inputs, detach_is_view)
     proxies = tensor_proxies_by_name(flat, tensor_inputs)  # (a dropped copy's result stays in it, unused)
     flat = drop_copies_onto_themselves(flat, info, actual, proxies)
     check_refusals(trace, flat, renamed, info, tensor_inputs, input_groups, actual, ctx, proxies)
     fusible = fusible_predicate(executor, verdicts, tensor_inputs)
     flat, info, written_views = base_updates.rewrite(
         trace, flat, info, tensor_inputs, input_groups, actual, fusible,
-        lambda rewritten: analyze(rewritten, tensor_inputs, list(input_groups) + alias_facts, same_inputs),
+        lambda rewritten: analyze(rewritten, tensor_inputs, list(input_groups) + alias_facts, same_inputs,
+                                  detach_is_view),
     )
     bsyms = substitute_reads(trace, flat, info, fusible, written_views)
     bsyms = _dce(bsyms, trace)

@@ -29,7 +29,7 @@ import thunder
 from thunder.core.proxies import TensorProxy
 import thunder.core.prims as prims
 
-from fusion_alias.aliasing import AliasInfo, analyze, proxy_outs
+from fusion_alias.aliasing import AliasInfo, analyze, is_detach, proxy_outs
 from fusion_alias.errors import AliasInputError
 from fusion_alias.input_groups import _input_groups
 from fusion_alias.layouts import copying_reshapes
@@ -83,12 +83,12 @@ def _detach_as_identity_view(b):
 
     For the operand check, which compares addresses and nothing of autograd, ``detach`` is the
     identity view it is: ``kv[0:2].detach()`` is replayed as ``kv[0:2]`` and compared on the real
-    tensor, and ``x.add_(x.detach())`` is the full overlap eager accepts. (The pass's own check, on
-    the flattened trace, still refuses that one: there ``detach`` stays an op it cannot relate to
-    its input, Note [operands related through an opaque op].)
+    tensor, and ``x.add_(x.detach())`` is the full overlap eager accepts. (The pass's own analysis
+    reads ``detach`` so too in a call that computes no gradient: aliasing.py, Note [detach is the
+    same view]; with gradients it stays an op it cannot relate to its input, Note [operands related
+    through an opaque op].)
     """
-    if (b.sym.name == "detach" and not b.subsymbols and len(b.args) == 1 and not b.kwargs
-            and isinstance(b.args[0], TensorProxy) and isinstance(b.output, TensorProxy)):
+    if is_detach(b):
         return prims.shallow_copy.bind(b.args[0], output=b.output)
     return b
 
