@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from networkx.utils import UnionFind
@@ -46,6 +46,7 @@ import thunder.core.prims as prims
 
 from fusion_alias import ops
 from fusion_alias.fresh_results import converts_dtype, indexes_with_a_tensor, is_functional_fold, returns_new_memory
+from fusion_alias.leaf_views import is_detach
 
 
 def _proxies(x, out: list) -> list:
@@ -159,48 +160,6 @@ _read_shape = operator.attrgetter("_shape")
 # of the trace read ``_name`` itself; elsewhere ``name`` is read as usual.
 
 
-def tensor_proxies_by_name(bsyms, inputs=()) -> "ProxiesByName":
-    """name -> the tensor proxy of that name, over the outputs of ``bsyms`` and the ``inputs``
-    (a read-only mapping, filled at its first question: most passes never ask one)."""
-    return ProxiesByName(bsyms, inputs)
-
-
-class ProxiesByName(Mapping):
-    """``tensor_proxies_by_name``'s answer: the dict is built when first read.
-
-    The checks that ask it (the roots of memory the program made, in the refusals and
-    ``noop_copies``) run on a few copies of a few programs; building it for every pass
-    cost a walk over all outputs (a tenth of a second at 100k bsyms).
-    """
-
-    def __init__(self, bsyms, inputs=()):
-        self._source: tuple | None = (bsyms, tuple(inputs))
-        self._map: dict[str, TensorProxy] = {}
-
-    def _built(self) -> dict:
-        if self._source is not None:
-            bsyms, inputs = self._source
-            self._map = {o.name: o for b in bsyms for o in tensor_outs(b)}
-            self._map.update((p.name, p) for p in inputs)
-            self._source = None
-        return self._map
-
-    def __getitem__(self, name):
-        return self._built()[name]
-
-    def __iter__(self):
-        return iter(self._built())
-
-    def __len__(self) -> int:
-        return len(self._built())
-
-    def __contains__(self, name) -> bool:
-        return name in self._built()
-
-    def get(self, name, default=None):
-        return self._built().get(name, default)
-
-
 # id(bsym) -> (bsym, the copy_ prims of its decomposition): asked by two checks of every
 # in-place op of the trace (refusals.inplace_ops, dtype_rules), for the same bsyms
 _COPIES: dict[int, tuple] = {}
@@ -283,13 +242,9 @@ class AliasInfo:
     groups: UnionFind = field(default_factory=UnionFind)
     # name -> group, as ``group`` answered it: groups only merge while ``analyze`` runs, before any
     # question (``UnionFind.__getitem__`` is Python code, asked several times per name and stage)
-    #
-    # Note [singleton groups are not registered]: ``UnionFind`` answers an object it has never seen
-    # with the object itself (registering it as a set of one), so a root no union named is its own
-    # group. ``group`` answers such a root without asking the ``UnionFind`` (most roots of a large
-    # trace: every op's result that is not a view), and ``add_root`` does not register one. Example:
-    # ``t3 = exp(a)`` makes the root ``t3``; ``group("t3")`` is ``"t3"``, and ``groups.parents`` has no
-    # ``t3`` until a union (in ``analyze`` only) or ``groups["t3"]`` names it.
+    # Note [singleton groups are not registered]: a root no union named (``t3`` of ``t3 = exp(a)``) is
+    # its own group, as ``UnionFind`` would answer; ``group`` says so without asking it (Python code),
+    # and ``add_root`` does not register one: ``groups.parents`` has no ``t3`` until a union names it.
     _group_of: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     def group(self, name: str) -> str:
@@ -419,31 +374,6 @@ def analyze(
                     info.groups.union(o.name, *(info.root[a.name] for a in args))
     info.forget_groups()
     return info
-
-
-def is_detach(bsym: BoundSymbol) -> bool:
-    """``y = x.detach()`` as Thunder 0.2.6 traces it: a leaf symbol (torch's own, run by the torch
-    executor) of one tensor, no keyword, one tensor out.
-
-    Note [detach is the same view]
-    ------------------------------
-    ``x.detach()`` is ``x``'s memory with ``x``'s sizes, strides and offset: the same elements, a view
-    with no step (as ``shallow_copy`` is). Read as an op the analysis cannot see through (Note [unknown
-    ops alias conservatively]), its result was a root of its own in ``x``'s memory group, and
-    ``x.mul_(x.detach())``, the full overlap eager accepts, was refused ("may share memory through an
-    op whose result fusion_alias cannot relate to its input"). As an alias of ``x`` with no step, it has
-    ``x``'s root, view chain and view key: the operand check finds the same view, and reads of it
-    after a write of ``x`` are reads of ``x``'s memory. The symbol itself still runs outside regions
-    (it is not in the op table).
-
-    Only in a trace that computes no gradient (``analyze``'s ``detach_is_view``): where gradients flow,
-    ``d = x.detach(); d.mul_(2); return x * 3`` must write ``x``'s memory without the write reaching
-    ``x``'s gradient (eager's factor is 3, not 6). Read as a view there, the functionalization before
-    Thunder's autodiff made the write an update of ``x``'s value, and the gradient went through it; such
-    programs stay refused (autograd_functionalize.py).
-    """
-    return (bsym.sym.name == "detach" and not bsym.subsymbols and len(bsym.args) == 1 and not bsym.kwargs
-            and isinstance(bsym.args[0], TensorProxy) and isinstance(bsym.output, TensorProxy))
 
 
 _OPAQUE_VIEW_PRIMS = frozenset(

@@ -56,7 +56,8 @@ from thunder.core.trace import from_trace, tracectx
 from thunder.core.transform_common import Transform
 
 from fusion_alias import context, ops
-from fusion_alias.aliasing import _made_from_args, _view_symbols, analyze, may_write, tensor_proxies_by_name
+from fusion_alias.aliasing import _made_from_args, _view_symbols, analyze, may_write
+from fusion_alias.proxies_by_name import tensor_proxies_by_name
 from fusion_alias.errors import AliasInputError
 from fusion_alias.functional_rewrite import Rewriter
 

@@ -68,7 +68,8 @@ from thunder.core.proxies import TensorProxy, variableify
 from thunder.core.trace import tracectx
 
 from fusion_alias import ops
-from fusion_alias.aliasing import flattened, may_write, tensor_proxies_by_name
+from fusion_alias.aliasing import flattened, may_write
+from fusion_alias.proxies_by_name import tensor_proxies_by_name
 from fusion_alias.view_relations import boxes_disjoint, invertible, relate, view_box
 
 _PrimIDs = prims.PrimIDs

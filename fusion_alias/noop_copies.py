@@ -66,7 +66,7 @@ def _source_view(src: TensorProxy, dst: TensorProxy, setitems: dict, info, actua
 def drop_copies_onto_themselves(flat: list, info: AliasInfo, actual: dict, proxies: dict) -> list:
     """``flat`` without the ``copy_`` bound symbols that copy memory onto itself
     (Note [a copy whose source is its own destination]); later uses of such a copy's result read its
-    destination instead. ``proxies``: name -> tensor proxy (``aliasing.tensor_proxies_by_name``),
+    destination instead. ``proxies``: name -> tensor proxy (``proxies_by_name.tensor_proxies_by_name``),
     for the roots of memory the program made."""
     setitems: dict = {}  # name -> the setitem symbol making it, those before the copy_ looked at
     root = info.root.get

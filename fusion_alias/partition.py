@@ -69,10 +69,9 @@ def destination_views(bsyms: Sequence[BoundSymbol], producer: dict[str, int] | N
     if not copies:
         return set()
     if producer is None:  # (only views are followed: an index of the views' outputs answers alike)
-        view_addrs = ops._VIEW_ADDRS
         producer = {}
         for i, b in enumerate(bsyms):
-            if id(b.sym.id) in view_addrs and isinstance(b.output, TensorProxy):
+            if id(b.sym.id) in ops._VIEW_ADDRS and isinstance(b.output, TensorProxy):
                 producer.setdefault(b.output.name, i)
     marked: set[int] = set()
     seen: set[str] = set()  # (a destination written many times is followed once)

@@ -30,7 +30,8 @@ from thunder.core.proxies import TensorProxy
 from thunder.core.trace import TraceCtx, from_trace
 
 from fusion_alias import base_updates, context, report
-from fusion_alias.aliasing import AliasInfo, analyze, tensor_proxies_by_name
+from fusion_alias.aliasing import AliasInfo, analyze
+from fusion_alias.proxies_by_name import tensor_proxies_by_name
 from fusion_alias.dce import _dce
 from fusion_alias.flatten import _drop_update_aliases, flatten_trace, fusible_predicate, split_input_bindings
 from fusion_alias.functionalize import substitute_reads

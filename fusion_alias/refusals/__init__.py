@@ -21,7 +21,8 @@ from __future__ import annotations
 import torch
 
 from fusion_alias import dtype_rules
-from fusion_alias.aliasing import AliasInfo, tensor_proxies_by_name
+from fusion_alias.aliasing import AliasInfo
+from fusion_alias.proxies_by_name import tensor_proxies_by_name
 from fusion_alias.errors import AliasInputError
 from fusion_alias.components import shared_storage_groups
 from fusion_alias.refusals.bool_keys import refuse_bool_key
@@ -61,7 +62,7 @@ def check_refusals(
 ) -> None:
     """Raise ``AliasInputError`` for the first refused write of ``flat`` (the flattened trace, without
     ``update_aliases``; ``renamed`` is what dropping them renamed), in program order. ``proxies``:
-    ``aliasing.tensor_proxies_by_name(flat, tensor_inputs)``, if the caller has it already.
+    ``proxies_by_name.tensor_proxies_by_name(flat, tensor_inputs)``, if the caller has it already.
     ``autograd_refusals=False``: only what eager refuses (the program is functionalized before
     Thunder's autodiff, ``autograd_functionalize.py``). ``saved_versions``: the call computes gradients
     and its trace is the user-level one: check eager's autograd rejections (``saved_versions``)."""
