@@ -182,7 +182,18 @@ def _check_operand_overlap(
             if x_view is None:
                 continue
         status = "full" if op.key is None and info.same_view(x.name, dst.name) else _overlap_status(x_view, written)
-        if status == "partial" or (status == "full" and rule == "any"):
+        eager_rejects = status == "partial" or (status == "full" and rule == "any")
+        if roots[1] not in actual and (eager_rejects or (status == "too hard" and not _order_independent(
+                x_view, written, op.name in _COPIES))):
+            # Note [a layout the program made]: the stand-in's layout is a guess, and eager's verdict depends on it
+            raise AliasInputError(
+                f"fusion_alias: {op.name}: some elements of the input tensor {x.name} and the written-to tensor "
+                f"{dst.name} refer to a single memory location, both views of {roots[1]}, a tensor the program made "
+                "(or a view fusion_alias cannot replay): eager PyTorch rejects that where both are dense in the "
+                "layout it gives that tensor, and otherwise runs the op in memory order, so the result would depend "
+                "on a layout fusion_alias does not know: not supported. clone() the input first"
+            )
+        if eager_rejects:
             raise AliasInputError(
                 f"fusion_alias: {op.name}: unsupported operation: some elements of the input tensor {x.name} and "
                 f"the written-to tensor {dst.name} refer to a single memory location (eager PyTorch rejects "
@@ -261,6 +272,21 @@ def _byte_span(t: torch.Tensor) -> tuple[int, int]:
     begin = t.data_ptr() if t.device.type != "meta" else t.storage_offset() * t.element_size()
     return begin, begin + t.numel() * t.element_size()
 
+
+# Note [a layout the program made]
+# --------------------------------
+# A root with no real tensor behind it (a tensor the program made, or the result of a view op the
+# analysis cannot replay, such as ``swapaxes``) is compared on a contiguous meta stand-in of its
+# shape. Which elements two views of it share does not depend on that layout; whether eager calls
+# the overlap "partial" (and raises) or "too hard" (and runs the op in memory order) does, and eager's
+# layout need not be contiguous: ``a.t() * 2``, ``a.t().clone()`` and ``a.swapaxes(0, 1)`` keep
+# ``a.t()``'s strides. With ``c = a.t() * 2``, ``c.mul_(c[0:1])`` runs in eager (``c[0:1]`` is not
+# dense there, Note [overlaps eager does not check]) and multiplies rows 1-3 by the *squared* row 0,
+# while the stand-in's ``c[0:1]`` is dense and the check said "eager PyTorch rejects this too", a false
+# claim (hand probe of session 14; the fuzzer's programs wrote only into inputs' views or contiguous
+# fresh tensors here). A region cannot follow eager's memory order either, so such an overlap is
+# refused in words that claim nothing about eager. Full overlap (``c.mul_(c)``) and disjoint views
+# (``c[0].add_(c[1])``) are the same in every layout and still run.
 
 # Note [overlaps eager does not check]
 # ------------------------------------
