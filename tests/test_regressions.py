@@ -377,3 +377,46 @@ def test_full_and_disjoint_overlaps_in_a_layout_the_program_made_still_run(sched
     got = fusion_alias.jit(_full_and_disjoint_overlaps_of_fresh_transposed, backend="reference", schedule=schedule)(x)
     torch.testing.assert_close(got, _full_and_disjoint_overlaps_of_fresh_transposed(y))
     torch.testing.assert_close(x, y)
+
+
+def _masked_scatter_from_itself(a):
+    m = torch.arange(a.numel()).reshape(a.shape) > 0
+    a.masked_scatter_(m, a)  # eager (CPU): a[1] = a[0], then a[2] = the new a[1], ...
+    return a * 1
+
+
+def _masked_scatter_from_a_shifted_window(a, b):
+    a[:8].masked_scatter_(a[:8] > -2, b)  # b = a[4:12]
+    return a * 1
+
+
+@pytest.mark.parametrize("prog, make", [
+    (_masked_scatter_from_itself, lambda: [torch.arange(6.0)]),
+    (_masked_scatter_from_itself, lambda: [torch.arange(12.0).reshape(3, 4).t()]),
+    (_masked_scatter_from_a_shifted_window, lambda: (lambda x: [x, x[4:12]])(torch.linspace(-1, 1, 16))),
+])
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_masked_scatter_from_memory_it_writes_is_refused(prog, make, schedule):
+    # session 14 hand probe: eager checks no overlap for masked_scatter_ and reads its source as it writes;
+    # a region read the source at entry and returned [0, 0, 1, 2, 3, 4] where eager gives zeros; the shifted
+    # window was refused as "eager PyTorch rejects this too", which eager does not
+    # (refusals/operands.py, Note [masked_scatter_ reads its source as it writes])
+    prog(*make())  # eager runs it
+    with pytest.raises(fusion_alias.AliasInputError, match="eager PyTorch does not check.*not supported"):
+        fusion_alias.jit(prog, backend="reference", schedule=schedule)(*make())
+
+
+def _masked_scatter_apart(a, b):
+    a[0:2].masked_scatter_(a[0:2] > -0.8, a[2:4])
+    a[:, 0:2].masked_scatter_(a[:, 0:2] > 0, a[:, 2:4])
+    a.masked_scatter_(a > 0, b * 2)
+    return a * 1
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_masked_scatter_from_memory_apart_runs(schedule):
+    def make():
+        x = torch.linspace(-1, 1, 16).reshape(4, 4)
+        return [x], [x, x.t()]
+
+    _check(_masked_scatter_apart, make, schedule)
