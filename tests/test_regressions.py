@@ -420,3 +420,23 @@ def test_masked_scatter_from_memory_apart_runs(schedule):
         return [x], [x, x.t()]
 
     _check(_masked_scatter_apart, make, schedule)
+
+
+def _bool_key_then_index_of_its_result(a):
+    t0 = a[True, 0]  # eager: (1, 3, 4); Thunder's trace: 1-d
+    return t0[:, False]
+
+
+def _bool_key_then_write_into_its_result(a):
+    t0 = a[True, 0]
+    t0[:, 1:].mul_(2.0)
+    return a * 1
+
+
+@pytest.mark.parametrize("prog", [_bool_key_then_index_of_its_result, _bool_key_then_write_into_its_result])
+def test_a_bool_key_is_refused_before_thunder_traces_its_wrong_shape(prog):
+    # fuzz seed 20115 #73 (edges): Thunder's IndexError "too many indices for tensor of dimension 1" while
+    # tracing, instead of the bool-key refusal (refusals/bool_keys.py, Note [a bool key refused as it is traced])
+    prog(torch.rand(2, 3, 4))  # eager runs it
+    with pytest.raises(NotImplementedError, match="indexing with a Python bool"):
+        fusion_alias.jit(prog, backend="reference")(torch.rand(2, 3, 4))
