@@ -209,6 +209,8 @@ def copying_reshapes(trace, flat: list, actual: dict, traced=None, contiguous: b
     must_view = {o.name for b in top if b.sym.name in _MUST_VIEW for o in b.flat_outs if isinstance(o, TensorProxy)}
     always_copy = {o.name for b in top if b.sym.name in _ALWAYS_COPY for o in b.flat_outs if isinstance(o, TensorProxy)}
     candidates, contiguous_at = [], []
+    strided_at = [i for i, b in enumerate(flat)  # Note [as_strided of a layout fusion regions do not keep]
+                  if b.sym.name == "as_strided" and b.args and isinstance(b.args[0], TensorProxy)]
     for i, b in enumerate(flat):
         if (b.sym.id is _RESHAPE and isinstance(b.args[0], TensorProxy)) or (
             ops.is_view(b) and b.output is not None and getattr(b.output, "name", None) in always_copy
@@ -217,13 +219,15 @@ def copying_reshapes(trace, flat: list, actual: dict, traced=None, contiguous: b
         elif b.sym.name == _CONTIGUOUS and contiguous and b.args and isinstance(b.args[0], TensorProxy):
             contiguous_at.append(i)
     _check_views_of_inputs(top, actual)
-    if not candidates and not contiguous_at:
+    if not candidates and not contiguous_at and not strided_at:
         return flat
     written_memory = _written_memory(trace, flat)
     fixed: dict = {}
     if contiguous_at:
         flat = _contiguous_calls(trace, flat, contiguous_at, actual, written_memory, fixed)
-    if not candidates:
+        strided_at = [i for i, b in enumerate(flat)
+                      if b.sym.name == "as_strided" and b.args and isinstance(b.args[0], TensorProxy)]
+    if not candidates and not strided_at:
         return flat
     decisions: dict[str, str] = {}
     eager = _Layouts(flat, actual, decisions, fresh_contiguous=False, fixed=fixed)
@@ -266,6 +270,8 @@ def copying_reshapes(trace, flat: list, actual: dict, traced=None, contiguous: b
             )
         decisions[out.name] = "copy"
         copy_at.add(i)
+    for i in strided_at:
+        _check_as_strided(flat[i].args[0], actual, eager, runtime)
     if not copy_at:
         return flat
     result = []
@@ -280,6 +286,51 @@ def copying_reshapes(trace, flat: list, actual: dict, traced=None, contiguous: b
         else:
             result.append(b)
     return result
+
+
+# Note [as_strided of a layout fusion regions do not keep]
+# --------------------------------------------------------
+# ``x.as_strided(size, stride)`` addresses ``x``'s storage, so its result depends on ``x``'s layout, not
+# only on its values. Fusion regions return contiguous tensors; eager an elementwise result in its
+# input's layout, a clone in its source's::
+#
+#     c = a.t() * 2                       # eager: strides (1, 4)
+#     return c.as_strided((2,), (1,))     # eager: c[0, 0], c[1, 0]; a region's contiguous c: c[0, 0], c[0, 1]
+#
+# (session 14 hand probe, a silently wrong value, found while fixing fuzz seed 20119 #79). An
+# ``as_strided`` of a tensor whose run-time layout is not eager's (or unknown) is refused; of an input or
+# a chain of views of one (``as_strided`` of ``as_strided`` too: real views at run time), or of a result
+# whose layout is contiguous in eager too, it runs.
+
+
+def _same_layout(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return (a.storage_offset() == b.storage_offset() and tuple(a.shape) == tuple(b.shape)
+            and all(st_a == st_b for n, st_a, st_b in zip(a.shape, a.stride(), b.stride()) if n != 1))
+
+
+def _view_of_an_input(x: TensorProxy, producer: dict, actual: dict) -> bool:
+    """Whether ``x`` is an input or a chain of views (opaque ones too) of one: a real view at run time."""
+    while x.name not in actual:
+        b = producer.get(x.name)
+        if b is None or not (ops.is_view(b) or (ops.op_info(b) is None and output_may_alias(b, x.name))):
+            return False
+        x = next((a for a in b.flat_args if isinstance(a, TensorProxy)), None)
+        if x is None:
+            return False
+    return True
+
+
+def _check_as_strided(x: TensorProxy, actual: dict, eager: "_Layouts", runtime: "_Layouts") -> None:
+    if _view_of_an_input(x, eager.producer, actual):
+        return
+    at_eager, at_run = eager.of(x), runtime.of(x)
+    if at_eager is None or at_run is None or not _same_layout(at_eager, at_run):
+        what = "unknown" if at_eager is None else f"strides {tuple(at_eager.stride())}, offset {at_eager.storage_offset()}"
+        raise ViewLayoutError(
+            f"fusion_alias: as_strided of {x.name} addresses its storage, laid out by eager PyTorch as {what}, "
+            "a layout fusion regions do not keep (they return contiguous tensors): not supported. "
+            "Workaround: .contiguous() before as_strided"
+        )
 
 
 def _memory_format(b):

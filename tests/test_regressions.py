@@ -440,3 +440,51 @@ def test_a_bool_key_is_refused_before_thunder_traces_its_wrong_shape(prog):
     prog(torch.rand(2, 3, 4))  # eager runs it
     with pytest.raises(NotImplementedError, match="indexing with a Python bool"):
         fusion_alias.jit(prog, backend="reference")(torch.rand(2, 3, 4))
+
+
+def _as_strided_of_an_overlapping_argument_after_a_write(a, b):
+    a.add_(0.5)
+    return b.as_strided((2,), (3,))  # b's storage: x0[1], x0[4]
+
+
+@pytest.mark.parametrize("make_b", [lambda x: x.as_strided((2, 3), (1, 1), 1), lambda x: x[1:4]])
+def test_as_strided_after_a_write_into_its_memory_with_gradients_is_refused(make_b):
+    # fuzz seed 20119 #79 (strided, --grad): the pure program replayed as_strided on b's gathered values
+    # (x0[1], x0[2]: a wrong value), or on a copy too small for it (torch's "setStorage ... out of bounds")
+    # (functional_rewrite.py, Note [as_strided of a value the rewrite replays])
+    leaf = torch.linspace(-1, 1, 6).requires_grad_()
+    x = leaf * 1
+    _as_strided_of_an_overlapping_argument_after_a_write(x, make_b(x)).sum().backward()  # eager runs it
+    leaf = torch.linspace(-1, 1, 6).requires_grad_()
+    x = leaf * 1
+    with pytest.raises(fusion_alias.AliasInputError, match="as_strided .*storage.*not supported"):
+        fusion_alias.jit(_as_strided_of_an_overlapping_argument_after_a_write)(x, make_b(x))
+
+
+@pytest.mark.parametrize("prog", [
+    lambda a: (a.t() * 2).as_strided((2,), (1,)),
+    lambda a: a.t().clone().as_strided((2,), (1,)),
+    lambda a: (lambda c: (c.add_(1), c.as_strided((2,), (1,)))[1])(a.t() * 2),
+])
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_as_strided_of_a_layout_regions_do_not_keep_is_refused(prog, schedule):
+    # session 14 hand probe: eager's c = a.t() * 2 has strides (1, 4), a region's c is contiguous, and
+    # as_strided addresses the storage: [0, 8] where eager gives [0, 2] (layouts.py,
+    # Note [as_strided of a layout fusion regions do not keep])
+    prog(torch.arange(16.0).reshape(4, 4))
+    with pytest.raises(fusion_alias.AliasInputError, match="as_strided .*not supported"):
+        fusion_alias.jit(prog, backend="reference", schedule=schedule)(torch.arange(16.0).reshape(4, 4))
+
+
+def _as_strided_of_layouts_regions_keep(a):
+    c = a * 2
+    return c.as_strided((2,), (5,)), (a.t() * 2).contiguous().as_strided((2,), (1,)), a.t().as_strided((2,), (5,), 1) * 1
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_as_strided_of_layouts_regions_keep_runs(schedule):
+    def make():
+        x = torch.arange(16.0).reshape(4, 4)
+        return [x], [x]
+
+    _check(_as_strided_of_layouts_regions_keep, make, schedule)
