@@ -488,3 +488,25 @@ def test_as_strided_of_layouts_regions_keep_runs(schedule):
         return [x], [x]
 
     _check(_as_strided_of_layouts_regions_keep, make, schedule)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_a_dtype_view_eager_rejects_of_a_transposed_result_is_rejected(schedule):
+    # session 14 hand probe: eager's a.t() * 2 has stride(-1) 4, so view(torch.float16) raises; a region's
+    # result is contiguous and the view ran (layouts.py, _check_dtype_view_of_a_result)
+    def prog(a):
+        return (a.t() * 2).view(torch.float16) * 1
+
+    with pytest.raises(RuntimeError, match="stride"):
+        prog(torch.arange(16.0).reshape(4, 4))
+    with pytest.raises(RuntimeError, match="stride.*eager PyTorch rejects this too"):
+        fusion_alias.jit(prog, backend="reference", schedule=schedule)(torch.arange(16.0).reshape(4, 4))
+
+    def fine(a):
+        return (a * 2).view(torch.float16) * 1, (a.t() * 2).view(torch.int32) * 1
+
+    def make():
+        x = torch.arange(16.0).reshape(4, 4)
+        return [x], [x]
+
+    _check(fine, make, schedule)
