@@ -29,7 +29,8 @@ Note [programs whose eager answer depends on memory order]
     (eager checks nothing and reads the source as it writes: Note [masked_scatter_ reads its source as
     it writes], refusals/operands.py) and their well-defined neighbours (``w.mul_(w)``,
     ``w[0].add_(w[1])``, ``w[0:2].sub_(w[2:4])``, a ``masked_scatter_`` from rows apart), among plain writes
-    through those views and reads of the inputs after them. Inputs: ``a`` a 4x4 (sometimes
+    through those views and reads of the inputs after them; a final statement eager rejects may be a
+    dtype view of such a result (``(a.t() * 2).view(torch.float16)``). Inputs: ``a`` a 4x4 (sometimes
     4x6) base or its transpose, sometimes ``b`` a row, a column or the transpose of the same
     base. One call per program (the body is grown on one aliasing).
 """
@@ -116,6 +117,15 @@ class OrderGen(_Gen):
         t = self.fresh()
         e = self.rng.choice((f"{x} * 1", f"{x}.sum(0)", f"{x}.exp()", f"{x} + {x}"))
         return Stmt(f"{t} = {e}", target=t, reads=(x,))
+
+    def bad_inplace(self) -> list[Stmt]:
+        """Half the time a dtype view eager rejects for a result's layout (``(v.t() * 2).view(torch.float16)``:
+        its last stride is not 1 in eager, a region's result is contiguous), else the basic generator's."""
+        v = self._two_d()
+        if v is not None and self.rng.random() < 0.5:
+            t = self.fresh()
+            return [Stmt(f"{t} = ({v}.t() * 2).view(torch.float16)", target=t, reads=(v,))]
+        return super().bad_inplace()
 
     def statement(self) -> Stmt:
         kind = self.rng.choices(("relayout", "overlap_write", "plain_write", "read", "view"), (4, 4, 2, 2, 1))[0]
