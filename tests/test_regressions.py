@@ -510,3 +510,33 @@ def test_a_dtype_view_eager_rejects_of_a_transposed_result_is_rejected(schedule)
         return [x], [x]
 
     _check(fine, make, schedule)
+
+
+@pytest.mark.parametrize("prog", [
+    lambda a, d: a[5].view(1, 1) + d,
+    lambda a, d: torch.where(a[5].view(1, 1) > 0, a[5].view(1, 1), d),
+    lambda a, d: a.sum().view(1) * d,
+    lambda a, d: a[5][None] - d,
+])
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_a_result_type_thunder_infers_from_a_0d_history_is_refused(prog, schedule):
+    # fuzz seed 20126 #108 (dtype): eager's result is float64, Thunder's trace says float16 and a region
+    # returned float16 (dtype_rules.py, Note [a result type Thunder infers from a 0-d tensor's history])
+    def make():
+        return torch.linspace(-1, 1, 6, dtype=torch.float64), torch.linspace(-1, 1, 6).to(torch.float16).reshape(1, 6)
+
+    assert prog(*make()).dtype == torch.float64
+    with pytest.raises(NotImplementedError, match="eager PyTorch's result is torch.float64.*not supported"):
+        fusion_alias.jit(prog, backend="reference", schedule=schedule)(*make())
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_mixed_dtypes_thunder_types_as_eager_still_run(schedule):
+    def prog(a, d):
+        return a[5:6].view(1, 1) + d, a[5] * d, a * 2.5, d + a.sum()
+
+    def make():
+        a, d = torch.linspace(-1, 1, 6, dtype=torch.float64), torch.linspace(-1, 1, 6).to(torch.float16).reshape(1, 6)
+        return [a, d], [a, d]
+
+    _check(prog, make, schedule)
