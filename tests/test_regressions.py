@@ -540,3 +540,28 @@ def test_mixed_dtypes_thunder_types_as_eager_still_run(schedule):
         return [a, d], [a, d]
 
     _check(prog, make, schedule)
+
+
+def _as_strided_of_a_result_of_an_opaque_view(a):
+    t0 = a.swapaxes(0, 1) + 1  # eager: strides (1, 4), from swapaxes, a view the analysis does not replay
+    return t0.as_strided((4, 4), (4, 1), 0)
+
+
+def _dtype_view_of_a_result_of_an_opaque_view(a):
+    t1 = (a * 1).swapdims(0, 1)[1::2, 1::2]
+    return (t1.t() * 2).view(torch.float16)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_a_layout_computed_from_an_unknown_one_is_not_guessed(schedule):
+    # fuzz seed 20132 #12 (a wrong value) and #42 (a missed rejection), the order generator: the layout of an
+    # elementwise result of an opaque view was guessed contiguous (layouts.py, _layout_known)
+    x = torch.linspace(-1, 1, 16).reshape(4, 4)
+    _as_strided_of_a_result_of_an_opaque_view(x)
+    with pytest.raises(fusion_alias.AliasInputError, match="as_strided .*not supported"):
+        fusion_alias.jit(_as_strided_of_a_result_of_an_opaque_view, backend="reference", schedule=schedule)(x)
+    y = torch.linspace(-1, 1, 24).reshape(4, 6).t()
+    with pytest.raises(RuntimeError, match="stride"):
+        _dtype_view_of_a_result_of_an_opaque_view(y)
+    with pytest.raises(RuntimeError, match="view of .* as torch.float16"):
+        fusion_alias.jit(_dtype_view_of_a_result_of_an_opaque_view, backend="reference", schedule=schedule)(y)
