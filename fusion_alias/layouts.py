@@ -97,6 +97,9 @@ class _Layouts:
             for o in flattened(b)[4]:
                 self.producer.setdefault(o.name, b)
         self.memo: dict[str, torch.Tensor | None] = {}
+        # names whose layout is a guess: computed from a tensor whose layout is unknown (an elementwise result
+        # of ``a.swapaxes(0, 1)`` is taken as contiguous; eager keeps the transposed layout), or from a guess
+        self.guessed: set[str] = set()
 
     def of(self, p: TensorProxy):
         """Iterative, memoized: long chains of views do not recurse."""
@@ -113,6 +116,9 @@ class _Layouts:
                 continue
             stack.pop()
             self.memo[q.name] = self._compute(q, b)
+            if b is not None and self.memo[q.name] is not None and q.name not in self.actual and q.name not in self.fixed:
+                if any(self.memo[a.name] is None or a.name in self.guessed for a in self._inputs(b)):
+                    self.guessed.add(q.name)
         return self.memo[p.name]
 
     def _inputs(self, b) -> list:
@@ -238,8 +244,14 @@ def copying_reshapes(trace, flat: list, actual: dict, traced=None, contiguous: b
             decisions[out.name] = "copy"
             copy_at.add(i)
             continue
-        layout = eager.of(x)
+        layout = eager.of(x) if _layout_known(x, eager, actual) else None
         if layout is None:
+            if out.name in must_view and x.name in eager.guessed:
+                raise ViewLayoutError(
+                    f"fusion_alias: cannot tell whether view of {x.name} as {tuple(out.shape)} is one eager PyTorch "
+                    "accepts (its memory layout comes from an op fusion_alias cannot see through): not supported. "
+                    "Workaround: .contiguous() or .reshape(...)"
+                )
             if written_memory(x.name) or written_memory(out.name):
                 raise ViewLayoutError(
                     f"fusion_alias: cannot tell whether reshape of {x.name} to {tuple(out.shape)} is a view or a "
@@ -345,21 +357,9 @@ def _view_of_an_input(x: TensorProxy, producer: dict, actual: dict) -> bool:
 
 
 def _layout_known(x: TensorProxy, eager: "_Layouts", actual: dict) -> bool:
-    """Whether eager's layout of ``x`` is known, not guessed: no tensor it is computed from has an unknown
-    layout (``_Layouts`` guesses contiguous for an elementwise result of one: ``a.swapaxes(0, 1) + 1`` is
-    transposed in eager; fuzz seed 20132 #12, #42, order)."""
-    seen, stack = set(), [x]
-    while stack:
-        q = stack.pop()
-        if q.name in seen or q.name in actual:
-            continue
-        seen.add(q.name)
-        if eager.of(q) is None:
-            return False
-        b = eager.producer.get(q.name)
-        if b is not None:
-            stack.extend(eager._inputs(b))
-    return True
+    """Whether eager's layout of ``x`` is known, not guessed (``_Layouts.guessed``: an elementwise result of
+    ``a.swapaxes(0, 1)`` is taken as contiguous, eager's is transposed; fuzz seeds 20132 #12, #42, order)."""
+    return x.name in actual or (eager.of(x) is not None and x.name not in eager.guessed)
 
 
 def _check_as_strided(x: TensorProxy, actual: dict, eager: "_Layouts", runtime: "_Layouts") -> None:
