@@ -17,7 +17,8 @@ Note [programs whose eager answer depends on memory order]
     analysis has to know or guess (Note [a layout the program made], refusals/operands.py)::
 
         layout source                        examples
-        views it replays (neighbours)        a.t(), a.transpose(0, 1), a.mT, a.permute(1, 0)
+        views it replays (neighbours)        a.t(), a.transpose(0, 1), a.mT, a.permute(1, 0),
+                                             a.reshape(-1), a.flatten() (a view or a copy)
         views it does not replay             a.swapaxes(0, 1), a.swapdims(0, 1), a.adjoint(),
                                              a.movedim(0, 1), a.narrow(0, 1, 3),
                                              a.as_strided(<the transpose>)
@@ -43,7 +44,9 @@ from fusion_alias.fuzz.gen_basic import _Gen
 from fusion_alias.fuzz.program import PARAM_NAMES, Stmt
 
 # (expression over v, is a view of v): ``{v}`` is a 2-d tensor of shape (r, c)
-_REPLAYED = ("{v}.t()", "{v}.transpose(0, 1)", "{v}.mT", "{v}.permute(1, 0)")
+_REPLAYED = ("{v}.t()", "{v}.transpose(0, 1)", "{v}.mT", "{v}.permute(1, 0)",
+             # a view or a copy, by eager's layout of {v}: Note [a reshape that copies is not a view]
+             "{v}.reshape(-1)", "{v}.flatten()")
 _NOT_REPLAYED = ("{v}.swapaxes(0, 1)", "{v}.swapdims(0, 1)", "{v}.adjoint()", "{v}.movedim(0, 1)",
                  "{v}.narrow(0, 1, {r1})", "{v}.as_strided(({c}, {r}), ({s1}, {s0}), {o})")
 _FRESH = ("{v}.t() * 2", "-{v}.t()", "{v}.t().clone()", "{v}.t().exp()", "{v}.t().contiguous()", "{v} * 2",
