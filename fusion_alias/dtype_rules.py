@@ -178,6 +178,52 @@ def check_op_dtypes(top_bsyms) -> None:
                 f"fusion_alias: {name}: Subtraction, the `-` operator, with a bool tensor is not supported. If you "
                 "are trying to invert a mask, use the `~` or `logical_not()` operator instead (eager PyTorch "
                 "rejects this too)")
+        if name in _PROMOTING:
+            _check_result_dtype(b, name)
+
+
+# Note [a result type Thunder infers from a 0-d tensor's history]
+# ---------------------------------------------------------------
+# Thunder 0.2.6 types a tensor made by shape ops from a 0-d tensor as if it were still 0-d when it
+# promotes: with ``a`` float64 and ``d`` a float16 (1, 6) tensor, ``a[5].view(1, 1) + d`` is float64 in
+# eager (two tensors with dimensions) and ``f16[1, 6]`` in Thunder's trace (also ``a.sum().view(1)``,
+# ``a[5][None]``, ``a[5].expand(1, 1)``). Plain ``thunder.jit`` runs ``ltorch.add`` with torch and
+# returns eager's float64 anyway; a fusion region runs the decomposition the trace typed and returned
+# float16, silently (fuzz seed 20126 #108, dtype). Where the operands' dtypes differ, the result type of
+# the op is asked of torch on meta tensors of the operands' shapes; a trace that disagrees is refused.
+_PROMOTING = frozenset({"add", "sub", "mul", "true_divide", "div", "where", "maximum", "minimum", "pow", "atan2",
+                        "remainder", "fmod", "hypot", "copysign", "lerp", "addcmul", "addcdiv"})
+
+
+def _check_result_dtype(b, name: str) -> None:
+    tensors = [a for a in b.args if isinstance(a, TensorProxy)]
+    out = b.output
+    if len({t.dtype for t in tensors}) < 2 or not isinstance(out, TensorProxy):
+        return  # (one dtype among the operands: Thunder's rule is eager's)
+    args = []
+    for a in b.args:
+        if isinstance(a, TensorProxy):
+            dtype = _torch_dtype(a)
+            if dtype is None:
+                return
+            args.append(torch.empty(tuple(a.shape), dtype=dtype, device="meta"))
+        elif isinstance(a, (bool, int, float, complex)):
+            args.append(a)
+        else:
+            return  # (a number proxy or anything else: not asked)
+    kwargs = {k: v for k, v in b.kwargs.items() if isinstance(v, (bool, int, float, complex, str)) or v is None}
+    try:
+        want = getattr(torch, name)(*args, **kwargs).dtype
+    except Exception:  # noqa: BLE001 - torch's own error comes from the run, not from this check
+        return
+    got = _torch_dtype(out)
+    if got is not None and got != want:
+        raise NotImplementedError(
+            f"fusion_alias: {name} of {', '.join(f'{_torch_dtype(t)} {tuple(t.shape)}' for t in tensors)}: eager "
+            f"PyTorch's result is {want}, Thunder 0.2.6's trace says {got} (it promotes a tensor made from a 0-d "
+            "tensor by shape ops as if it were still 0-d), and a fusion would return that: not supported. "
+            "Workaround: convert the operands to one dtype with .to(...) first"
+        )
 
 
 

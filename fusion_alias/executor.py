@@ -28,6 +28,7 @@ import thunder.core.prims as prims
 
 from fusion_alias import (context, data_attribute, dropped_attributes, foreach_lookasides, inplace_lookasides, ops, pipeline,
                           untraceable_calls)
+from fusion_alias.refusals import bool_keys
 from fusion_alias.refusals.bool_keys import refuse_bool_key
 from fusion_alias.aliasing import forget_flattened
 from fusion_alias.backends import compiled as _compiled_backend, reference as _reference_backend
@@ -366,6 +367,7 @@ executor = FusionAliasExecutor()
 inplace_lookasides.register(executor)  # fill_, broadcasting copy_, sigmoid_, ... (Thunder 0.2.6 lacks them)
 foreach_lookasides.register(executor)  # torch._foreach_* as one op per tensor
 untraceable_calls.register(executor)  # torch.manual_seed & co.: a clear error, not a tracer that never finishes
+bool_keys.register(executor)  # x[True]: refused as traced (Note [a bool key refused as it is traced])
 dropped_attributes.register(executor)  # attributes set in forward, which Thunder drops: refused
 data_attribute.register(executor)  # Tensor.data as detach() (Thunder 0.2.6's proxies have none)
 register_executor(executor)

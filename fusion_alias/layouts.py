@@ -97,6 +97,9 @@ class _Layouts:
             for o in flattened(b)[4]:
                 self.producer.setdefault(o.name, b)
         self.memo: dict[str, torch.Tensor | None] = {}
+        # names whose layout is a guess: computed from a tensor whose layout is unknown (an elementwise result
+        # of ``a.swapaxes(0, 1)`` is taken as contiguous; eager keeps the transposed layout), or from a guess
+        self.guessed: set[str] = set()
 
     def of(self, p: TensorProxy):
         """Iterative, memoized: long chains of views do not recurse."""
@@ -113,6 +116,9 @@ class _Layouts:
                 continue
             stack.pop()
             self.memo[q.name] = self._compute(q, b)
+            if b is not None and self.memo[q.name] is not None and q.name not in self.actual and q.name not in self.fixed:
+                if any(self.memo[a.name] is None or a.name in self.guessed for a in self._inputs(b)):
+                    self.guessed.add(q.name)
         return self.memo[p.name]
 
     def _inputs(self, b) -> list:
@@ -209,6 +215,7 @@ def copying_reshapes(trace, flat: list, actual: dict, traced=None, contiguous: b
     must_view = {o.name for b in top if b.sym.name in _MUST_VIEW for o in b.flat_outs if isinstance(o, TensorProxy)}
     always_copy = {o.name for b in top if b.sym.name in _ALWAYS_COPY for o in b.flat_outs if isinstance(o, TensorProxy)}
     candidates, contiguous_at = [], []
+    strided_at = _storage_ops(flat)  # Note [as_strided of a layout fusion regions do not keep]
     for i, b in enumerate(flat):
         if (b.sym.id is _RESHAPE and isinstance(b.args[0], TensorProxy)) or (
             ops.is_view(b) and b.output is not None and getattr(b.output, "name", None) in always_copy
@@ -217,13 +224,14 @@ def copying_reshapes(trace, flat: list, actual: dict, traced=None, contiguous: b
         elif b.sym.name == _CONTIGUOUS and contiguous and b.args and isinstance(b.args[0], TensorProxy):
             contiguous_at.append(i)
     _check_views_of_inputs(top, actual)
-    if not candidates and not contiguous_at:
+    if not candidates and not contiguous_at and not strided_at:
         return flat
     written_memory = _written_memory(trace, flat)
     fixed: dict = {}
     if contiguous_at:
         flat = _contiguous_calls(trace, flat, contiguous_at, actual, written_memory, fixed)
-    if not candidates:
+        strided_at = _storage_ops(flat)
+    if not candidates and not strided_at:
         return flat
     decisions: dict[str, str] = {}
     eager = _Layouts(flat, actual, decisions, fresh_contiguous=False, fixed=fixed)
@@ -236,8 +244,14 @@ def copying_reshapes(trace, flat: list, actual: dict, traced=None, contiguous: b
             decisions[out.name] = "copy"
             copy_at.add(i)
             continue
-        layout = eager.of(x)
+        layout = eager.of(x) if _layout_known(x, eager, actual) else None
         if layout is None:
+            if out.name in must_view and x.name in eager.guessed:
+                raise ViewLayoutError(
+                    f"fusion_alias: cannot tell whether view of {x.name} as {tuple(out.shape)} is one eager PyTorch "
+                    "accepts (its memory layout comes from an op fusion_alias cannot see through): not supported. "
+                    "Workaround: .contiguous() or .reshape(...)"
+                )
             if written_memory(x.name) or written_memory(out.name):
                 raise ViewLayoutError(
                     f"fusion_alias: cannot tell whether reshape of {x.name} to {tuple(out.shape)} is a view or a "
@@ -266,6 +280,11 @@ def copying_reshapes(trace, flat: list, actual: dict, traced=None, contiguous: b
             )
         decisions[out.name] = "copy"
         copy_at.add(i)
+    for i in strided_at:
+        if flat[i].sym.name == "as_strided":
+            _check_as_strided(flat[i].args[0], actual, eager, runtime)
+        else:
+            _check_dtype_view_of_a_result(flat[i], actual, eager)
     if not copy_at:
         return flat
     result = []
@@ -280,6 +299,82 @@ def copying_reshapes(trace, flat: list, actual: dict, traced=None, contiguous: b
         else:
             result.append(b)
     return result
+
+
+# Note [as_strided of a layout fusion regions do not keep]
+# --------------------------------------------------------
+# ``x.as_strided(size, stride)`` addresses ``x``'s storage, so its result depends on ``x``'s layout, not
+# only on its values. Fusion regions return contiguous tensors; eager an elementwise result in its
+# input's layout, a clone in its source's::
+#
+#     c = a.t() * 2                       # eager: strides (1, 4)
+#     return c.as_strided((2,), (1,))     # eager: c[0, 0], c[1, 0]; a region's contiguous c: c[0, 0], c[0, 1]
+#
+# (session 14 hand probe, a silently wrong value, found while fixing fuzz seed 20119 #79). An
+# ``as_strided`` of a tensor whose run-time layout is not eager's (or unknown) is refused; of an input or
+# a chain of views of one (``as_strided`` of ``as_strided`` too: real views at run time), or of a result
+# whose layout is contiguous in eager too, it runs.
+
+
+def _same_layout(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return (a.storage_offset() == b.storage_offset() and tuple(a.shape) == tuple(b.shape)
+            and all(st_a == st_b for n, st_a, st_b in zip(a.shape, a.stride(), b.stride()) if n != 1))
+
+
+def _storage_ops(flat: list) -> list[int]:
+    """Positions in ``flat`` of ``as_strided`` and of ``view(dtype)`` (ops whose result depends on the layout)."""
+    return [i for i, b in enumerate(flat) if b.args and isinstance(b.args[0], TensorProxy) and (
+        b.sym.name == "as_strided" or (b.sym.name == "view" and len(b.args) == 2 and isinstance(b.args[1], torch.dtype)))]
+
+
+def _check_dtype_view_of_a_result(b, actual: dict, eager: "_Layouts") -> None:
+    """Eager's error for ``x.view(dtype)`` of an element size other than ``x``'s, where ``x`` is a result
+    whose eager layout has a last stride other than 1: ``(a.t() * 2).view(torch.float16)`` raises in eager
+    ("self.stride(-1) must be 1 to view Float as Half"), and ran on the contiguous tensor a region returns
+    (session 14 hand probe, a missed rejection). Views of inputs run on the real tensor: torch raises there."""
+    x = b.args[0]
+    if _view_of_an_input(x, eager.producer, actual):
+        return
+    layout = eager.of(x)
+    if layout is None or not _layout_known(x, eager, actual):
+        raise ViewLayoutError(
+            f"fusion_alias: cannot tell whether view of {x.name} as {b.args[1]} is one eager PyTorch accepts (its "
+            "memory layout comes from an op fusion_alias cannot see through): not supported. Workaround: "
+            ".contiguous() before the view")
+    _check_dtype_view(x.name, layout, b.args[1])
+
+
+def _view_of_an_input(x: TensorProxy, producer: dict, actual: dict) -> bool:
+    """Whether ``x`` is an input or a chain of views (opaque ones too) of one: a real view at run time."""
+    while x.name not in actual:
+        b = producer.get(x.name)
+        if b is None or not (ops.is_view(b) or (ops.op_info(b) is None and output_may_alias(b, x.name))):
+            return False
+        x = next((a for a in b.flat_args if isinstance(a, TensorProxy)), None)
+        if x is None:
+            return False
+    return True
+
+
+def _layout_known(x: TensorProxy, eager: "_Layouts", actual: dict) -> bool:
+    """Whether eager's layout of ``x`` is known, not guessed (``_Layouts.guessed``: an elementwise result of
+    ``a.swapaxes(0, 1)`` is taken as contiguous, eager's is transposed; fuzz seeds 20132 #12, #42, order)."""
+    return x.name in actual or (eager.of(x) is not None and x.name not in eager.guessed)
+
+
+def _check_as_strided(x: TensorProxy, actual: dict, eager: "_Layouts", runtime: "_Layouts") -> None:
+    if _view_of_an_input(x, eager.producer, actual):
+        return
+    at_eager, at_run = eager.of(x), runtime.of(x)
+    if not _layout_known(x, eager, actual):
+        at_eager = None
+    if at_eager is None or at_run is None or not _same_layout(at_eager, at_run):
+        what = "unknown" if at_eager is None else f"strides {tuple(at_eager.stride())}, offset {at_eager.storage_offset()}"
+        raise ViewLayoutError(
+            f"fusion_alias: as_strided of {x.name} addresses its storage, laid out by eager PyTorch as {what}, "
+            "a layout fusion regions do not keep (they return contiguous tensors): not supported. "
+            "Workaround: .contiguous() before as_strided"
+        )
 
 
 def _memory_format(b):

@@ -178,8 +178,8 @@ def test_every_generator_agrees_with_itself_eagerly():
     report = fuzz.run_fuzz(programs=60, seed=9, system="eager")
     assert not report.failures and not report.jit_errors, [f.detail for f in report.failures]
     # (the train generator is drawn among the others only with grad=True: test_train_generator_*; the
-    # modules generator only alone: tests/test_fuzz_modules.py)
-    assert set(report.per_generator) == set(fuzz.GENERATORS) - {"train", "modules"}, report.summary()
+    # modules and order generators only alone: tests/test_fuzz_modules.py, test_order_generator_*)
+    assert set(report.per_generator) == set(fuzz.GENERATORS) - {"train", "modules", "order"}, report.summary()
     assert sum(report.per_generator.values()) == 60
     assert "fuzz runs per generator" in report.summary()
     for g in report.per_generator:
@@ -607,3 +607,39 @@ def test_fuzz_fusion_alias_train_generator_bounded():
     for name, _, msg in report.unsupported:
         p = ps[int(name.split("#")[1])]
         assert train_class(p) == "diagonal" and "computes gradients" in msg, (name, msg)
+
+
+# --------------------------------------------------------------------------
+# The order generator (gen_order.py, Note [programs whose eager answer depends on memory order]): operands
+# that overlap the written tensor at other indices, in layouts the program made, kept where eager runs them
+# --------------------------------------------------------------------------
+
+
+def test_order_generator_keeps_statements_whose_eager_answer_depends_on_memory_order():
+    # statements whose operand is another part of the tensor they write (``w.mul_(w[0:1])``): every other
+    # generator drops the ill-defined ones (Note [partial overlap within one op], hazard.py)
+    overlap_write = re.compile(r"\b(\w+)(\[[^\]]*\])?\.\w+_\(\1(\[|\.t\(| > 0, \1)")
+    ps = [fuzz.generate_program(16, i, generators=("order",)) for i in range(60)]
+    assert all(p.kind == "order" and len(p.all_variants) == 1 for p in ps)
+    with_overlap = [p for p in ps if any(overlap_write.search(s.code) for s in p.stmts)]
+    assert len(with_overlap) >= 20, len(with_overlap)
+    srcs = "\n".join(fuzz.program_source(p) for p in ps)
+    for piece in (".swapaxes(0, 1)", ".t() * 2", "masked_scatter_", ".as_strided("):
+        assert piece in srcs, piece
+
+
+@needs_jit
+def test_order_generator_bounded():
+    """Eager runs these statements in memory order: fusion_alias must refuse them (never with a claim that
+    eager rejects them) or return eager's value. On the library before session 14, seed 20123 failed on
+    #6 and #46 (wrong values: ``a.masked_scatter_(a > 0, a)``), #7 and #13 (``mul_`` of a view the program
+    made, refused as "eager PyTorch rejects this too", which eager does not) and #24 (a missed rejection:
+    ``(a.t() * 2).view(torch.float16)``); seed 20132 #54 returned a wrong value before the layouts fix of
+    session 14 (a reshape of ``a.swapaxes(0, 1) + 1`` decided a view on a guessed layout, then a write)."""
+    for seed, only in ((20123, [0, 1, 2, 3, 6, 7, 13, 24, 46]), (20132, [54])):
+        report = fuzz.run_fuzz(seed=seed, only=only, generators=("order",), log=print, do_shrink=False)
+        print(report.summary())
+        msgs = "\n\n".join(f"{f.status} [{f.schedule}]\n{f.repro}\n{f.detail}" for f in report.failures)
+        assert not report.failures, msgs
+        assert report.unsupported, report.summary()
+        assert report.ok > 0 or seed == 20132, report.summary()

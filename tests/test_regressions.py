@@ -381,3 +381,276 @@ def test_a_write_through_detach_with_gradients_stays_refused():
 
     with pytest.raises(fusion_alias.AliasInputError, match="computes gradients"):
         fusion_alias.jit(prog)(torch.rand(4, requires_grad=True))
+
+
+def _row_product_of_fresh_transposed(a):
+    c = a.t() * 2  # eager: c keeps a.t()'s strides, so c[0:1] is not dense
+    c.mul_(c[0:1])
+    return c
+
+
+def _row_product_of_clone_of_transposed(a):
+    c = a.t().clone()
+    c.mul_(c[0:1])
+    return c
+
+
+def _row_product_through_swapaxes(a):
+    b = a.swapaxes(0, 1)  # a view the analysis does not replay: a root of its own
+    b.mul_(b[0:1])
+    return a * 1
+
+
+@pytest.mark.parametrize(
+    "prog", [_row_product_of_fresh_transposed, _row_product_of_clone_of_transposed, _row_product_through_swapaxes]
+)
+def test_an_overlap_in_a_layout_the_program_made_claims_nothing_of_eager(prog):
+    # session 14 hand probe: eager runs these in memory order (its overlap check says "too hard" on the
+    # transposed layout); the check, on a contiguous stand-in, said "eager PyTorch rejects this too"
+    # (refusals/operands.py, Note [a layout the program made])
+    prog(torch.arange(16.0).reshape(4, 4))  # eager runs it
+    with pytest.raises(fusion_alias.AliasInputError, match="single memory location") as e:
+        fusion_alias.jit(prog, backend="reference")(torch.arange(16.0).reshape(4, 4))
+    assert "rejects this too" not in str(e.value) and "not supported" in str(e.value)
+
+
+def _full_and_disjoint_overlaps_of_fresh_transposed(a):
+    c = a.t() * 2
+    c.mul_(c)
+    c[0].add_(c[1])
+    b = a.swapaxes(0, 1)
+    b[0:2].sub_(b[2:4])
+    return c, a
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_full_and_disjoint_overlaps_in_a_layout_the_program_made_still_run(schedule):
+    x = torch.linspace(-1, 1, 16).reshape(4, 4)
+    y = x.clone()
+    got = fusion_alias.jit(_full_and_disjoint_overlaps_of_fresh_transposed, backend="reference", schedule=schedule)(x)
+    torch.testing.assert_close(got, _full_and_disjoint_overlaps_of_fresh_transposed(y))
+    torch.testing.assert_close(x, y)
+
+
+def _masked_scatter_from_itself(a):
+    m = torch.arange(a.numel()).reshape(a.shape) > 0
+    a.masked_scatter_(m, a)  # eager (CPU): a[1] = a[0], then a[2] = the new a[1], ...
+    return a * 1
+
+
+def _masked_scatter_from_a_shifted_window(a, b):
+    a[:8].masked_scatter_(a[:8] > -2, b)  # b = a[4:12]
+    return a * 1
+
+
+@pytest.mark.parametrize("prog, make", [
+    (_masked_scatter_from_itself, lambda: [torch.arange(6.0)]),
+    (_masked_scatter_from_itself, lambda: [torch.arange(12.0).reshape(3, 4).t()]),
+    (_masked_scatter_from_a_shifted_window, lambda: (lambda x: [x, x[4:12]])(torch.linspace(-1, 1, 16))),
+])
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_masked_scatter_from_memory_it_writes_is_refused(prog, make, schedule):
+    # session 14 hand probe: eager checks no overlap for masked_scatter_ and reads its source as it writes;
+    # a region read the source at entry and returned [0, 0, 1, 2, 3, 4] where eager gives zeros; the shifted
+    # window was refused as "eager PyTorch rejects this too", which eager does not
+    # (refusals/operands.py, Note [masked_scatter_ reads its source as it writes])
+    prog(*make())  # eager runs it
+    with pytest.raises(fusion_alias.AliasInputError, match="eager PyTorch does not check.*not supported"):
+        fusion_alias.jit(prog, backend="reference", schedule=schedule)(*make())
+
+
+def _masked_scatter_apart(a, b):
+    a[0:2].masked_scatter_(a[0:2] > -0.8, a[2:4])
+    a[:, 0:2].masked_scatter_(a[:, 0:2] > 0, a[:, 2:4])
+    a.masked_scatter_(a > 0, b * 2)
+    return a * 1
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_masked_scatter_from_memory_apart_runs(schedule):
+    def make():
+        x = torch.linspace(-1, 1, 16).reshape(4, 4)
+        return [x], [x, x.t()]
+
+    _check(_masked_scatter_apart, make, schedule)
+
+
+def _bool_key_then_index_of_its_result(a):
+    t0 = a[True, 0]  # eager: (1, 3, 4); Thunder's trace: 1-d
+    return t0[:, False]
+
+
+def _bool_key_then_write_into_its_result(a):
+    t0 = a[True, 0]
+    t0[:, 1:].mul_(2.0)
+    return a * 1
+
+
+@pytest.mark.parametrize("prog", [_bool_key_then_index_of_its_result, _bool_key_then_write_into_its_result])
+def test_a_bool_key_is_refused_before_thunder_traces_its_wrong_shape(prog):
+    # fuzz seed 20115 #73 (edges): Thunder's IndexError "too many indices for tensor of dimension 1" while
+    # tracing, instead of the bool-key refusal (refusals/bool_keys.py, Note [a bool key refused as it is traced])
+    prog(torch.rand(2, 3, 4))  # eager runs it
+    with pytest.raises(NotImplementedError, match="indexing with a Python bool"):
+        fusion_alias.jit(prog, backend="reference")(torch.rand(2, 3, 4))
+
+
+def _as_strided_of_an_overlapping_argument_after_a_write(a, b):
+    a.add_(0.5)
+    return b.as_strided((2,), (3,))  # b's storage: x0[1], x0[4]
+
+
+@pytest.mark.parametrize("make_b", [lambda x: x.as_strided((2, 3), (1, 1), 1), lambda x: x[1:4]])
+def test_as_strided_after_a_write_into_its_memory_with_gradients_is_refused(make_b):
+    # fuzz seed 20119 #79 (strided, --grad): the pure program replayed as_strided on b's gathered values
+    # (x0[1], x0[2]: a wrong value), or on a copy too small for it (torch's "setStorage ... out of bounds")
+    # (functional_rewrite.py, Note [as_strided of a value the rewrite replays])
+    leaf = torch.linspace(-1, 1, 6).requires_grad_()
+    x = leaf * 1
+    _as_strided_of_an_overlapping_argument_after_a_write(x, make_b(x)).sum().backward()  # eager runs it
+    leaf = torch.linspace(-1, 1, 6).requires_grad_()
+    x = leaf * 1
+    with pytest.raises(fusion_alias.AliasInputError, match="as_strided .*storage.*not supported"):
+        fusion_alias.jit(_as_strided_of_an_overlapping_argument_after_a_write)(x, make_b(x))
+
+
+@pytest.mark.parametrize("prog", [
+    lambda a: (a.t() * 2).as_strided((2,), (1,)),
+    lambda a: a.t().clone().as_strided((2,), (1,)),
+    lambda a: (lambda c: (c.add_(1), c.as_strided((2,), (1,)))[1])(a.t() * 2),
+])
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_as_strided_of_a_layout_regions_do_not_keep_is_refused(prog, schedule):
+    # session 14 hand probe: eager's c = a.t() * 2 has strides (1, 4), a region's c is contiguous, and
+    # as_strided addresses the storage: [0, 8] where eager gives [0, 2] (layouts.py,
+    # Note [as_strided of a layout fusion regions do not keep])
+    prog(torch.arange(16.0).reshape(4, 4))
+    with pytest.raises(fusion_alias.AliasInputError, match="as_strided .*not supported"):
+        fusion_alias.jit(prog, backend="reference", schedule=schedule)(torch.arange(16.0).reshape(4, 4))
+
+
+def _as_strided_of_layouts_regions_keep(a):
+    c = a * 2
+    return c.as_strided((2,), (5,)), (a.t() * 2).contiguous().as_strided((2,), (1,)), a.t().as_strided((2,), (5,), 1) * 1
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_as_strided_of_layouts_regions_keep_runs(schedule):
+    def make():
+        x = torch.arange(16.0).reshape(4, 4)
+        return [x], [x]
+
+    _check(_as_strided_of_layouts_regions_keep, make, schedule)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_a_dtype_view_eager_rejects_of_a_transposed_result_is_rejected(schedule):
+    # session 14 hand probe: eager's a.t() * 2 has stride(-1) 4, so view(torch.float16) raises; a region's
+    # result is contiguous and the view ran (layouts.py, _check_dtype_view_of_a_result)
+    def prog(a):
+        return (a.t() * 2).view(torch.float16) * 1
+
+    with pytest.raises(RuntimeError, match="stride"):
+        prog(torch.arange(16.0).reshape(4, 4))
+    with pytest.raises(RuntimeError, match="stride.*eager PyTorch rejects this too"):
+        fusion_alias.jit(prog, backend="reference", schedule=schedule)(torch.arange(16.0).reshape(4, 4))
+
+    def fine(a):
+        return (a * 2).view(torch.float16) * 1, (a.t() * 2).view(torch.int32) * 1
+
+    def make():
+        x = torch.arange(16.0).reshape(4, 4)
+        return [x], [x]
+
+    _check(fine, make, schedule)
+
+
+@pytest.mark.parametrize("prog", [
+    lambda a, d: a[5].view(1, 1) + d,
+    lambda a, d: torch.where(a[5].view(1, 1) > 0, a[5].view(1, 1), d),
+    lambda a, d: a.sum().view(1) * d,
+    lambda a, d: a[5][None] - d,
+])
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_a_result_type_thunder_infers_from_a_0d_history_is_refused(prog, schedule):
+    # fuzz seed 20126 #108 (dtype): eager's result is float64, Thunder's trace says float16 and a region
+    # returned float16 (dtype_rules.py, Note [a result type Thunder infers from a 0-d tensor's history])
+    def make():
+        return torch.linspace(-1, 1, 6, dtype=torch.float64), torch.linspace(-1, 1, 6).to(torch.float16).reshape(1, 6)
+
+    assert prog(*make()).dtype == torch.float64
+    with pytest.raises(NotImplementedError, match="eager PyTorch's result is torch.float64.*not supported"):
+        fusion_alias.jit(prog, backend="reference", schedule=schedule)(*make())
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_mixed_dtypes_thunder_types_as_eager_still_run(schedule):
+    def prog(a, d):
+        return a[5:6].view(1, 1) + d, a[5] * d, a * 2.5, d + a.sum()
+
+    def make():
+        a, d = torch.linspace(-1, 1, 6, dtype=torch.float64), torch.linspace(-1, 1, 6).to(torch.float16).reshape(1, 6)
+        return [a, d], [a, d]
+
+    _check(prog, make, schedule)
+
+
+def _as_strided_of_a_result_of_an_opaque_view(a):
+    t0 = a.swapaxes(0, 1) + 1  # eager: strides (1, 4), from swapaxes, a view the analysis does not replay
+    return t0.as_strided((4, 4), (4, 1), 0)
+
+
+def _dtype_view_of_a_result_of_an_opaque_view(a):
+    t1 = (a * 1).swapdims(0, 1)[1::2, 1::2]
+    return (t1.t() * 2).view(torch.float16)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_a_layout_computed_from_an_unknown_one_is_not_guessed(schedule):
+    # fuzz seed 20132 #12 (a wrong value) and #42 (a missed rejection), the order generator: the layout of an
+    # elementwise result of an opaque view was guessed contiguous (layouts.py, _layout_known)
+    x = torch.linspace(-1, 1, 16).reshape(4, 4)
+    _as_strided_of_a_result_of_an_opaque_view(x)
+    with pytest.raises(fusion_alias.AliasInputError, match="as_strided .*not supported"):
+        fusion_alias.jit(_as_strided_of_a_result_of_an_opaque_view, backend="reference", schedule=schedule)(x)
+    y = torch.linspace(-1, 1, 24).reshape(4, 6).t()
+    with pytest.raises(RuntimeError, match="stride"):
+        _dtype_view_of_a_result_of_an_opaque_view(y)
+    with pytest.raises(RuntimeError, match="view of .* as torch.float16"):
+        fusion_alias.jit(_dtype_view_of_a_result_of_an_opaque_view, backend="reference", schedule=schedule)(y)
+
+
+def _reshape_of_an_elementwise_result_of_swapaxes_then_write(a):
+    t0 = a.swapaxes(0, 1) + 1  # eager: transposed, so the reshape copies
+    v = t0.reshape(-1)
+    t0.mul_(2)
+    return v
+
+
+def _flatten_of_an_elementwise_result_of_narrow_then_write(a):
+    t0 = a.narrow(1, 0, 4).t() + 0
+    v = t0.flatten()
+    v[0] = 100.0
+    return t0
+
+
+@pytest.mark.parametrize("prog", [_reshape_of_an_elementwise_result_of_swapaxes_then_write,
+                                  _flatten_of_an_elementwise_result_of_narrow_then_write])
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_a_reshape_of_a_guessed_layout_then_a_write_is_refused(prog, schedule):
+    # session 14 hand probe after fuzz seed 20132 #12: the reshape was decided a view on a contiguous guess,
+    # and the write showed through it (a wrong value) (layouts.py, _Layouts.guessed)
+    prog(torch.linspace(-1, 1, 16).reshape(4, 4))
+    with pytest.raises(fusion_alias.AliasInputError, match="cannot tell whether reshape"):
+        fusion_alias.jit(prog, backend="reference", schedule=schedule)(torch.linspace(-1, 1, 16).reshape(4, 4))
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_a_view_of_a_guessed_layout_eager_may_reject_is_refused(schedule):
+    def prog(a):
+        return (a.adjoint() * 1).view(-1)  # eager: transposed, view raises
+
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        prog(torch.linspace(-1, 1, 16).reshape(4, 4))
+    with pytest.raises(RuntimeError, match="cannot tell whether view"):
+        fusion_alias.jit(prog, backend="reference", schedule=schedule)(torch.linspace(-1, 1, 16).reshape(4, 4))

@@ -36,7 +36,10 @@ documents it: Note [one class per program, and the refusals it may get], gen_edg
 (drawn only when asked for: an ``nn.Module`` whose parameters are views of one flat tensor, tied
 weights, buffers and a global, written by optimizer-like, EMA, running-statistic and KV-cache updates,
 ``.data``, grad-mode context managers; one module object per side kept over calls with changing
-aliasing, its state and layout compared after every call: Note [module programs], gen_modules.py). A raise of the jitted call that eager does not make is a failure
+aliasing, its state and layout compared after every call: Note [module programs], gen_modules.py), ``order``
+(drawn only when asked for: in-place ops whose operand overlaps what they write at other indices, kept
+where eager runs them in memory order, in layouts the program made: Note [programs whose eager answer
+depends on memory order], gen_order.py). A raise of the jitted call that eager does not make is a failure
 unless plain ``thunder.jit`` raises the same or fusion_alias refuses clearly
 (Note [what a raise of the jitted call counts as], driver.py).
 

@@ -22,19 +22,21 @@ from typing import Sequence
 
 import torch
 
-from fusion_alias.fuzz import gen_aliasing, gen_dtype, gen_edges, gen_fresh, gen_layout, gen_modules, gen_strided, gen_train
+from fusion_alias.fuzz import (gen_aliasing, gen_dtype, gen_edges, gen_fresh, gen_layout, gen_modules, gen_order,
+                               gen_strided, gen_train)
 from fusion_alias.fuzz.gen_basic import _gen_inputs, _Gen
 from fusion_alias.fuzz.hazard import _exec_stmt, _ill_defined, eager_env
 from fusion_alias.fuzz.program import GENERATORS, Program, Stmt
 
 # relative frequency of each generator when several are enabled
-_WEIGHTS = {"basic": 3, "dtype": 2, "layout": 2, "hidden": 2, "calls": 2, "strided": 1, "fresh": 1, "train": 4, "edges": 1, "modules": 0}
+_WEIGHTS = {"basic": 3, "dtype": 2, "layout": 2, "hidden": 2, "calls": 2, "strided": 1, "fresh": 1, "train": 4, "edges": 1, "modules": 0,
+            "order": 0}
 # drawn among others only in gradient mode (alone, with ``generators=("train",)``, in either mode): the
 # streams without --grad stay the ones of the fuzzer before it existed
 _GRAD_ONLY = ("train",)
 # drawn only alone (``generators=("modules",)``, ``--generator modules``): adding them to the mix would change
 # every default stream, and with it the programs behind every seed the docs and tests name
-_ASKED_ONLY = ("modules",)
+_ASKED_ONLY = ("modules", "order")
 
 
 def _basic_inputs(rng: random.Random) -> dict:
@@ -53,6 +55,7 @@ _MAKERS = {
     "strided": (gen_strided.strided_inputs, gen_strided.StridedGen, 2.0),
     "fresh": (gen_fresh.fresh_inputs, gen_fresh.FreshGen, 1.0),
     "edges": (gen_edges.edges_inputs, gen_edges.EdgesGen, 6.0),
+    "order": (gen_order.order_inputs, gen_order.OrderGen, 1.0),
 }
 
 
@@ -113,8 +116,8 @@ def _grow(p: Program, rng: random.Random, gen_class: type, max_stmts: int, error
     while len(stmts) < n and attempts < 20 * n:
         attempts += 1
         s = gen.statement()
-        if _ill_defined(s, env):
-            continue
+        if _ill_defined(s, env) and not getattr(gen, "keeps_ill_defined", False):
+            continue  # (the order generator keeps them: Note [programs whose eager answer depends on memory order])
         if len(envs) > 1 and not _defined_in_variants(p, stmts, s, envs, live):
             continue
         try:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from thunder.core.proxies import TensorProxy
+
 
 def _bool_key(args) -> bool:
     """Whether a ``getitem``'s key holds a Python bool (``x[True]``, ``x[:, False]``, ``x[[True, False]]``).
@@ -22,7 +24,32 @@ def refuse_bool_key(bsym) -> None:
     The pass asks it of each getitem it flattens, and ``refusals`` of the program as traced: in a call
     that computes gradients Thunder's autodiff has decomposed the getitem before the pass sees it."""
     if _bool_key(bsym.args):
-        raise NotImplementedError(
-            "fusion_alias: indexing with a Python bool (x[True], x[:, False], x[[True, False]]) is not "
-            "supported: Thunder 0.2.6 traces it as the int 1 or 0, with a shape eager does not give. "
-            "Workaround: x.unsqueeze(d) for True, x.new_empty((0, *x.shape)) for False, or a bool tensor index")
+        _refuse()
+
+
+def _refuse() -> None:
+    raise NotImplementedError(
+        "fusion_alias: indexing with a Python bool (x[True], x[:, False], x[[True, False]]) is not "
+        "supported: Thunder 0.2.6 traces it as the int 1 or 0, with a shape eager does not give. "
+        "Workaround: x.unsqueeze(d) for True, x.new_empty((0, *x.shape)) for False, or a bool tensor index")
+
+
+# Note [a bool key refused as it is traced]
+# -----------------------------------------
+# The pass refuses a ``getitem`` with a bool key where it meets it in the trace, but the trace may not
+# be finished: Thunder gives ``a[True, 0]`` of a (2, 3, 4) tensor a 1-d shape (eager: (1, 3, 4)), so a
+# later ``t0[:, False]`` raised Thunder's "IndexError: too many indices for tensor of dimension 1" while
+# tracing, an error about a shape the user's program never has (fuzz seed 20115 #73, edges). The
+# interpreter's lookaside for ``TensorProxy.__getitem__`` refuses such a key where it is first met.
+_proxy_getitem = TensorProxy.__getitem__
+
+
+def _getitem(a, key):
+    if _bool_key((a, key)):
+        _refuse()
+    return _proxy_getitem(a, key)
+
+
+def register(executor) -> None:
+    """Lend ``executor`` a lookaside for ``x[key]`` that refuses a Python bool key as it is traced."""
+    executor._lookasides[_proxy_getitem] = _getitem

@@ -30,9 +30,14 @@ from fusion_alias.aliasing import _proxies, copies_in, tensor_outs
 #     * ``masked_fill_`` and ``fill_`` read their value as a number: nothing to check
 #       (``x.fill_(x[0, 0])`` is fine; ``fill_`` is fusion_alias's own, inplace_lookasides.py).
 #
+#     * ``masked_scatter_``: nothing checked, and its source is read in the mask's order while
+#       it writes: any overlap is refused (rule "ordered", Note [masked_scatter_ reads its source
+#       as it writes], operands.py).
+#
 #     A tensor that is not non-overlapping-and-dense is "too hard" (eager does not
 #     decide, neither do we): ``x.add_(x[0].expand(4, 4))`` runs in eager.
 _ANY_OVERLAP_OPS = frozenset({"index_add_", "index_copy_", "index_put_", "scatter_", "scatter_add_"})
+_ORDERED_SOURCE_OPS = frozenset({"masked_scatter_"})
 _UNCHECKED_OPS = frozenset({"masked_fill_", "fill_", "index_fill_"})  # (index_fill_'s value: a number too)
 
 
@@ -45,7 +50,7 @@ class _InplaceOp(NamedTuple):
     name: str  # "add_", "setitem_", ...
     written: TensorProxy  # ``self``, the tensor the op writes (for setitem_, indexed by ``key``)
     key: object  # setitem_'s basic index (ints, slices, None, Ellipsis), else None
-    operands: tuple  # ((TensorProxy, rule), ...); rule: "partial" | "any" | "setitem"
+    operands: tuple  # ((TensorProxy, rule), ...); rule: "partial" | "any" | "setitem" | "ordered"
 
 
 def _inplace_ops_by_write(top_bsyms, renamed: dict, checked=None) -> dict[str, _InplaceOp]:
@@ -122,7 +127,7 @@ def _describe_inplace_op(bsym, renamed: dict) -> _InplaceOp | None:
         return _InplaceOp(name, written, None, ())
     if name == "setitem_":
         return _describe_setitem(written, bsym.args[1], actual(bsym.args[2]))
-    rule = "any" if name in _ANY_OVERLAP_OPS else "partial"
+    rule = "any" if name in _ANY_OVERLAP_OPS else "ordered" if name in _ORDERED_SOURCE_OPS else "partial"
     # (the proxies among the other arguments: ``_proxies`` walks the tuples, lists and dicts ops take,
     # without the cost of Thunder's general ``tree_flatten``, once per in-place op of the program)
     rest = _proxies(bsym.kwargs, _proxies(bsym.args[1:], []))

@@ -182,7 +182,24 @@ def _check_operand_overlap(
             if x_view is None:
                 continue
         status = "full" if op.key is None and info.same_view(x.name, dst.name) else _overlap_status(x_view, written)
-        if status == "partial" or (status == "full" and rule == "any"):
+        if rule == "ordered" and status != "none" and (status != "too hard" or _shares_elements(x_view, written)):
+            raise AliasInputError(  # Note [masked_scatter_ reads its source as it writes]
+                f"fusion_alias: {op.name}: the input tensor {x.name} and the written-to tensor {dst.name} share "
+                "memory, which eager PyTorch does not check: it reads the source in the mask's order while it "
+                "writes, so its result depends on that order: not supported. clone() the input first"
+            )
+        eager_rejects = status == "partial" or (status == "full" and rule == "any")
+        if roots[1] not in actual and (eager_rejects or (status == "too hard" and not _order_independent(
+                x_view, written, op.name in _COPIES))):
+            # Note [a layout the program made]: the stand-in's layout is a guess, and eager's verdict depends on it
+            raise AliasInputError(
+                f"fusion_alias: {op.name}: some elements of the input tensor {x.name} and the written-to tensor "
+                f"{dst.name} refer to a single memory location, both views of {roots[1]}, a tensor the program made "
+                "(or a view fusion_alias cannot replay): eager PyTorch rejects that where both are dense in the "
+                "layout it gives that tensor, and otherwise runs the op in memory order, so the result would depend "
+                "on a layout fusion_alias does not know: not supported. clone() the input first"
+            )
+        if eager_rejects:
             raise AliasInputError(
                 f"fusion_alias: {op.name}: unsupported operation: some elements of the input tensor {x.name} and "
                 f"the written-to tensor {dst.name} refer to a single memory location (eager PyTorch rejects "
@@ -261,6 +278,51 @@ def _byte_span(t: torch.Tensor) -> tuple[int, int]:
     begin = t.data_ptr() if t.device.type != "meta" else t.storage_offset() * t.element_size()
     return begin, begin + t.numel() * t.element_size()
 
+
+# Note [masked_scatter_ reads its source as it writes]
+# ----------------------------------------------------
+# ``x.masked_scatter_(mask, source)`` writes ``source``'s k-th element into the k-th position of
+# ``mask``, and eager checks no overlap: on a CPU it reads ``source[k]`` after the writes of the
+# earlier positions. With the same tensor as source, even the full overlap every other op reads
+# at the written index depends on that order (the k-th position is k or later)::
+#
+#     x = torch.arange(6.)
+#     x.masked_scatter_(torch.arange(6) > 0, x)   # eager: [0, 0, 0, 0, 0, 0] (x[1] = x[0], then
+#                                                 # x[2] = x[1], the new one, ...)
+#
+# A region reads ``source`` at entry and returned [0, 0, 1, 2, 3, 4] (session 14 hand probe; a
+# silently wrong value). So any overlap of its operands with the written tensor is refused
+# (``_shares_elements`` decides the layouts eager calls "too hard").
+
+
+def _shares_elements(x: torch.Tensor, written: torch.Tensor) -> bool:
+    """Whether ``x`` and ``written`` have an element in common (unsure: True)."""
+    if x.numel() == 0 or written.numel() == 0:
+        return False
+    real = x.device.type != "meta" and written.device.type != "meta"
+    if real and x.untyped_storage().data_ptr() != written.untyped_storage().data_ptr():
+        from fusion_alias.overlap import may_overlap
+
+        return may_overlap(x, written)
+    if max(x.numel(), written.numel()) > _MAX_CHECKED:
+        return True
+    return bool(torch.isin(_storage_offsets(x), _storage_offsets(written)).any())
+
+
+# Note [a layout the program made]
+# --------------------------------
+# A root with no real tensor behind it (a tensor the program made, or the result of a view op the
+# analysis cannot replay, such as ``swapaxes``) is compared on a contiguous meta stand-in of its
+# shape. Which elements two views of it share does not depend on that layout; whether eager calls
+# the overlap "partial" (and raises) or "too hard" (and runs the op in memory order) does, and eager's
+# layout need not be contiguous: ``a.t() * 2``, ``a.t().clone()`` and ``a.swapaxes(0, 1)`` keep
+# ``a.t()``'s strides. With ``c = a.t() * 2``, ``c.mul_(c[0:1])`` runs in eager (``c[0:1]`` is not
+# dense there, Note [overlaps eager does not check]) and multiplies rows 1-3 by the *squared* row 0,
+# while the stand-in's ``c[0:1]`` is dense and the check said "eager PyTorch rejects this too", a false
+# claim (hand probe of session 14; the fuzzer's programs wrote only into inputs' views or contiguous
+# fresh tensors here). A region cannot follow eager's memory order either, so such an overlap is
+# refused in words that claim nothing about eager. Full overlap (``c.mul_(c)``) and disjoint views
+# (``c[0].add_(c[1])``) are the same in every layout and still run.
 
 # Note [overlaps eager does not check]
 # ------------------------------------
