@@ -13,7 +13,7 @@ import torch
 import fusion_alias
 from fusion_alias.backends.reference import SCHEDULES
 from fusion_alias.errors import AliasInputError
-from fusion_alias.layouts import ViewLayoutError
+from fusion_alias.layout_checks import ViewLayoutError
 
 warnings.filterwarnings("ignore")
 
