@@ -29,10 +29,11 @@ import thunder
 from thunder.core.proxies import TensorProxy
 import thunder.core.prims as prims
 
-from fusion_alias.aliasing import AliasInfo, analyze, is_detach, proxy_outs
+from fusion_alias.aliasing import AliasInfo, analyze, proxy_outs
 from fusion_alias.errors import AliasInputError
 from fusion_alias.input_groups import _input_groups
 from fusion_alias.layouts import copying_reshapes
+from fusion_alias.leaf_views import is_detach
 from fusion_alias.refusals.inplace_ops import (
     _InplaceOp,
     _inplace_ops_by_write,

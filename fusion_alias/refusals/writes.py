@@ -109,7 +109,9 @@ def _check_writes(
     pending = {name: op for name, op in ops_by_write.items()
                if op.operands and _compares_operands(op, info, actual, input_names)}
     metas: dict = {}
-    fresh_roots: set = set()  # roots ``_layout_made_by_opaque_op`` found fresh (None)
+    # roots no op outside the op table made: the inputs (no symbol of the pass makes one), and those
+    # ``_layout_made_by_opaque_op`` found fresh (its answer for a root is the same at each write)
+    fresh_roots: set = set(input_names or ())
     shape_of = shape_reader()
     # the names made so far, in program order (the inputs first): only the gradient checks ask
     made = set(info.root) - {o.name for b in bsyms for o in tensor_outs(b)} if grad_inputs else None
@@ -167,10 +169,7 @@ def _check_writes(
         chain = info.chain.get(dst._name, ())
         base = t
         if base is None:
-            # (an input is made by no symbol of the pass; a root's answer is the same at each write)
-            if (input_names is not None and root in input_names) or root in fresh_roots:
-                base = None
-            else:
+            if root not in fresh_roots:
                 base = _layout_made_by_opaque_op(root, dst.name, producers, actual, info)
                 if base is None:
                     fresh_roots.add(root)
