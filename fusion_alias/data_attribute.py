@@ -27,7 +27,9 @@ values require grad. So in a compilation that builds Thunder's autodiff (``fusio
 builds one only for calls that compute gradients: api.py, Note [no autodiff for a call that
 computes no gradient]; ``thunder.jit`` with the executor builds one unless ``disable_torch_autograd``
 is given), ``x.data`` is refused with an error that names ``.detach()`` and ``torch.no_grad()``.
-Assigning ``x.data = y`` (swapping ``x``'s tensor) is refused too.
+Assigning ``x.data = y`` never reaches the property (Thunder's interpreter does not call a proxy's
+setter): into a tensor that outlives the call it is refused as an attribute set in forward
+(dropped_attributes.py); into a tensor the function made, Thunder 0.2.6 fails with its own error.
 """
 
 from __future__ import annotations
@@ -60,12 +62,4 @@ def register(executor) -> None:
                 "no gradient is needed")
         return ldetach(self)
 
-    def set_data(self, value):
-        if not _ours(executor):
-            raise AttributeError("Unknown attribute data")
-        raise NotImplementedError(
-            "fusion_alias: assigning Tensor.data inside a compiled function (x.data = y) is not supported: "
-            "Thunder 0.2.6 cannot trace swapping a tensor's storage. Write into it instead (x.data.copy_(y), "
-            "x.copy_(y) under torch.no_grad()), or assign outside the compiled function")
-
-    TensorProxy.data = property(data, set_data, doc="``detach()`` in fusion_alias compilations (data_attribute.py)")
+    TensorProxy.data = property(data, doc="``detach()`` in fusion_alias compilations (data_attribute.py)")
