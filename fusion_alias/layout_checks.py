@@ -55,10 +55,15 @@ def _same_layout(a: torch.Tensor, b: torch.Tensor) -> bool:
             and all(st_a == st_b for n, st_a, st_b in zip(a.shape, a.stride(), b.stride()) if n != 1))
 
 
+def _is_storage_op(b) -> bool:
+    """Whether ``b`` is ``as_strided`` or ``view(dtype)`` of a tensor (an op whose result depends on the layout)."""
+    return bool(b.args) and isinstance(b.args[0], TensorProxy) and (
+        b.sym.name == "as_strided" or (b.sym.name == "view" and len(b.args) == 2 and isinstance(b.args[1], torch.dtype)))
+
+
 def _storage_ops(flat: list) -> list[int]:
-    """Positions in ``flat`` of ``as_strided`` and of ``view(dtype)`` (ops whose result depends on the layout)."""
-    return [i for i, b in enumerate(flat) if b.args and isinstance(b.args[0], TensorProxy) and (
-        b.sym.name == "as_strided" or (b.sym.name == "view" and len(b.args) == 2 and isinstance(b.args[1], torch.dtype)))]
+    """Positions in ``flat`` of the ops ``_is_storage_op`` names."""
+    return [i for i, b in enumerate(flat) if _is_storage_op(b)]
 
 
 def _check_dtype_view_of_a_result(b, actual: dict, eager) -> None:

@@ -43,7 +43,8 @@ from thunder.core.trace import tracectx
 from fusion_alias import ops
 from fusion_alias.aliasing import flattened, may_write, output_may_alias
 from fusion_alias.layout_checks import (_MUST_VIEW, ViewLayoutError, _check_as_strided, _check_dtype_view_of_a_result,
-                                       _check_views_of_inputs, _layout_known, _meta_like, _storage_ops, _viewable)
+                                       _check_views_of_inputs, _is_storage_op, _layout_known, _meta_like, _storage_ops,
+                                       _viewable)
 
 #: ... and those that always return new memory, although Thunder builds them with view prims
 _ALWAYS_COPY = frozenset({"repeat", "tile", "repeat_interleave"})
@@ -197,7 +198,7 @@ def copying_reshapes(trace, flat: list, actual: dict, traced=None, contiguous: b
     must_view = {o.name for b in top if b.sym.name in _MUST_VIEW for o in b.flat_outs if isinstance(o, TensorProxy)}
     always_copy = {o.name for b in top if b.sym.name in _ALWAYS_COPY for o in b.flat_outs if isinstance(o, TensorProxy)}
     candidates, contiguous_at = [], []
-    strided_at = _storage_ops(flat)  # Note [as_strided of a layout fusion regions do not keep]
+    strided_at = []  # Note [as_strided of a layout fusion regions do not keep]
     for i, b in enumerate(flat):
         if (b.sym.id is _RESHAPE and isinstance(b.args[0], TensorProxy)) or (
             ops.is_view(b) and b.output is not None and getattr(b.output, "name", None) in always_copy
@@ -205,6 +206,8 @@ def copying_reshapes(trace, flat: list, actual: dict, traced=None, contiguous: b
             candidates.append(i)
         elif b.sym.name == _CONTIGUOUS and contiguous and b.args and isinstance(b.args[0], TensorProxy):
             contiguous_at.append(i)
+        if _is_storage_op(b):
+            strided_at.append(i)
     _check_views_of_inputs(top, actual)
     if not candidates and not contiguous_at and not strided_at:
         return flat
@@ -281,6 +284,7 @@ def copying_reshapes(trace, flat: list, actual: dict, traced=None, contiguous: b
         else:
             result.append(b)
     return result
+
 
 def _memory_format(b):
     """The memory format of a ``contiguous`` symbol ``b``."""
