@@ -34,6 +34,7 @@ from fusion_alias.errors import AliasInputError
 from fusion_alias.input_groups import _input_groups
 from fusion_alias.layouts import copying_reshapes
 from fusion_alias.leaf_views import is_detach
+from fusion_alias.overlap import may_overlap
 from fusion_alias.refusals.inplace_ops import (
     _InplaceOp,
     _inplace_ops_by_write,
@@ -302,8 +303,6 @@ def _shares_elements(x: torch.Tensor, written: torch.Tensor) -> bool:
         return False
     real = x.device.type != "meta" and written.device.type != "meta"
     if real and x.untyped_storage().data_ptr() != written.untyped_storage().data_ptr():
-        from fusion_alias.overlap import may_overlap
-
         return may_overlap(x, written)
     if max(x.numel(), written.numel()) > _MAX_CHECKED:
         return True
@@ -359,8 +358,6 @@ def _order_independent(x: torch.Tensor, written: torch.Tensor, is_copy: bool) ->
         return True
     real = x.device.type != "meta" and written.device.type != "meta"
     if real and x.untyped_storage().data_ptr() != written.untyped_storage().data_ptr():
-        from fusion_alias.overlap import may_overlap
-
         return not may_overlap(x, written)
     if written.numel() > _MAX_CHECKED:
         return False
