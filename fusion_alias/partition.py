@@ -25,21 +25,21 @@ from __future__ import annotations
 
 import collections
 import itertools
-import math
 import operator
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import networkx as nx
-from thunder.core.dtypes import to_torch_dtype
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import BoundSymbol
 import thunder.core.prims as prims
 
 from fusion_alias import ops
-from fusion_alias.aliasing import shape_reader, tensor_args, tensor_outs
+from fusion_alias.aliasing import tensor_args, tensor_outs
 from fusion_alias.dependency_edges import UNSAFE, DependencyEdges
+from fusion_alias.min_cut import _byte_counter, _nbytes  # noqa: F401 (``_nbytes``: tests count bytes with it)
+from fusion_alias.min_cut import two_stages_by_min_cut as _two_stages_by_min_cut  # (tests spy on it here)
 
 
 @dataclass
@@ -279,117 +279,11 @@ _MIN_CUT_MAX_NODES = 20_000
 _MAX_STAGES_TO_PLACE = 64
 
 
-def _nbytes(p) -> int:
-    return math.prod(p.shape) * to_torch_dtype(p.dtype).itemsize
-
-
-def _byte_counter():
-    """``_nbytes`` for the stage that asks now: the shape read as ``shape_reader`` does, the item
-    size remembered per dtype (``to_torch_dtype`` checks its argument's type on every call: two
-    thirds of ``_nbytes``; the views bench asks it for ~60k values)."""
-    shape_of = shape_reader()
-    itemsize: dict[int, tuple] = {}  # id(dtype) -> (dtype, its item size); the dtype is kept
-
-    def nbytes(p) -> int:
-        dtype = p.dtype
-        entry = itemsize.get(id(dtype))
-        if entry is None or entry[0] is not dtype:
-            entry = itemsize[id(dtype)] = (dtype, to_torch_dtype(dtype).itemsize)
-        return math.prod(shape_of(p)) * entry[1]
-
-    return nbytes
-
-
 def _first_in_edges(n: int, es: list) -> list[int]:
     """``first[v]:first[v + 1]``, the slice of ``es`` (grouped by head, heads ascending) that holds
     the edges into node ``v``; counted by ``collections.Counter`` and summed by ``accumulate``."""
     counts = collections.Counter(map(operator.itemgetter(1), es))
     return [0, *itertools.accumulate(map(counts.get, range(n), itertools.repeat(0, n)))]
-
-
-def _two_stages_by_min_cut(bsyms, es, first, data, fusible, level, latest, size) -> list[int]:
-    """Note [two stages split by a minimum cut]: with two stages (the kernel model's regions A
-    and B), placing the free nodes (ASAP level 0, latest level 1) is a closure problem:
-    ``networkx.minimum_cut`` on a graph whose source side is stage 0 and sink side stage 1.
-    An edge ``u -> v`` between fusible nodes becomes an infinite arc ``v -> u`` (``u`` in stage 1
-    forces ``v`` there); a value crosses when its producer is in stage 0 and a consumer in stage 1
-    (an auxiliary node per producer, reached through an arc of the value's bytes); a tensor made
-    outside the regions is read once by each stage that reads it (two auxiliary nodes). The cut's
-    capacity is then exactly the bytes handed between stages and read twice, and it is minimal.
-    Worked example, ``rows_rw``: the sum over the updated matrix joins the stage that makes the
-    matrix's new value instead of receiving the value in a buffer.
-
-    Note [only the free nodes in the flow graph]: a node whose stage is forced (latest level 0,
-    or ASAP level 1) is the source or the sink itself in the flow graph (``vertex``), not a node
-    tied to it by an infinite arc: every finite cut puts it on that side anyway, so the cuts, their
-    capacities and the free nodes' sides are the same, and networkx's pure-Python max flow runs on
-    the free nodes and their values only: a value whose producer and consumers are all forced, or a
-    tensor made outside that only forced nodes read, adds the same to every cut and is left out, as
-    are arcs into the source or out of the sink, which no cut crosses. (With every node in the
-    graph, a 6k-symbol trace with 1k free nodes spent 0.7 s in the max flow, a 18k-symbol one
-    2-5 s.)
-    """
-    g = nx.DiGraph()
-    src, snk = ("s",), ("t",)
-    g.add_node(src)
-    g.add_node(snk)
-    nodes = [v for v in range(len(bsyms)) if fusible[v]]
-    vertex: dict[int, object] = {}
-    for v in nodes:
-        if latest[v] == 0:
-            vertex[v] = src
-        elif level[v] == 1:
-            vertex[v] = snk
-        else:
-            vertex[v] = v
-            g.add_node(v)
-
-    def arc(a, b, **capacity) -> None:
-        if a is not b and a is not snk and b is not src:
-            g.add_edge(a, b, **capacity)
-
-    producer_of = {}
-    for v in nodes:
-        for o in tensor_outs(bsyms[v]):
-            producer_of.setdefault(o.name, v)
-    outside_readers: dict[str, list[int]] = {}
-    outside_size: dict[str, int] = {}
-    for v in nodes:
-        for u, _, _ in es[first[v]:first[v + 1]]:
-            if fusible[u]:
-                arc(vertex[v], vertex[u])
-    consumers: dict[int, list[int]] = {}
-    for u, v in data:  # (hazard edges order nodes, they carry no value)
-        if fusible[u] and fusible[v]:
-            consumers.setdefault(u, []).append(v)
-    for u, vs in consumers.items():
-        ends = [vertex[v] for v in vs]
-        if all(x is src or x is snk for x in (vertex[u], *ends)):
-            continue  # (forced ends only: the value crosses or not whatever the free nodes do)
-        aux = ("out", u)
-        arc(vertex[u], aux, capacity=size(u))
-        for x in ends:
-            arc(aux, x)
-    for v in nodes:
-        for p in tensor_args(bsyms[v]):
-            if p.name not in producer_of:
-                outside_readers.setdefault(p.name, []).append(v)
-                outside_size[p.name] = _nbytes(p)
-    for name, readers in outside_readers.items():
-        ends = [vertex[r] for r in readers]
-        if all(x is src or x is snk for x in ends):
-            continue  # (as above: read by forced nodes only)
-        late, early = ("late", name), ("early", name)
-        arc(src, late, capacity=outside_size[name])
-        arc(early, snk, capacity=outside_size[name])
-        for x in ends:
-            arc(late, x)
-            arc(x, early)
-    _, (stage0, _) = nx.minimum_cut(g, src, snk)
-    final = list(level)
-    for v in nodes:
-        final[v] = 0 if vertex[v] is src or v in stage0 else 1
-    return final
 
 
 def _level_after(level_u: int, fusible_u: bool, fusible_v: bool, cut: bool) -> int:
