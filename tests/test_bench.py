@@ -138,6 +138,11 @@ def test_tiny_end_to_end(tmp_path, rows):
     assert [p.rsplit("/", 1)[1] for p in paths] == ["bench.md", "regions.png", "scale.png"]
     line = report.summary_line(region_rows, scale_rows, 600)
     assert line.startswith("bench: regions fusion_alias ")
+    # the machine-independent reference (Note [a machine-independent reference] in bench/report.py):
+    # every trace, aliased or not, is set against Thunder's consecutive grouping of the same trace
+    assert "x thunder's consecutive grouping" in line
+    per_trace = [ln for ln in report.targets([], scale_rows, [], 600) if ln.startswith("  - ")]
+    assert len(per_trace) == 6 and all("× Thunder's consecutive grouping of the same trace" in ln for ln in per_trace)
 
 
 # -- cached-call cost (python -m fusion_alias.bench.percall) ---------------------------------

@@ -202,6 +202,18 @@ def scale_exponent(rows: list[ScaleRow], r: ScaleRow) -> float | None:
     return slope(pts[i - 1].size, pts[i - 1].total, r.size, r.total)
 
 
+def _thunder_reference(rows: list[ScaleRow], r: ScaleRow) -> float | None:
+    """Note [a machine-independent reference]
+    -----------------------------------------
+    The pass's seconds at 100k bsyms move with the machine: the same commit took 2.5 s on one of this
+    project's VMs and 4.3 s on another (docs/benchmarks.md, session 15). Thunder's own
+    ``fuse_bound_symbols`` (consecutive grouping, one walk over the flattened trace) is measured on the
+    same trace in the same run, so the ratio of the two compares runs made on different machines. The
+    aliased variant is the same trace: it takes the no-alias row's reference. None where not measured."""
+    same = [x for x in rows if x.kind == r.kind and x.size == r.size and x.thunder_consecutive]
+    return same[0].thunder_consecutive if same else None
+
+
 # -- compile share -----------------------------------------------------------------------
 
 
@@ -278,11 +290,17 @@ def targets(region_rows, scale_rows, compile_rows, largest: int) -> list[str]:
                 if r is None:
                     continue
                 k = scale_exponent(scale_rows, r)
+                ref = _thunder_reference(scale_rows, r)
                 lines.append(
                     f"  - {_variant(r)}: {'~' if r.skipped else ''}{_fmt(r.total)} s"
                     + (f", exponent {k:.2f}" if k is not None else "")
                     + (f" (partition alone {_fmt(r.partition)} s)" if not r.skipped else "")
+                    + (f"; {r.total / ref:.1f}× Thunder's consecutive grouping of the same trace ({_fmt(ref)} s)"
+                       if ref and not r.skipped else "")
                 )
+            lines.append(
+                "  (the seconds are this machine's: Note [a machine-independent reference] in `bench/report.py`)"
+            )
     long_rows = [r for r in compile_rows if r.name.startswith("long")]
     if long_rows:
         r = long_rows[-1]
@@ -318,6 +336,8 @@ def summary_line(region_rows, scale_rows, largest: int) -> str:
             parts.append(
                 f"fusion pass {kilo(largest)} bsyms {'~' if w.skipped else ''}{_fmt(w.total, 2)} s"
                 + (f" (exponent {k:.2f}, {_variant(w)}" if k is not None else f" ({_variant(w)}")
+                + (f", {w.total / ref:.1f}x thunder's consecutive grouping"
+                   if (ref := _thunder_reference(scale_rows, w)) and not w.skipped else "")
                 + (", extrapolated" if w.skipped else "")
                 + ")"
             )
