@@ -126,11 +126,12 @@ def two_stages_by_min_cut(bsyms, es, first, data, fusible, level, latest, size) 
         arc(vertex[u], aux, capacity=size(u))
         for x in ends:
             arc(aux, x)
+    nbytes = _byte_counter()
     for v in nodes:
         for p in tensor_args(bsyms[v]):
             if p.name not in producer_of:
                 outside_readers.setdefault(p.name, []).append(v)
-                outside_size[p.name] = _nbytes(p)
+                outside_size[p.name] = nbytes(p)
     for name, readers in outside_readers.items():
         ends = [vertex[r] for r in readers]
         free_ends = {id(x): x for x in ends if x is not src and x is not snk}
