@@ -654,3 +654,53 @@ def test_a_view_of_a_guessed_layout_eager_may_reject_is_refused(schedule):
         prog(torch.linspace(-1, 1, 16).reshape(4, 4))
     with pytest.raises(RuntimeError, match="cannot tell whether view"):
         fusion_alias.jit(prog, backend="reference", schedule=schedule)(torch.linspace(-1, 1, 16).reshape(4, 4))
+
+
+def _view_of_a_detached_flat_input_then_a_write(a, b):
+    t0 = b.detach().view(2, 12)  # b = a.view(-1): a view of a
+    a.exp_()
+    return t0 * 1, t0
+
+
+def _reshape_of_a_detached_transpose_then_a_write(a):
+    t = a.t().detach().reshape(-1)  # eager: a copy (the transpose is not viewable as one dimension)
+    t.add_(1)
+    return a * 1, t
+
+
+def _reshape_of_a_detached_input_then_a_write(a):
+    t = a.detach().detach().reshape(2, 12)  # eager: a view
+    t.add_(1)
+    return a * 1, t
+
+
+@pytest.mark.parametrize("prog", [_view_of_a_detached_flat_input_then_a_write,
+                                  _reshape_of_a_detached_transpose_then_a_write,
+                                  _reshape_of_a_detached_input_then_a_write])
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_a_reshape_of_a_detached_tensor_keeps_its_layout(prog, schedule):
+    # fuzz seed 20202 #17, #27 (basic generator, the detach spellings of session 15): the layout of x.detach()
+    # was unknown (an opaque op), so a reshape/view of it, then a write, was refused ("cannot tell whether
+    # reshape ... is a view or a copy"); it is x's layout (layouts.py, _Layouts._compute)
+    def make():
+        x = torch.linspace(-1, 1, 24).reshape(4, 6)
+        return (x, x.view(-1)) if prog is _view_of_a_detached_flat_input_then_a_write else (x,)
+
+    want_args, got_args = make(), make()
+    want = prog(*want_args)
+    got = fusion_alias.jit(prog, backend="reference", schedule=schedule)(*got_args)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w)
+    for g, w in zip(got_args, want_args):
+        torch.testing.assert_close(g, w)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_a_view_of_a_detached_transpose_raises_as_eager_does(schedule):
+    def prog(a):
+        return a.t().detach().view(-1)
+
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        prog(torch.linspace(-1, 1, 16).reshape(4, 4))
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        fusion_alias.jit(prog, backend="reference", schedule=schedule)(torch.linspace(-1, 1, 16).reshape(4, 4))
