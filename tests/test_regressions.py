@@ -704,3 +704,56 @@ def test_a_view_of_a_detached_transpose_raises_as_eager_does(schedule):
         prog(torch.linspace(-1, 1, 16).reshape(4, 4))
     with pytest.raises(RuntimeError, match="view size is not compatible"):
         fusion_alias.jit(prog, backend="reference", schedule=schedule)(torch.linspace(-1, 1, 16).reshape(4, 4))
+
+
+def _tanh_of_an_integer_cast_then_written(a):
+    t2 = torch.tanh(a.to(torch.uint8).sign())  # computed from a, but through an integer: requires no grad
+    t2.tanh_()
+    return t2, a * 2
+
+
+def _exp_of_an_int_round_trip_then_written(a):
+    t = a.to(torch.int32).float().exp()
+    t.add_(1)
+    return t, a.sin()
+
+
+def _sigmoid_of_a_mask_then_written(a):
+    m = (a > 0).float().sigmoid()
+    m.mul_(2)
+    return m * a
+
+
+@pytest.mark.parametrize("prog", [_tanh_of_an_integer_cast_then_written, _exp_of_an_int_round_trip_then_written,
+                                  _sigmoid_of_a_mask_then_written])
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_a_save_of_a_value_computed_through_an_integer_is_no_save(prog, schedule):
+    # fuzz seed 20204 #73 (dtype generator, --grad): an integer or bool result of a tensor that requires grad
+    # was read as requiring grad, so tanh/exp/sigmoid of it "saved" it and the later write was refused saying
+    # eager raises at backward, which it does not (refusals/saved_versions.py)
+    def run(fn):
+        leaf = torch.linspace(-1, 1, 12).reshape(3, 4).requires_grad_()
+        x = leaf * 1
+        out = fn(x)
+        sum(o.sum() for o in out if o.requires_grad).backward() if isinstance(out, tuple) else out.sum().backward()
+        return out if isinstance(out, tuple) else (out,), x, leaf.grad
+
+    want, want_x, want_grad = run(prog)
+    got, got_x, got_grad = run(fusion_alias.jit(prog, backend="reference", schedule=schedule))
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w)
+    torch.testing.assert_close(got_x, want_x)
+    torch.testing.assert_close(got_grad, want_grad)
+
+
+def test_a_save_of_a_float_result_then_written_is_still_refused():
+    def prog(a):
+        t = a.exp()
+        t.add_(1)
+        return t
+
+    leaf = torch.linspace(-1, 1, 12).requires_grad_()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        prog(leaf * 1).sum().backward()
+    with pytest.raises(fusion_alias.AliasInputError, match="exp saves t for the backward"):
+        fusion_alias.jit(prog, backend="reference")(leaf * 1)
