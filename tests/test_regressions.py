@@ -757,3 +757,44 @@ def test_a_save_of_a_float_result_then_written_is_still_refused():
         prog(leaf * 1).sum().backward()
     with pytest.raises(fusion_alias.AliasInputError, match="exp saves t for the backward"):
         fusion_alias.jit(prog, backend="reference")(leaf * 1)
+
+
+def _uint8_view_of_a_slice_of_a_clone_of_a_written_input(a):
+    a.abs_()
+    t1 = a.clone()
+    t1[1:, 1::2].view(torch.uint8).add_(100)
+    return t1
+
+
+def _uint8_view_of_a_guessed_layout_then_written(a):
+    t1 = a.swapaxes(0, 1) + 1  # eager: transposed; fusion_alias guesses
+    t1.view(torch.uint8).add_(100)
+    return t1
+
+
+@pytest.mark.parametrize("prog", [_uint8_view_of_a_slice_of_a_clone_of_a_written_input,
+                                  _uint8_view_of_a_guessed_layout_then_written])
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_a_dtype_view_of_the_same_element_size_runs_whatever_the_layout(prog, schedule):
+    # fuzz seed 20206 #87 (edges): view(torch.uint8) of an int8 result whose layout fusion_alias does not know
+    # was refused ("cannot tell whether view ... is one eager PyTorch accepts"); eager accepts a view(dtype) of
+    # the same element size in any layout (layout_checks.py, _check_dtype_view_of_a_result)
+    def make():
+        return torch.randint(-8, 9, (4, 4), generator=torch.Generator().manual_seed(1), dtype=torch.int8)
+
+    want_x, got_x = make(), make()
+    want = prog(want_x)
+    got = fusion_alias.jit(prog, backend="reference", schedule=schedule)(got_x)
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(got_x, want_x)
+
+
+def test_a_dtype_view_of_another_element_size_of_a_guessed_layout_is_still_refused():
+    def prog(a):
+        return (a.swapaxes(0, 1) + 1).view(torch.int16)
+
+    x = torch.zeros(4, 4, dtype=torch.int8)
+    with pytest.raises(RuntimeError, match="stride"):
+        prog(x)
+    with pytest.raises(RuntimeError, match="cannot tell whether view"):
+        fusion_alias.jit(prog, backend="reference")(x)
