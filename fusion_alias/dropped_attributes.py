@@ -50,6 +50,35 @@ def _dropped_stores(ctx) -> list[str]:
     return dropped
 
 
+def _rebound_buffers_of_other_modules(ctx) -> list[str]:
+    """The buffer names the recorded modifications store into the ``_buffers`` of a module other than the
+    one called (Note [a buffer rebound on a module the call was given]).
+
+    Note [a buffer rebound on a module the call was given]
+    -----------------------------------------------------
+    ``m.steps += 1`` on a buffer is ``__iadd__`` (in place) and then ``m.steps = <the same tensor>``, a store
+    into ``m._buffers``. Thunder 0.2.6 turns such a store into the epilogue's ``pack_buffer`` of the module
+    it walks up to, and asserts that the walk starts at the module called: for a module passed as an argument
+    or read from a global it fails with a bare ``AssertionError`` (plain ``thunder.jit`` too; fuzz seed 20201
+    #52, ``--generator modules``, where plain ``thunder.jit`` failed earlier on ``m.w.data``, so the bare
+    error looked like ours). Such an assertion, while such a store is recorded, is re-raised as a refusal
+    that names the buffer and the in-place spelling that runs (``m.steps.add_(1)``)."""
+    names = []
+    for modified, modifications in ctx._additional_outputs.items():
+        prov = modified.provenance
+        inputs = getattr(prov, "inputs", None) or ()
+        if prov.inst is not PseudoInst.LOAD_ATTR or len(inputs) < 2:
+            continue
+        if inputs[1].inst is not PseudoInst.CONSTANT or inputs[1].value != "_buffers":
+            continue
+        if inputs[0].inst is PseudoInst.INPUT_FN:
+            continue  # (the module called: Thunder stores it)
+        for inst, *args in modifications:
+            if inst == PseudoInst.STORE_SUBSCR:
+                names.append(str(args[1].value))
+    return names
+
+
 def _reached_from_an_input(provenance) -> bool:
     """Whether an object's provenance starts at what the call was given (the function or module, its
     arguments, and through them its globals), through attribute and item lookups only: an object that
@@ -84,6 +113,18 @@ def register(executor) -> None:
                     "assignment without an error (the module keeps its old value, and later calls read it). "
                     "Return the value instead, keep it in a registered buffer (register_buffer, then "
                     "self.buf.copy_(v) or self.buf[...] = v), or set it outside the jitted function")
+            rebound = _rebound_buffers_of_other_modules(ctx)
+            if rebound:
+                try:
+                    return original(ctx, epilogue_trace)
+                except AssertionError as e:  # Note [a buffer rebound on a module the call was given]
+                    names = ", ".join(sorted(set(rebound)))
+                    raise NotImplementedError(
+                        f"fusion_alias: the function assigns the buffer(s) {names} of a module that is not the one "
+                        "called (an argument, or a module reached through a global: `m.steps += 1`, `m.buf = v`): "
+                        "not supported. Thunder 0.2.6 fails on such an assignment (an AssertionError in "
+                        "process_recorded_modifications; plain thunder.jit too). Write into the buffer in place "
+                        "instead (`m.steps.add_(1)`, `m.buf.copy_(v)`), or call the module itself") from e
         return original(ctx, epilogue_trace)
 
     process_recorded_modifications._fusion_alias_checked = True

@@ -74,6 +74,8 @@ def _check_dtype_view_of_a_result(b, actual: dict, eager) -> None:
     x = b.args[0]
     if _view_of_an_input(x, eager.producer, actual):
         return
+    if isinstance(b.args[1], torch.dtype) and to_torch_dtype(x.dtype).itemsize == b.args[1].itemsize:
+        return  # the same element size: a view of any layout, in eager too (fuzz seed 20206 #87, edges)
     layout = eager.of(x)
     if layout is None or not _layout_known(x, eager, actual):
         raise ViewLayoutError(

@@ -42,6 +42,7 @@ from thunder.core.trace import tracectx
 
 from fusion_alias import ops
 from fusion_alias.aliasing import flattened, may_write, output_may_alias
+from fusion_alias.leaf_views import is_detach
 from fusion_alias.layout_checks import (_MUST_VIEW, ViewLayoutError, _check_as_strided, _check_dtype_view_of_a_result,
                                        _check_views_of_inputs, _is_storage_op, _layout_known, _meta_like, _storage_ops,
                                        _viewable)
@@ -137,6 +138,8 @@ class _Layouts:
                 return base if alias else _meta_contiguous(p, _memory_format(b))
             if b.sym.id is prims.PrimIDs.STRIDE_ORDER:
                 return _meta_contiguous(p)
+            if is_detach(b):  # x's sizes, strides and offset, with gradients or without (leaf_views.py)
+                return self.memo.get(b.args[0].name)
             if output_may_alias(b, p.name):
                 src = next((a for a in b.flat_args if isinstance(a, TensorProxy)), None)
                 base = self.memo.get(src.name) if src is not None else None

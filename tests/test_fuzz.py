@@ -190,6 +190,43 @@ def _programs(kind, n=40, seed=4):
     return [fuzz.generate_program(seed, i, generators=(kind,)) for i in range(n)]
 
 
+def test_basic_generator_writes_and_reads_through_detach():
+    """Statements that read or write through ``x.detach()`` (gen_basic.py, Note [detach spellings keep the
+    stream]): views of a detached tensor, ``x.op_(x.detach())``, writes through ``x.detach()`` followed by
+    reads of ``x``; drawn beside the stream, so the programs are those of the generator before, with
+    ``.detach()`` written into some statements."""
+    ps = _programs("basic", n=80, seed=20250)
+    codes = [[s.code for s in p.stmts] for p in ps]
+    assert sum(any(".detach()" in c for c in cs) for cs in codes) >= 20
+    assert sum(bool(re.match(r"^t\d+ = \w+\.detach\(\)", c)) for cs in codes for c in cs) >= 8  # views
+    assert sum(bool(re.match(r"^(\w+)\.\w+_\(\1\.detach\(\)", c)) for cs in codes for c in cs) >= 4
+
+    def write_then_read(p):  # a write through x.detach(), then a read of x
+        for i, s in enumerate(p.stmts):
+            m = re.match(r"^(\w+)\.detach\(\)(\[[^\]]*\])?(\.\w+_\(| = )", s.code)
+            if m and any(m.group(1) in later.reads or later.view_of == m.group(1) for later in p.stmts[i + 1:]):
+                return True
+        return False
+
+    assert sum(write_then_read(p) for p in ps) >= 3
+
+def test_detach_spellings_keep_every_stream(monkeypatch):
+    # Note [detach spellings keep the stream] (gen_basic.py): without them, the same programs, the spellings
+    # taken out (the seeds docs/testing.md and the tests name stay the programs they were)
+    cases = [(None, 20123, 12), (("basic",), 20250, 12), (("order",), 20132, 12), (("hidden",), 1, 6)]
+    drawn = {c: [fuzz.generate_program(c[1], i, generators=c[0] or fuzz.GENERATORS) for i in range(c[2])]
+             for c in cases}
+    monkeypatch.setattr(fuzz.gen_basic._Gen, "detach_drawn", lambda self, p: False)
+    spelled = 0
+    for c, ps in drawn.items():
+        for i, p in enumerate(ps):
+            plain = fuzz.generate_program(c[1], i, generators=c[0] or fuzz.GENERATORS)
+            assert [s.code.replace(".detach()", "") for s in p.stmts] == [s.code for s in plain.stmts], (c, i)
+            assert p.returns == plain.returns and p.args == plain.args
+            spelled += p.stmts != plain.stmts
+    assert spelled >= 5
+
+
 def test_dtype_generator_covers_dtypes_division_and_promotion():
     ps = _programs("dtype")
     dtypes = {d for p in ps for _, d in p.dtypes}
@@ -618,7 +655,7 @@ def test_fuzz_fusion_alias_train_generator_bounded():
 def test_order_generator_keeps_statements_whose_eager_answer_depends_on_memory_order():
     # statements whose operand is another part of the tensor they write (``w.mul_(w[0:1])``): every other
     # generator drops the ill-defined ones (Note [partial overlap within one op], hazard.py)
-    overlap_write = re.compile(r"\b(\w+)(\[[^\]]*\])?\.\w+_\(\1(\[|\.t\(| > 0, \1)")
+    overlap_write = re.compile(r"\b(\w+)(\[[^\]]*\])?\.\w+_\(\1(\.detach\(\))?(\[|\.t\(| > 0, \1)")
     ps = [fuzz.generate_program(16, i, generators=("order",)) for i in range(60)]
     assert all(p.kind == "order" and len(p.all_variants) == 1 for p in ps)
     with_overlap = [p for p in ps if any(overlap_write.search(s.code) for s in p.stmts)]
@@ -626,6 +663,8 @@ def test_order_generator_keeps_statements_whose_eager_answer_depends_on_memory_o
     srcs = "\n".join(fuzz.program_source(p) for p in ps)
     for piece in (".swapaxes(0, 1)", ".t() * 2", "masked_scatter_", ".as_strided("):
         assert piece in srcs, piece
+    # the operand read through detach (the same memory: fusion_alias reads it as the same view)
+    assert re.search(r"\b(\w+)(\[[^\]]*\])?\.\w+_\(\1\.detach\(\)\[", srcs)
 
 
 @needs_jit

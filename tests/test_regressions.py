@@ -654,3 +654,147 @@ def test_a_view_of_a_guessed_layout_eager_may_reject_is_refused(schedule):
         prog(torch.linspace(-1, 1, 16).reshape(4, 4))
     with pytest.raises(RuntimeError, match="cannot tell whether view"):
         fusion_alias.jit(prog, backend="reference", schedule=schedule)(torch.linspace(-1, 1, 16).reshape(4, 4))
+
+
+def _view_of_a_detached_flat_input_then_a_write(a, b):
+    t0 = b.detach().view(2, 12)  # b = a.view(-1): a view of a
+    a.exp_()
+    return t0 * 1, t0
+
+
+def _reshape_of_a_detached_transpose_then_a_write(a):
+    t = a.t().detach().reshape(-1)  # eager: a copy (the transpose is not viewable as one dimension)
+    t.add_(1)
+    return a * 1, t
+
+
+def _reshape_of_a_detached_input_then_a_write(a):
+    t = a.detach().detach().reshape(2, 12)  # eager: a view
+    t.add_(1)
+    return a * 1, t
+
+
+@pytest.mark.parametrize("prog", [_view_of_a_detached_flat_input_then_a_write,
+                                  _reshape_of_a_detached_transpose_then_a_write,
+                                  _reshape_of_a_detached_input_then_a_write])
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_a_reshape_of_a_detached_tensor_keeps_its_layout(prog, schedule):
+    # fuzz seed 20202 #17, #27 (basic generator, the detach spellings of session 15): the layout of x.detach()
+    # was unknown (an opaque op), so a reshape/view of it, then a write, was refused ("cannot tell whether
+    # reshape ... is a view or a copy"); it is x's layout (layouts.py, _Layouts._compute)
+    def make():
+        x = torch.linspace(-1, 1, 24).reshape(4, 6)
+        return (x, x.view(-1)) if prog is _view_of_a_detached_flat_input_then_a_write else (x,)
+
+    want_args, got_args = make(), make()
+    want = prog(*want_args)
+    got = fusion_alias.jit(prog, backend="reference", schedule=schedule)(*got_args)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w)
+    for g, w in zip(got_args, want_args):
+        torch.testing.assert_close(g, w)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_a_view_of_a_detached_transpose_raises_as_eager_does(schedule):
+    def prog(a):
+        return a.t().detach().view(-1)
+
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        prog(torch.linspace(-1, 1, 16).reshape(4, 4))
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        fusion_alias.jit(prog, backend="reference", schedule=schedule)(torch.linspace(-1, 1, 16).reshape(4, 4))
+
+
+def _tanh_of_an_integer_cast_then_written(a):
+    t2 = torch.tanh(a.to(torch.uint8).sign())  # computed from a, but through an integer: requires no grad
+    t2.tanh_()
+    return t2, a * 2
+
+
+def _exp_of_an_int_round_trip_then_written(a):
+    t = a.to(torch.int32).float().exp()
+    t.add_(1)
+    return t, a.sin()
+
+
+def _sigmoid_of_a_mask_then_written(a):
+    m = (a > 0).float().sigmoid()
+    m.mul_(2)
+    return m * a
+
+
+@pytest.mark.parametrize("prog", [_tanh_of_an_integer_cast_then_written, _exp_of_an_int_round_trip_then_written,
+                                  _sigmoid_of_a_mask_then_written])
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_a_save_of_a_value_computed_through_an_integer_is_no_save(prog, schedule):
+    # fuzz seed 20204 #73 (dtype generator, --grad): an integer or bool result of a tensor that requires grad
+    # was read as requiring grad, so tanh/exp/sigmoid of it "saved" it and the later write was refused saying
+    # eager raises at backward, which it does not (refusals/saved_versions.py)
+    def run(fn):
+        leaf = torch.linspace(-1, 1, 12).reshape(3, 4).requires_grad_()
+        x = leaf * 1
+        out = fn(x)
+        sum(o.sum() for o in out if o.requires_grad).backward() if isinstance(out, tuple) else out.sum().backward()
+        return out if isinstance(out, tuple) else (out,), x, leaf.grad
+
+    want, want_x, want_grad = run(prog)
+    got, got_x, got_grad = run(fusion_alias.jit(prog, backend="reference", schedule=schedule))
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w)
+    torch.testing.assert_close(got_x, want_x)
+    torch.testing.assert_close(got_grad, want_grad)
+
+
+def test_a_save_of_a_float_result_then_written_is_still_refused():
+    def prog(a):
+        t = a.exp()
+        t.add_(1)
+        return t
+
+    leaf = torch.linspace(-1, 1, 12).requires_grad_()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        prog(leaf * 1).sum().backward()
+    with pytest.raises(fusion_alias.AliasInputError, match="exp saves t for the backward"):
+        fusion_alias.jit(prog, backend="reference")(leaf * 1)
+
+
+def _uint8_view_of_a_slice_of_a_clone_of_a_written_input(a):
+    a.abs_()
+    t1 = a.clone()
+    t1[1:, 1::2].view(torch.uint8).add_(100)
+    return t1
+
+
+def _uint8_view_of_a_guessed_layout_then_written(a):
+    t1 = a.swapaxes(0, 1) + 1  # eager: transposed; fusion_alias guesses
+    t1.view(torch.uint8).add_(100)
+    return t1
+
+
+@pytest.mark.parametrize("prog", [_uint8_view_of_a_slice_of_a_clone_of_a_written_input,
+                                  _uint8_view_of_a_guessed_layout_then_written])
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_a_dtype_view_of_the_same_element_size_runs_whatever_the_layout(prog, schedule):
+    # fuzz seed 20206 #87 (edges): view(torch.uint8) of an int8 result whose layout fusion_alias does not know
+    # was refused ("cannot tell whether view ... is one eager PyTorch accepts"); eager accepts a view(dtype) of
+    # the same element size in any layout (layout_checks.py, _check_dtype_view_of_a_result)
+    def make():
+        return torch.randint(-8, 9, (4, 4), generator=torch.Generator().manual_seed(1), dtype=torch.int8)
+
+    want_x, got_x = make(), make()
+    want = prog(want_x)
+    got = fusion_alias.jit(prog, backend="reference", schedule=schedule)(got_x)
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(got_x, want_x)
+
+
+def test_a_dtype_view_of_another_element_size_of_a_guessed_layout_is_still_refused():
+    def prog(a):
+        return (a.swapaxes(0, 1) + 1).view(torch.int16)
+
+    x = torch.zeros(4, 4, dtype=torch.int8)
+    with pytest.raises(RuntimeError, match="stride"):
+        prog(x)
+    with pytest.raises(RuntimeError, match="cannot tell whether view"):
+        fusion_alias.jit(prog, backend="reference")(x)

@@ -98,13 +98,38 @@ def _factor_shapes(n: int) -> list[tuple[int, ...]]:
 
 
 class _Gen:
-    """Generates one statement at a time against a live eager environment."""
+    """Generates one statement at a time against a live eager environment.
+
+    Note [detach spellings keep the stream]
+        ``x.detach()`` is ``x``'s memory, sizes, strides and values without autograd history: fusion_alias
+        reads it as the same view in calls that compute no gradient and refuses writes through it where
+        gradients flow (leaf_views.py, Note [detach is the same view]). Some statements read or write
+        through it: a view of a detached tensor (``t0 = a.detach()[1:3]``, ``a.detach().t()``), an
+        in-place op through one (``a.detach().mul_(2.0)``, ``a.detach()[0] = b``, then reads of ``a``),
+        an operand detached (``a.mul_(a.detach())``, ``a.add_(b.detach())``). The generator's eager run
+        has no gradients, so such a spelling changes no value it sees; it is drawn from ``side``, a second
+        generator seeded from ``rng``'s state without drawing from it, so every program of every seed is
+        the one it was before these spellings existed, with ``.detach()`` written into some statements.
+    """
 
     def __init__(self, rng: random.Random, env: dict, names: list[str]):
         self.rng = rng
         self.env = env
         self.names = names  # defined tensor variables, in definition order
         self.counter = 0
+        self.side = random.Random(str(rng.getstate()[1][:16]))  # Note [detach spellings keep the stream]
+
+    def detach_drawn(self, p: float) -> bool:
+        """Whether to read a tensor through ``.detach()``: probability ``p``, drawn from ``side`` (Note
+        [detach spellings keep the stream])."""
+        return self.side.random() < p
+
+    def _detach_prefix(self, e: str, v: str, p: float) -> str:
+        """``e`` (which starts with the variable ``v``), with ``v`` read through ``.detach()`` where
+        ``detach_drawn(p)``."""
+        if e.startswith(v) and not e[len(v):len(v) + 1].isalnum() and self.detach_drawn(p):
+            return f"{v}.detach(){e[len(v):]}"
+        return e
 
     def fresh(self) -> str:
         name = f"t{self.counter}"
@@ -199,6 +224,7 @@ class _Gen:
             e = f"{x}.squeeze({sh.index(1)})" if rng.random() < 0.7 else f"{x}.squeeze()"
         else:  # unsqueeze
             e = f"{x}.unsqueeze({rng.randint(-nd - 1, nd)})"
+        e = self._detach_prefix(e, x, 0.2)
         t = self.fresh()
         return Stmt(f"{t} = {e}", target=t, view_of=x)
 
@@ -228,6 +254,8 @@ class _Gen:
                 e = f"{x}.copy_({y})"
             else:
                 e = f"{x}.{op}({y})"
+            if self._is_var(y) and self.detach_drawn(0.5 if y == x else 0.15):
+                e = e.replace(f"({y}", f"({y}.detach()", 1)  # (x.mul_(x.detach()): the same memory and index)
             if op == "copy_":
                 reads = (y,)
             else:
@@ -255,11 +283,11 @@ class _Gen:
             except Exception:  # noqa: BLE001
                 dst_shape = ()
             y = self._setitem_value(dst_shape)
-            return Stmt(f"{x}{idx} = {y}", reads=(y,) if self._is_var(y) else (), writes=x)
+            return Stmt(self._detach_prefix(f"{x}{idx} = {y}", x, 0.1), reads=(y,) if self._is_var(y) else (), writes=x)
         if rng.random() < 0.3:
             t = self.fresh()
             return Stmt(f"{t} = {e}", target=t, reads=reads, writes=x, inplace_result=True)
-        return Stmt(e, reads=reads, writes=x)
+        return Stmt(self._detach_prefix(e, x, 0.1), reads=reads, writes=x)  # (a write through x.detach())
 
     def _foreach(self, x: str) -> Stmt:
         """A ``torch._foreach_*_`` over two or three written tensors (``x`` first; they may be the same

@@ -28,7 +28,8 @@ Note [programs whose eager answer depends on memory order]
     then ``w.mul_(w[0:1])``, ``w.add_(w[:, 0:1])``, ``w.sub_(w.t())``, ``w[1:].copy_(w[:-1])``,
     ``w[0] = w[1]`` (ill-defined or rejected, depending on the layout), ``w.masked_scatter_(w > 0, w)``
     (eager checks nothing and reads the source as it writes: Note [masked_scatter_ reads its source as
-    it writes], refusals/operands.py) and their well-defined neighbours (``w.mul_(w)``,
+    it writes], refusals/operands.py), one in five with the operand read through ``w.detach()``, and
+    their well-defined neighbours (``w.mul_(w)``,
     ``w[0].add_(w[1])``, ``w[0:2].sub_(w[2:4])``, a ``masked_scatter_`` from rows apart), among plain writes
     through those views and reads of the inputs after them; a final statement eager rejects may be a
     dtype view of such a result (``(a.t() * 2).view(torch.float16)``). Inputs: ``a`` a 4x4 (sometimes
@@ -95,16 +96,18 @@ class OrderGen(_Gen):
         if w is None:
             return self.inplace()
         r, c = self.shape(w)
-        ops = [f"{w}.mul_({w}[0:1])", f"{w}.add_({w}[:, 0:1])", f"{w}[1:].copy_({w}[:-1])",
-               f"{w}[:, 1:].copy_({w}[:, :-1])", f"{w}[0] = {w}[1]", f"{w}.add_({w}[0])",
-               f"{w}[0:1].copy_({w}[1:2])", f"{w}.mul_({w}[:, 1:2])",
+        # 1 in 5: the operand read through ``.detach()`` (the same memory and layout: ``w.mul_(w.detach()[0:1])``)
+        o = f"{w}.detach()" if self.detach_drawn(0.2) else w  # (gen_basic.py, Note [detach spellings keep the stream])
+        ops = [f"{w}.mul_({o}[0:1])", f"{w}.add_({o}[:, 0:1])", f"{w}[1:].copy_({o}[:-1])",
+               f"{w}[:, 1:].copy_({o}[:, :-1])", f"{w}[0] = {o}[1]", f"{w}.add_({o}[0])",
+               f"{w}[0:1].copy_({o}[1:2])", f"{w}.mul_({o}[:, 1:2])",
                # well-defined neighbours: the operand is the destination, or apart from it
-               f"{w}.mul_({w})", f"{w}[0].add_({w}[1])", f"{w}[0:2].sub_({w}[2:4])", f"{w}[:, 0].copy_({w}[:, 1])",
+               f"{w}.mul_({o})", f"{w}[0].add_({o}[1])", f"{w}[0:2].sub_({o}[2:4])", f"{w}[:, 0].copy_({o}[:, 1])",
                # masked_scatter_: eager checks nothing and reads its source as it writes
-               f"{w}.masked_scatter_({w} > 0, {w})", f"{w}[0:2].masked_scatter_({w}[0:2] > 0, {w}[1:3])",
-               f"{w}[0:2].masked_scatter_({w}[0:2] > 0, {w}[2:4])"]
+               f"{w}.masked_scatter_({w} > 0, {o})", f"{w}[0:2].masked_scatter_({w}[0:2] > 0, {o}[1:3])",
+               f"{w}[0:2].masked_scatter_({w}[0:2] > 0, {o}[2:4])"]
         if r == c:
-            ops += [f"{w}.sub_({w}.t())", f"{w}.copy_({w}.t())"]
+            ops += [f"{w}.sub_({o}.t())", f"{w}.copy_({o}.t())"]
         return Stmt(rng.choice(ops), reads=(w,), writes=w)
 
     def plain_write(self) -> Stmt:

@@ -239,8 +239,8 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
         if not of_self:  # saved after the op's own writes (of other arguments)
             saves.extend(_saves_now(arg_saves, args, memory, writes, i, name))
         if not of_self and differentiable and b.sym not in views:
-            for o in outs:
-                if o.name not in detached:
+            for o in outs:  # (an integer or bool result requires no grad: a.to(torch.uint8), a > 0)
+                if o.name not in detached and dtypes.is_inexact_dtype(o.dtype):
                     rg_memory.add(memory(o))
         if grad and b.sym.name in MULTI_OUTPUT_VIEWS:
             multi.update(o.name for o in outs)
