@@ -31,23 +31,29 @@ def _dropped_stores(ctx) -> list[str]:
     """The attribute names the recorded modifications set through an object's ``__dict__`` that
     Thunder will drop (the object has no proxy)."""
     dropped = []
-    for modified, modifications in ctx._additional_outputs.items():
+    for modified, owner, keys in _stores_into(ctx, "__dict__"):
         if not isinstance(modified.value, dict):
             continue
+        if hasattr(owner, "proxy"):
+            continue  # (an object with a proxy: Thunder's epilogue sets the attribute)
+        if not _reached_from_an_input(owner):
+            continue  # (``torch.enable_grad()``'s ``self.prev``: an object of the call's own)
+        dropped += keys
+    return dropped
+
+
+def _stores_into(ctx, attribute: str):
+    """``(the modified object, the provenance of its owner, the keys stored)`` for each ``owner.<attribute>``
+    (a dict: ``__dict__``, ``_buffers``) the recorded modifications store keys into."""
+    for modified, modifications in ctx._additional_outputs.items():
         prov = modified.provenance
         inputs = getattr(prov, "inputs", None) or ()
         if prov.inst is not PseudoInst.LOAD_ATTR or len(inputs) < 2:
             continue
-        if inputs[1].inst is not PseudoInst.CONSTANT or inputs[1].value != "__dict__":
+        if inputs[1].inst is not PseudoInst.CONSTANT or inputs[1].value != attribute:
             continue
-        if hasattr(inputs[0], "proxy"):
-            continue  # (an object with a proxy: Thunder's epilogue sets the attribute)
-        if not _reached_from_an_input(inputs[0]):
-            continue  # (``torch.enable_grad()``'s ``self.prev``: an object of the call's own)
-        for inst, *args in modifications:
-            if inst == PseudoInst.STORE_SUBSCR:
-                dropped.append(str(args[1].value))
-    return dropped
+        keys = [str(args[1].value) for inst, *args in modifications if inst == PseudoInst.STORE_SUBSCR]
+        yield modified, inputs[0], keys
 
 
 def _rebound_buffers_of_other_modules(ctx) -> list[str]:
@@ -64,18 +70,10 @@ def _rebound_buffers_of_other_modules(ctx) -> list[str]:
     error looked like ours). Such an assertion, while such a store is recorded, is re-raised as a refusal
     that names the buffer and the in-place spelling that runs (``m.steps.add_(1)``)."""
     names = []
-    for modified, modifications in ctx._additional_outputs.items():
-        prov = modified.provenance
-        inputs = getattr(prov, "inputs", None) or ()
-        if prov.inst is not PseudoInst.LOAD_ATTR or len(inputs) < 2:
-            continue
-        if inputs[1].inst is not PseudoInst.CONSTANT or inputs[1].value != "_buffers":
-            continue
-        if inputs[0].inst is PseudoInst.INPUT_FN:
+    for _, owner, keys in _stores_into(ctx, "_buffers"):
+        if owner.inst is PseudoInst.INPUT_FN:
             continue  # (the module called: Thunder stores it)
-        for inst, *args in modifications:
-            if inst == PseudoInst.STORE_SUBSCR:
-                names.append(str(args[1].value))
+        names += keys
     return names
 
 

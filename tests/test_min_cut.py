@@ -21,8 +21,8 @@ _WITH_FREE_NODES = ["f", "h", "k", "scalar_view_then_exp", "write_then_add", "kv
 _WITH_MANY_FREE_NODES = _WITH_FREE_NODES + ["kv_two_caches", "kv_two_steps", "residual_aliased"]
 
 
-def _cuts_of(program, monkeypatch) -> list[tuple]:
-    """Each call of the two-stage cut while compiling ``program``: its arguments and its answer."""
+def _cuts_while(compile_it, monkeypatch) -> list[tuple]:
+    """Each call of the two-stage cut while ``compile_it()`` runs: its arguments and its answer."""
     seen = []
     cut = P._two_stages_by_min_cut
 
@@ -32,8 +32,13 @@ def _cuts_of(program, monkeypatch) -> list[tuple]:
         return final
 
     monkeypatch.setattr(P, "_two_stages_by_min_cut", spy)
-    fusion_alias.jit(program.fn)(*program.make_inputs(0))
+    compile_it()
     return seen
+
+
+def _cuts_of(program, monkeypatch) -> list[tuple]:
+    """Each call of the two-stage cut while compiling ``program``."""
+    return _cuts_while(lambda: fusion_alias.jit(program.fn)(*program.make_inputs(0)), monkeypatch)
 
 
 def _bytes_between(stage: list[int], bsyms, data, fusible, size) -> int:
@@ -119,19 +124,10 @@ def _reference_min_bytes(bsyms, es, first, data, fusible, level, latest) -> int:
 
 
 def _cuts_of_synthetic(kind: str, size: int, monkeypatch) -> list[tuple]:
+    """Each call of the two-stage cut in the fusion pass over the bench's synthetic trace."""
     from fusion_alias.bench import scale
 
-    seen = []
-    cut = P._two_stages_by_min_cut
-
-    def spy(*args):
-        final = cut(*args)
-        seen.append((args, final))
-        return final
-
-    monkeypatch.setattr(P, "_two_stages_by_min_cut", spy)
-    scale.time_fusion_pass(scale.build(kind, size).trace, False)
-    return seen
+    return _cuts_while(lambda: scale.time_fusion_pass(scale.build(kind, size).trace, False), monkeypatch)
 
 
 @pytest.mark.parametrize("source", ["suite", "views-300", "views-3000"])
