@@ -69,7 +69,7 @@ def two_stages_by_min_cut(bsyms, es, first, data, fusible, level, latest, size) 
     stage 1), and read by ``x`` alone, or by both stages anyway, it adds the same to every cut and
     is left out. The cuts and their capacities are unchanged; the views bench at 19.5k symbols went
     from 13.9k auxiliary and free nodes in the max flow to none (Note [a free node tied only to the
-    source and the sink]): its partition from 1.1 s to about 0.1 s.
+    source and the sink]): its partition from 1.3 s to 0.2-0.3 s.
     """
     g = nx.DiGraph()
     src, snk = ("s",), ("t",)
@@ -95,7 +95,7 @@ def two_stages_by_min_cut(bsyms, es, first, data, fusible, level, latest, size) 
         an infinite one (an order the edges force), never dropping another value's bytes."""
         if a is b or a is snk or b is src:
             return
-        held = g.succ[a].get(b) if a in g else None
+        held = g.succ[a].get(b)  # (``a`` is the source or a free node: in the graph)
         if held is None:
             g.add_edge(a, b, capacity=nbytes)
         elif "capacity" in held:
@@ -168,9 +168,9 @@ def _placed_alone(g: nx.DiGraph, src, snk, free: list) -> dict:
     from stage 0, or an infinite arc: a consumer forced into stage 0) when it goes to stage 1, and its
     arcs to the sink when it stays in stage 0. It takes the cheaper side; on a tie, stage 0, which is
     where the max flow leaves it (its arc to the sink saturated, it reaches the sink no more). In the
-    bench's ``views`` trace two of every three free nodes are such (the pushed-down read ``exp(v)``
-    and the ``mul`` that reads it, 5.6k of 8.4k at 19.5k symbols), and networkx's max flow ran on all
-    of them. Returns node -> stage for each such node."""
+    bench's ``views`` trace every free node is such once Note [one consumer, one arc] has folded its
+    values (per buffer an ``exp``, a ``convert_element_type`` and a ``mul``: 8.4k at 19.5k symbols),
+    and networkx's max flow ran on all of them. Returns node -> stage for each such node."""
     inf = float("inf")
     placed = {}
     for v in free:
