@@ -29,6 +29,7 @@ class CompileContext:
         "seen_inputs",
         "writebacks",
         "written_positions",
+        "foreach_writes",
     )
 
     def __init__(
@@ -55,6 +56,9 @@ class CompileContext:
         # back after this call, and, when it compiled, which inputs its new cache entry writes
         self.writebacks = None
         self.written_positions = None
+        # the in-place foreach ops traced in this call's compilation: (op name, the list's tensor names)
+        # (foreach_lookasides.py, Note [a foreach op given one tensor twice])
+        self.foreach_writes: list[tuple[str, tuple[str, ...]]] = []
 
     def saw_inputs(self, inputs) -> None:
         """The fusion pass learnt the actual tensors (and other values) the program reads."""

@@ -33,7 +33,8 @@ from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import Symbol
 import thunder.torch as ltorch
 
-from fusion_alias import inplace_lookasides
+from fusion_alias import context, inplace_lookasides
+from fusion_alias.errors import AliasInputError
 
 _VALUE_AT_FOURTH = frozenset({"addcmul", "addcdiv", "addcmul_", "addcdiv_"})
 
@@ -60,16 +61,68 @@ def _foreach(method: str, tensors, *args, **kwargs):
         [_scalar_tensor(method, a, i, args, kwargs) if isinstance(a, TensorProxy) else a for i, a in enumerate(args)],
         {k: _scalar_tensor(method, v, k, args, kwargs) if isinstance(v, TensorProxy) else v for k, v in kwargs.items()},
     )
-    results = []
-    for i, t in enumerate(tensors):
+    for t in tensors:
         if not isinstance(t, TensorProxy):
             raise TypeError(f"torch._foreach_{method}: expected a list of tensors, got {type(t).__name__}")
+    grad_writes = method.endswith("_") and _one_tensor_twice(method, tensors)
+    results = []
+    for i, t in enumerate(tensors):
         args_i = [a[i] if isinstance(a, (list, tuple)) else a for a in args]
         kwargs_i = {k: (v[i] if isinstance(v, (list, tuple)) else v) for k, v in kwargs.items()}
         results.append(inplace_lookasides.proxy_method(t, method)(*args_i, **kwargs_i))
+    if grad_writes:
+        _record(method, results)
     if method.endswith("_"):
         return tensors
     return tuple(results)
+
+
+# Note [a foreach op given one tensor twice]
+# -------------------------------------------
+# Eager's in-place foreach ops record one autograd node per call, and a list that names one tensor
+# twice gets the gradient of one of its writes, not that of the value (torch 2.9.1, checked):
+#
+#     a = x * 1; torch._foreach_mul_([a, a], 2.0)    # a == 4 * x; eager's x.grad is 2, not 4
+#     torch._foreach_neg_([a, a])                    # a == x;     eager's x.grad is -1, not 1
+#
+# One op per tensor in turn (Note [a foreach op as one op per tensor]) computes the gradient of the
+# value, so it differed from eager without a word (fuzz seeds 20038 #24, 20211 #53). Such a call is
+# refused in a compilation that computes gradients: here when the list holds one proxy twice, and,
+# for one tensor under two names (the same tensor passed as two arguments, ``b = a.add_(1)``), by
+# ``refusals/foreach_lists.py`` from the names recorded here, once the alias analysis knows them.
+# Distinct views (``[a, a[0]]``) are separate tensors to eager's autograd, which gets them right.
+
+
+def _one_tensor_twice(method: str, tensors) -> bool:
+    """Note [a foreach op given one tensor twice]: refuse a proxy listed twice; whether the call
+    computes gradients through the list (then its writes are recorded, ``_record``)."""
+    compile_data = get_compile_data()
+    if compile_data is None or not compile_data.is_grad_enabled or not any(t.requires_grad for t in tensors):
+        return False
+    first: dict[int, int] = {}
+    for i, t in enumerate(tensors):
+        j = first.setdefault(id(t), i)
+        if j != i:
+            raise refuse_one_tensor_twice(method, "one tensor", j, i)  # (t's name is not yet the trace's)
+    return True
+
+
+def _record(method: str, results) -> None:
+    """The names of the per-tensor ops' results, for ``refusals/foreach_lists.py``: Thunder names the
+    trace's inputs after tracing (``t_0`` becomes ``a``), the results of ops keep their names."""
+    ctx = context.current()
+    if ctx.has_call:  # (a fusion_alias.jit call: its context lives for this compilation only)
+        ctx.foreach_writes.append((method, tuple(r.name if isinstance(r, TensorProxy) else None for r in results)))
+
+
+def refuse_one_tensor_twice(method: str, what: str, i: int, j: int) -> AliasInputError:
+    """The refusal of Note [a foreach op given one tensor twice]; ``what`` names the tensor."""
+    return AliasInputError(
+        f"fusion_alias: torch._foreach_{method} is given {what} twice (list positions {i} and {j}) "
+        "in a call that computes gradients: not supported. Eager PyTorch's foreach backward then "
+        "differentiates only one of the two writes (its gradient is not that of the value it computes), "
+        f"and fusion_alias will not return a gradient that differs from eager's. Pass each tensor once, "
+        f"or write the update as a loop (`for t in ts: t.{method}(...)`)")
 
 
 # Note [a foreach op's tensor scalar]

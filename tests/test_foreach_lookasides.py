@@ -2,6 +2,8 @@
 per-tensor op in turn, as eager's fallback runs it. Compared with eager on fresh inputs (results and
 every tensor in the lists after the call), in every reference schedule, first and cached calls."""
 
+import re
+
 import pytest
 import thunder
 import torch
@@ -198,3 +200,66 @@ def test_order_dependent_operand_with_a_scalars_tensor_is_refused_as_per_tensor(
     x = torch.randn(4, 4)
     with pytest.raises(fusion_alias.AliasInputError, match="depends on the order"):
         fusion_alias.jit(f, backend="reference")(x, x[1].expand(4, 4))
+
+
+# Note [a foreach op given one tensor twice] (foreach_lookasides.py): eager's gradient is that of one of
+# the two writes, so such a call is refused where it computes gradients, and runs where it does not.
+def _listed_twice(a):
+    torch._foreach_mul_([a, a], 2.0)
+    return a * 1
+
+
+def _passed_twice(a, b):
+    torch._foreach_mul_([a, b], 2.0)
+    return a * 1
+
+
+def _result_of_an_inplace_op(a):
+    b = a.add_(1)  # eager's b is a itself
+    torch._foreach_mul_([a, b], 2.0)
+    return a * 1
+
+
+def _sigmoid_listed_twice(a):
+    torch._foreach_sigmoid_([a, a])
+    return a * 1
+
+
+def _two_views(a):
+    torch._foreach_mul_([a, a[0]], 2.0)  # distinct tensors to eager's autograd: its gradient is right
+    return a * 1
+
+
+@pytest.mark.parametrize("fn, what", [
+    (_listed_twice, "one tensor twice"), (_passed_twice, "the tensor a (as b too) twice"),
+    (_result_of_an_inplace_op, "twice"), (_sigmoid_listed_twice, "one tensor twice"),
+], ids=lambda x: getattr(x, "__name__", ""))
+def test_one_tensor_twice_with_gradients_is_refused(fn, what):
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    a = x * 1
+    args = (a, a) if fn is _passed_twice else (a,)
+    with pytest.raises(fusion_alias.AliasInputError, match=re.escape(what) + ".*computes gradients: not supported"):
+        fusion_alias.jit(fn, backend="reference")(*args)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("fn", [_listed_twice, _passed_twice, _result_of_an_inplace_op, _sigmoid_listed_twice],
+                         ids=lambda f: f.__name__)
+def test_one_tensor_twice_without_gradients_matches_eager(fn, schedule):
+    jitted = fusion_alias.jit(fn, backend="reference", schedule=schedule)
+    for _ in range(2):
+        a_e, a_j = torch.tensor([1.0, -2.0]), torch.tensor([1.0, -2.0])
+        args_e, args_j = ((a_e, a_e), (a_j, a_j)) if fn is _passed_twice else ((a_e,), (a_j,))
+        torch.testing.assert_close(jitted(*args_j), fn(*args_e))
+        torch.testing.assert_close(a_j, a_e)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_distinct_views_with_gradients_match_eager(schedule):
+    grads = []
+    for run in (_two_views, fusion_alias.jit(_two_views, backend="reference", schedule=schedule)):
+        x = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        out = run(x * 1)
+        out.sum().backward()
+        grads.append((out.detach(), x.grad))
+    torch.testing.assert_close(grads[1], grads[0])

@@ -32,6 +32,7 @@ from fusion_alias.refusals.autograd import (
     _check_no_read_of_overwritten_values,
     _check_outputs_sharing_written_memory,
 )
+from fusion_alias.refusals.foreach_lists import check_foreach_lists
 from fusion_alias.refusals.inplace_ops import (
     _has_lost_its_inplace_ops,
     _has_own_inplace_ops,
@@ -87,6 +88,7 @@ def check_refusals(
     check_self_copies(traced, info, actual, renamed_names)  # (dropped from flat before _check_writes looks)
     _check_writes(flat, info, actual, proxies, inplace_ops, grad_inputs, input_names)
     if saved_versions and torch.is_grad_enabled() and any(p.requires_grad for p in tensor_inputs):
+        check_foreach_lists(ctx.foreach_writes, trace.bound_symbols, info, renamed_names)
         check_saved_versions(trace.bound_symbols, info, tensor_inputs, input_groups, renamed_names)
         _check_index_put_gradients(trace.bound_symbols, info, {p.name for p in tensor_inputs if p.requires_grad})
     if grad_inputs:
