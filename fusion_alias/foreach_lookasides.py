@@ -45,6 +45,10 @@ def _foreach(method: str, tensors, *args, **kwargs):
         if method == "pow" and len(args) == 1 and isinstance(args[0], (list, tuple)):
             return tuple(ltorch.pow(tensors, e) for e in args[0])
         raise TypeError(f"torch._foreach_{method}: expected a list of tensors first, got {type(tensors).__name__}")
+    for t in tensors:
+        if not isinstance(t, TensorProxy):
+            raise TypeError(f"torch._foreach_{method}: expected a list of tensors, got {type(t).__name__}")
+    grad_writes = method.endswith("_") and _one_tensor_twice(method, tensors)
     if method in _VALUE_AT_FOURTH and len(args) == 3:
         *args, kwargs["value"] = args
     if method in _VALUE_AT_FOURTH and isinstance(kwargs.get("value", kwargs.get("scalars")), TensorProxy):
@@ -52,7 +56,7 @@ def _foreach(method: str, tensors, *args, **kwargs):
         # sizes into one when compiling), not one tensor for every call
         scalars = kwargs.pop("value", None)
         scalars = kwargs.pop("scalars", scalars)
-        return _addc_by_tensor(method, tensors, args, scalars)
+        return _addc_by_tensor(method, tensors, args, scalars, grad_writes)
     for a in (*args, *kwargs.values()):
         if isinstance(a, (list, tuple)) and len(a) != len(tensors):
             raise RuntimeError(f"torch._foreach_{method}: tensor lists must have the same number of tensors, "
@@ -61,10 +65,6 @@ def _foreach(method: str, tensors, *args, **kwargs):
         [_scalar_tensor(method, a, i, args, kwargs) if isinstance(a, TensorProxy) else a for i, a in enumerate(args)],
         {k: _scalar_tensor(method, v, k, args, kwargs) if isinstance(v, TensorProxy) else v for k, v in kwargs.items()},
     )
-    for t in tensors:
-        if not isinstance(t, TensorProxy):
-            raise TypeError(f"torch._foreach_{method}: expected a list of tensors, got {type(t).__name__}")
-    grad_writes = method.endswith("_") and _one_tensor_twice(method, tensors)
     results = []
     for i, t in enumerate(tensors):
         args_i = [a[i] if isinstance(a, (list, tuple)) else a for a in args]
@@ -79,31 +79,35 @@ def _foreach(method: str, tensors, *args, **kwargs):
 
 # Note [a foreach op given one tensor twice]
 # -------------------------------------------
-# Eager's in-place foreach ops record one autograd node per call, and a list that names one tensor
-# twice gets the gradient of one of its writes, not that of the value (torch 2.9.1, checked):
+# Eager's in-place foreach ops run one op per tensor in turn on a CPU (Note [a foreach op as one op
+# per tensor]), but record one autograd node per call whose backward reads every operand as it was
+# before the call. Where an earlier tensor's write reaches a later tensor's operands, eager's gradient
+# is not that of the value it computed (torch 2.9.1, checked; ``a = x * 1``)::
 #
-#     a = x * 1; torch._foreach_mul_([a, a], 2.0)    # a == 4 * x; eager's x.grad is 2, not 4
-#     torch._foreach_neg_([a, a])                    # a == x;     eager's x.grad is -1, not 1
+#     torch._foreach_mul_([a, a], 2.0)                       # a == 4 * x; eager's x.grad 2, not 4
+#     torch._foreach_add_([a[0], a[1]], [a[1], a[0]])       # a[1] == 2 * x[1] + x[0]; eager's grad of x[1] 2, not 3
+#     torch._foreach_mul_([a.t(), a], 2.0)                   # eager's x.grad 2, not 4
 #
-# One op per tensor in turn (Note [a foreach op as one op per tensor]) computes the gradient of the
-# value, so it differed from eager without a word (fuzz seeds 20038 #24, 20211 #53). Such a call is
-# refused in a compilation that computes gradients: here when the list holds one proxy twice, and,
-# for one tensor under two names (the same tensor passed as two arguments, ``b = a.add_(1)``), by
-# ``refusals/foreach_lists.py`` from the names recorded here, once the alias analysis knows them.
-# Distinct views (``[a, a[0]]``) are separate tensors to eager's autograd, which gets them right.
+# One op per tensor computes the gradient of the value, so it differed from eager without a word
+# (fuzz seeds 20038 #24, 20211 #53). In a compilation that computes gradients such a call is refused:
+# here when the list holds one proxy twice, and from the results recorded here by
+# ``refusals/foreach_lists.py``, once the alias analysis knows which tensors may overlap (the same
+# tensor passed as two arguments, ``b = a.add_(1)``, views of one tensor). Without gradients the
+# values are eager's, and the call runs.
 
 
 def _one_tensor_twice(method: str, tensors) -> bool:
-    """Note [a foreach op given one tensor twice]: refuse a proxy listed twice; whether the call
-    computes gradients through the list (then its writes are recorded, ``_record``)."""
+    """Note [a foreach op given one tensor twice]: refuse a proxy listed twice that requires grad (an
+    input's proxy says so as it traces; an intermediate's may not); whether gradients may flow through
+    the call (then its per-tensor ops are recorded, ``_record``, and checked once the trace is known)."""
     compile_data = get_compile_data()
-    if compile_data is None or not compile_data.is_grad_enabled or not any(t.requires_grad for t in tensors):
+    if compile_data is None or not compile_data.is_grad_enabled:
         return False
     first: dict[int, int] = {}
     for i, t in enumerate(tensors):
         j = first.setdefault(id(t), i)
-        if j != i:
-            raise refuse_one_tensor_twice(method, "one tensor", j, i)  # (t's name is not yet the trace's)
+        if j != i and t.requires_grad:
+            raise refuse_overlapping_list(method, f"list positions {j} and {i} name one tensor")  # (t's name is not yet the trace's)
     return True
 
 
@@ -115,14 +119,14 @@ def _record(method: str, results) -> None:
         ctx.foreach_writes.append((method, tuple(r.name if isinstance(r, TensorProxy) else None for r in results)))
 
 
-def refuse_one_tensor_twice(method: str, what: str, i: int, j: int) -> AliasInputError:
-    """The refusal of Note [a foreach op given one tensor twice]; ``what`` names the tensor."""
+def refuse_overlapping_list(method: str, what: str) -> AliasInputError:
+    """The refusal of Note [a foreach op given one tensor twice]; ``what`` says which positions overlap."""
     return AliasInputError(
-        f"fusion_alias: torch._foreach_{method} is given {what} twice (list positions {i} and {j}) "
-        "in a call that computes gradients: not supported. Eager PyTorch's foreach backward then "
-        "differentiates only one of the two writes (its gradient is not that of the value it computes), "
-        f"and fusion_alias will not return a gradient that differs from eager's. Pass each tensor once, "
-        f"or write the update as a loop (`for t in ts: t.{method}(...)`)")
+        f"fusion_alias: torch._foreach_{method}: {what}, in a call that computes gradients: not supported. "
+        "Eager PyTorch runs the writes in turn, but its foreach backward reads every operand as it was "
+        "before the call, so its gradient is not that of the value it computes, and fusion_alias will not "
+        "return a gradient that differs from eager's. Give the op tensors that do not overlap, or write the "
+        f"update as a loop (`for t in ts: t.{method}(...)`)")
 
 
 # Note [a foreach op's tensor scalar]
@@ -216,7 +220,7 @@ def _lookaside(executor, method: str, name: str, *args, **kwargs):
     return _foreach(method, *args, **kwargs)
 
 
-def _addc_by_tensor(method: str, tensors, args, scalars: TensorProxy):
+def _addc_by_tensor(method: str, tensors, args, scalars: TensorProxy, grad_writes: bool = False):
     """``_foreach_addcmul_``/``addcdiv_`` with a ``scalars`` tensor: ``t += scalars[i] * (t1 * t2)`` (or
     ``t1 / t2``) for each ``i``, the value a 0-dim tensor where eager reads it as a number."""
     if scalars.ndim != 1 or scalars.shape[0] != len(tensors):
@@ -227,9 +231,11 @@ def _addc_by_tensor(method: str, tensors, args, scalars: TensorProxy):
     for i, t in enumerate(tensors):
         t1, t2 = (a[i] if isinstance(a, (list, tuple)) else a for a in (t1s, t2s))
         if method.endswith("_"):
-            _ADDC_INPLACE[method](t, t1, t2, scalars[i])
+            results.append(_ADDC_INPLACE[method](t, t1, t2, scalars[i]))
         else:
             results.append(ltorch.add(t, _addc_step(method, t, t1, t2, scalars[i])))
+    if grad_writes:
+        _record(method, results)
     return tensors if method.endswith("_") else tuple(results)
 
 

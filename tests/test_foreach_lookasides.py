@@ -226,16 +226,34 @@ def _sigmoid_listed_twice(a):
 
 
 def _two_views(a):
-    torch._foreach_mul_([a, a[0]], 2.0)  # distinct tensors to eager's autograd: its gradient is right
+    torch._foreach_mul_([a[0], a[1]], 2.0)  # views that share no element
+    return a * 1
+
+
+def _crossed_rows(a):
+    torch._foreach_add_([a[0], a[1]], [a[1], a[0]])  # a[1] += the new a[0]: eager's gradient reads the old one
+    return a * 1
+
+
+def _transposed_twice(a):
+    torch._foreach_mul_([a.t(), a], 2.0)
+    return a * 1
+
+
+def _disjoint_rows(a):
+    torch._foreach_add_([a[0], a[1]], [a[1], a[1]])  # position 0 reads a[1] before position 1 writes it: eager's too
     return a * 1
 
 
 @pytest.mark.parametrize("fn, what", [
-    (_listed_twice, "one tensor twice"), (_passed_twice, "the tensor a (as b too) twice"),
-    (_result_of_an_inplace_op, "twice"), (_sigmoid_listed_twice, "one tensor twice"),
+    (_listed_twice, "list positions 0 and 1 name one tensor"),
+    (_passed_twice, "list position 0 writes a, and position 1 reads or writes b"),
+    (_result_of_an_inplace_op, "list position 0 writes a, and position 1"),
+    (_sigmoid_listed_twice, "list positions 0 and 1 name one tensor"),
+    (_crossed_rows, "list position 0 writes"), (_transposed_twice, "list position 0 writes"),
 ], ids=lambda x: getattr(x, "__name__", ""))
 def test_one_tensor_twice_with_gradients_is_refused(fn, what):
-    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    x = torch.tensor([[1.0, 2.0], [3.0, -4.0]], requires_grad=True)
     a = x * 1
     args = (a, a) if fn is _passed_twice else (a,)
     with pytest.raises(fusion_alias.AliasInputError, match=re.escape(what) + ".*computes gradients: not supported"):
@@ -243,22 +261,24 @@ def test_one_tensor_twice_with_gradients_is_refused(fn, what):
 
 
 @pytest.mark.parametrize("schedule", SCHEDULES)
-@pytest.mark.parametrize("fn", [_listed_twice, _passed_twice, _result_of_an_inplace_op, _sigmoid_listed_twice],
-                         ids=lambda f: f.__name__)
+@pytest.mark.parametrize("fn", [_listed_twice, _passed_twice, _result_of_an_inplace_op, _sigmoid_listed_twice,
+                                _crossed_rows, _transposed_twice], ids=lambda f: f.__name__)
 def test_one_tensor_twice_without_gradients_matches_eager(fn, schedule):
     jitted = fusion_alias.jit(fn, backend="reference", schedule=schedule)
     for _ in range(2):
-        a_e, a_j = torch.tensor([1.0, -2.0]), torch.tensor([1.0, -2.0])
+        a_e, a_j = torch.tensor([[1.0, -2.0], [3.0, 0.5]]), torch.tensor([[1.0, -2.0], [3.0, 0.5]])
         args_e, args_j = ((a_e, a_e), (a_j, a_j)) if fn is _passed_twice else ((a_e,), (a_j,))
         torch.testing.assert_close(jitted(*args_j), fn(*args_e))
         torch.testing.assert_close(a_j, a_e)
 
 
 @pytest.mark.parametrize("schedule", SCHEDULES)
-def test_distinct_views_with_gradients_match_eager(schedule):
+@pytest.mark.parametrize("fn", [_two_views, _disjoint_rows], ids=lambda f: f.__name__)
+def test_lists_eager_differentiates_as_it_computes_match_eager(fn, schedule):
+    """Note [which foreach lists eager differentiates as it computes] (refusals/foreach_lists.py)."""
     grads = []
-    for run in (_two_views, fusion_alias.jit(_two_views, backend="reference", schedule=schedule)):
-        x = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    for run in (fn, fusion_alias.jit(fn, backend="reference", schedule=schedule)):
+        x = torch.tensor([[1.0, 2.0], [3.0, -4.0]], requires_grad=True)
         out = run(x * 1)
         out.sum().backward()
         grads.append((out.detach(), x.grad))

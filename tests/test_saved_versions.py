@@ -74,6 +74,12 @@ def _mul_self_(x):  # x.mul_(x): mul saves its operand, then writes it
     return h
 
 
+def _addcmul_self_(x):  # x.addcmul_(x, x): addcmul saves its two operands, then writes them (fuzz, session 16)
+    h = x * 1
+    h.addcmul_(h, h, value=0.5)
+    return h
+
+
 def _sigmoid_then_self_copy_read(x):  # hostile14: the copy's result, renamed away by flattening, is read
     h = x.sigmoid()
     return h.copy_(h) * 1
@@ -225,6 +231,7 @@ REJECTED = [
     (_chunk_write, _four, "returns several views"),
     (_split_view_write, _four, "returns several views"),
     (_sigmoid_then_self_copy_read, _one, "sigmoid saves"),
+    (_addcmul_self_, _one, "addcmul_ saves"),
 ]
 IDS = [f.__name__.strip("_") for f, _, _ in REJECTED]
 
@@ -475,6 +482,10 @@ def _eager_op(name, positions, ranks):
     if name in shapes:
         fn = {"layer_norm": lambda x, w, b: F.layer_norm(x, (4,), w, b), "linear": F.linear}.get(name, getattr(torch, name, None))
         return fn, shapes[name][ranks]
+    if name.startswith(("addcmul", "addcdiv")):
+        if name.endswith("_"):
+            return (lambda x, y, z: getattr(x, name)(y, z, value=0.5)), [(3, 4)] * 3
+        return (lambda x, y, z: getattr(torch, name)(x, y, z, value=0.5)), [(3, 4)] * 3
     if name.endswith("_"):
         return (lambda x, y: getattr(x, name)(y)), [(3, 4), (3, 4)]
     return getattr(torch, name), [(3, 4), (3, 4)]
