@@ -80,6 +80,15 @@ def _addcmul_self_(x):  # x.addcmul_(x, x): addcmul saves its two operands, then
     return h
 
 
+def _detached_then_written_with_grad(x, w):  # d carries t0's gradient after the copy: amax's backward runs
+    h = x @ w
+    t0 = h.amax(-1)
+    d = t0.detach()
+    h.clamp_max_(0.1)
+    d.copy_(t0 * 2)
+    return d
+
+
 def _sigmoid_then_self_copy_read(x):  # hostile14: the copy's result, renamed away by flattening, is read
     h = x.sigmoid()
     return h.copy_(h) * 1
@@ -232,6 +241,7 @@ REJECTED = [
     (_split_view_write, _four, "returns several views"),
     (_sigmoid_then_self_copy_read, _one, "sigmoid saves"),
     (_addcmul_self_, _one, "addcmul_ saves"),
+    (_detached_then_written_with_grad, _four, "amax saves"),
 ]
 IDS = [f.__name__.strip("_") for f, _, _ in REJECTED]
 
@@ -408,7 +418,16 @@ def _batch_norm_twice_on_the_same_stats(x, w, b, rm, rv):  # its running-stat up
     return F.batch_norm(F.batch_norm(x, rm, rv, w, b, True) * 2, rm, rv, w, b, True)
 
 
+def _amax_read_through_detach(x, w):  # fuzz seed 20491 #22: amax's result is read only detached
+    h = x @ w
+    t0 = h.amax(-1)
+    t1 = t0.detach()[0:2]
+    h.clamp_max_(0.1)
+    return t1.unsqueeze(0), h * 2
+
+
 NEIGHBOURS = [
+    (_amax_read_through_detach, _four),
     (_add_saves_nothing, _one),
     (_self_copy_of_unsaved_read, _one),
     (_mul_by_number_saves_nothing, _one),

@@ -186,13 +186,17 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
         for n in names[1:]:
             canon[n] = names[0]
 
-    def memory(p) -> str:
-        name = renamed.get(p.name, p.name)
+    def memory_of(name: str) -> str:
+        name = renamed.get(name, name)
         r = root.get(name, name)
         return canon.get(r, r)
 
+    def memory(p) -> str:
+        return memory_of(p.name)
+
     rg_memory = {memory(p) for p in tensor_inputs if p.requires_grad}
     detached: set = set()
+    written_with_grad: set = set()  # memories a differentiable in-place op writes
     multi: set = set()
     views = _views_only()
 
@@ -239,6 +243,7 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
             writes.setdefault(k, []).append((i, name))
             if differentiable and of_self:  # (batch_norm's running stats do not carry a gradient)
                 rg_memory.add(k)
+                written_with_grad.add(k)
         if not of_self:  # saved after the op's own writes (of other arguments)
             saves.extend(_saves_now(arg_saves, args, memory, writes, i, name))
         if not of_self and differentiable and b.sym not in views:
@@ -259,7 +264,8 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
     stale = [s for s in saves if len(writes.get(s.memory, ())) > s.at]
     if not stale:
         return
-    live = _live_ops(top_bsyms[: n + 1], memory, flows)
+    carries_none = {d for d in detached if memory_of(d) not in written_with_grad}
+    live = _live_ops(top_bsyms[: n + 1], memory, flows, carries_none)
     for s in stale:
         if s.index in live:
             _refuse_stale_save(s, writes[s.memory][s.at])
@@ -272,15 +278,23 @@ def _saves_now(arg_saves, args, memory, writes: dict, index: int, name: str) -> 
     ]
 
 
-def _live_ops(bsyms, memory, flows: dict) -> set:
+def _live_ops(bsyms, memory, flows: dict, carries_none: set) -> set:
     """The top-level indices whose backward runs (Note [tensors saved for the backward, then
-    written]): a reverse walk over memories, from the returned tensors."""
+    written]): a reverse walk over memories, from the returned tensors.
+
+    Note [a detached tensor starts no backward]: ``carries_none`` names the results of ``detach`` and
+    the views of them whose memory no differentiable in-place op writes: a gradient neither leaves
+    through one (returned) nor enters one (read), though it shares its memory with what it detaches.
+    ``t0 = b.amax(-1); t1 = t0.detach()[2:4, 0]; b.clamp_max_(-0.1); return t1`` runs in eager: amax's
+    backward never runs (fuzz seed 20491 #22, refused before, saying eager raises). Written with a
+    value that requires grad (``d = t0.detach(); d.copy_(t0 * 2); return d``), the name still reads
+    ``d`` in the trace, and the gradient goes through the write: not in it."""
     live: set = set()
     ret = bsyms[-1]
     if ret.sym.id is prims.PrimIDs.RETURN:
         value = ret.args[0] if ret.args else None
         outs = value["output"] if isinstance(value, dict) and "output" in value else value  # not flat_args
-        live.update(memory(a) for a in tree_flatten(outs)[0] if isinstance(a, TensorProxy))
+        live.update(memory(a) for a in tree_flatten(outs)[0] if isinstance(a, TensorProxy) and a.name not in carries_none)
     found = set()
     for i in range(len(bsyms) - 2, -1, -1):
         if not flows.get(i):
@@ -289,7 +303,7 @@ def _live_ops(bsyms, memory, flows: dict) -> set:
         touched = [memory(o) for o in tensor_outs(b)] + [memory(t) for t in _written(b, memory)[0]]
         if any(k in live for k in touched):
             found.add(i)
-            live.update(memory(a) for a in proxy_args(b) if isinstance(a, TensorProxy))
+            live.update(memory(a) for a in proxy_args(b) if isinstance(a, TensorProxy) and a.name not in carries_none)
     return found
 
 
