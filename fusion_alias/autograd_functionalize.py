@@ -59,7 +59,7 @@ from fusion_alias import context, ops
 from fusion_alias.aliasing import _made_from_args, _view_symbols, analyze, may_write
 from fusion_alias.proxies_by_name import tensor_proxies_by_name
 from fusion_alias.errors import AliasInputError
-from fusion_alias.functional_rewrite import Rewriter
+from fusion_alias.functional_rewrite import Rewriter, detached_names
 
 
 class FunctionalizeForAutograd(Transform):
@@ -325,7 +325,8 @@ def functionalize(prologue_trc, trace, epilogue_trc):
     flat = _clone_before(flat, copied, trace)
     same_inputs = identical_inputs(tensor_inputs, actual)
     flat = read_through_first(flat, same_inputs, tensor_inputs)
-    info = analyze(flat, tensor_inputs, list(input_groups) + alias_facts, same_inputs)
+    info = analyze(flat, tensor_inputs, list(input_groups) + alias_facts, same_inputs, detach_is_view=True)
+    detached = detached_names(flat, _requires_grad(flat, info, tensor_inputs))  # Note [reads through detach, after writes]
     proxies = tensor_proxies_by_name(flat, tensor_inputs)
     flat = drop_copies_onto_themselves(flat, info, actual, proxies)
     *flat, ret = flat
@@ -333,6 +334,7 @@ def functionalize(prologue_trc, trace, epilogue_trc):
     new = from_trace(trace)
     rewriter = Rewriter(new, info, proxies)
     rewriter.input_groups = input_groups
+    rewriter.detached = detached
     rewriter.input_names = frozenset(p.name for p in tensor_inputs)
     cd = get_compile_data()
     was_enabled = cd.is_grad_enabled if cd is not None else None

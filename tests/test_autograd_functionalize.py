@@ -235,3 +235,48 @@ def test_outputs_require_grad_as_in_eager():
     assert got[1] == want[1]
     for g, w in zip(got[0] + got[2], want[0] + want[2]):
         torch.testing.assert_close(g, w)
+
+
+# Note [reads through detach, after writes] (functional_rewrite.py): detach() names its memory, with
+# no gradient; a read after a write sees the write, a write through it is one autograd does not see.
+def _views_of_one_base():
+    leaf = torch.linspace(-1, 1, 24).reshape(2, 3, 4).requires_grad_()
+    x0 = leaf * 1
+    return [leaf], [x0, x0.transpose(0, 1), x0[0:2], x0.view(-1)]
+
+
+def _detached_read_after_a_write_through_another_input(a, b, c, d):  # fuzz seed 20491 #2
+    t0 = c.detach().unsqueeze(-3)
+    b[1::2] = -1.5
+    return c * 1, torch.where(t0 > 0, t0, t0) * 2, b * b
+
+
+def _write_through_detach_then_reads(a, b, c, d):  # fuzz seed 20491 #12
+    t0 = a * 0.5
+    a.detach().zero_()
+    return b * 1, t0, torch.tanh(a)
+
+
+def _detached_of_a_program_value(a, b, c, d):
+    h = a * 2
+    dh = h.detach()
+    h.mul_(3)
+    dh[0].mul_(0.5)
+    return dh * 1, h * 1
+
+
+@pytest.mark.parametrize("fn", [_detached_read_after_a_write_through_another_input, _write_through_detach_then_reads,
+                                _detached_of_a_program_value], ids=lambda f: f.__name__)
+def test_reads_and_writes_through_detach_match_eager(fn):
+    assert_matches_eager(fn, _views_of_one_base)
+
+
+def test_a_value_that_requires_grad_written_through_detach_is_refused():
+    def fn(a, b, c, d):
+        h = a * 2
+        dh = h.detach()
+        dh.copy_(a * 5)  # eager's dh then carries a's gradient, h does not
+        return h * 1, dh * 1
+
+    with pytest.raises(fusion_alias.AliasInputError, match="made by detach.*not supported"):
+        fusion_alias.jit(fn, backend="reference")(*_views_of_one_base()[1])

@@ -426,8 +426,17 @@ def _amax_read_through_detach(x, w):  # fuzz seed 20491 #22: amax's result is re
     return t1.unsqueeze(0), h * 2
 
 
+def _abs_saved_written_then_detached(x, w):  # fuzz seed 20492 #124: only detach reads the written h
+    h = x @ w
+    t0 = h.sum(0)  # read before the write
+    h.mul_(h.abs() + 1)  # abs saved h, written here
+    d = h.detach().squeeze(0)
+    return t0, d.neg_()  # (the in-place result names the detached memory too)
+
+
 NEIGHBOURS = [
     (_amax_read_through_detach, _four),
+    (_abs_saved_written_then_detached, _four),
     (_add_saves_nothing, _one),
     (_self_copy_of_unsaved_read, _one),
     (_mul_by_number_saves_nothing, _one),

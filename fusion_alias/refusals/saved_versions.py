@@ -259,7 +259,8 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
                 for o in outs[:1]:
                     k = memory(o)
                     saves.append(_Save(k, len(writes.get(k, ())), i, name, o.name))
-        flows[i] = differentiable and any(dtypes.is_inexact_dtype(o.dtype) for o in outs)
+        # (detach's result carries no gradient: Note [a detached tensor starts no backward])
+        flows[i] = differentiable and b.sym.name != "detach" and any(dtypes.is_inexact_dtype(o.dtype) for o in outs)
 
     stale = [s for s in saves if len(writes.get(s.memory, ())) > s.at]
     if not stale:
