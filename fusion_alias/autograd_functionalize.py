@@ -59,7 +59,8 @@ from fusion_alias import context, ops
 from fusion_alias.aliasing import _made_from_args, _view_symbols, analyze, may_write
 from fusion_alias.proxies_by_name import tensor_proxies_by_name
 from fusion_alias.errors import AliasInputError
-from fusion_alias.functional_rewrite import Rewriter, detached_names
+from fusion_alias.functional_rewrite import Rewriter
+from fusion_alias.leaf_views import detached_names
 
 
 class FunctionalizeForAutograd(Transform):
@@ -262,7 +263,8 @@ def _checked_as_the_fusion_pass_sees_it(trace, explicit, ret, tensor_inputs, inp
     }
     same_inputs = identical_inputs(tensor_inputs, actual)
     full = read_through_first(full, same_inputs, tensor_inputs)
-    info = analyze_(full, tensor_inputs, list(input_groups) + alias_facts, same_inputs)
+    # (detach is its argument's memory here too: Note [reads through detach, after writes])
+    info = analyze_(full, tensor_inputs, list(input_groups) + alias_facts, same_inputs, detach_is_view=True)
     proxies = tensor_proxies_by_name(full, tensor_inputs)
     full = drop_copies_onto_themselves(full, info, actual, proxies)
     check_refusals(

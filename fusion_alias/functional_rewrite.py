@@ -1,6 +1,5 @@
 """The pure program, emitted one symbol at a time: Note [functionalize before the autodiff]
 (``autograd_functionalize.py``) says what it computes; the Notes here say how each case is done.
-
 ``_Rewriter`` keeps, per memory, its current value and how many writes it has seen; a read of a
 name made before the last write into its memory replays the name's view chain on the current
 value; a write makes a new current value (the value itself, or a scatter into the old one).
@@ -16,7 +15,6 @@ from thunder.core.proxies import ProxyTag, TensorProxy, variableify
 from fusion_alias import ops
 from fusion_alias.aliasing import may_write
 from fusion_alias.errors import AliasInputError
-from fusion_alias.leaf_views import is_detach
 
 
 _ELEMENTWISE_NAMES = frozenset(
@@ -123,8 +121,7 @@ class Rewriter:
                 replay = step.from_bsym(args=(value, *step.args[1:]), output=out, subsymbols=[])
                 self._emit(replay)
                 value = out
-            if p.name in self.detached:  # Note [reads through detach, after writes]
-                value = _detached(value)
+            value = _detached(value) if p.name in self.detached else value  # Note [reads through detach, after writes]
             self.replayed[key] = value
         return value
 
@@ -362,9 +359,7 @@ class Rewriter:
 
     def _write(self, bsym) -> None:
         src, dst = bsym.args[0], bsym.args[1]
-        # a write through x.detach() is one autograd does not see, as one under no_grad is
-        # (Note [reads through detach, after writes])
-        grad_mode = bool(bsym.kwargs.get("grad_enabled", True)) and dst.name not in self.detached
+        grad_mode = bool(bsym.kwargs.get("grad_enabled", True)) and dst.name not in self.detached  # (through detach: none)
         root = self._root(dst.name)
         self._check_not_stale(root)  # the write lands in its memory's current value
         src = self.read(src)
@@ -466,42 +461,6 @@ def _storage_of(t):
 def _trailing_dims(src, dst) -> tuple:
     offset = len(dst.shape) - len(src.shape)
     return tuple(range(offset, len(dst.shape)))
-
-
-def detached_names(flat, requires) -> frozenset:
-    """Note [reads through detach, after writes]
-    -------------------------------------------
-    ``x.detach()`` is ``x``'s memory with no gradient (leaf_views.py, Note [detach is the same view]).
-    In a call that computes gradients the rewrite takes it as that: an alias of ``x`` with no step
-    (``aliasing.analyze(..., detach_is_view=True)``), whose reads are the memory's current value made
-    a constant for the autodiff, and whose writes autograd does not see (the memory keeps its
-    gradient path, as under ``torch.no_grad()``). Worked example, inputs ``(x0, x0[0:2])``::
-
-        t0 = c.detach(); b[1::2] = -1.5; return torch.where(t0 > 0, t0, t0)
-
-    reads ``c``'s elements as the write left them, with no gradient. A root of its own before, such a
-    read after a write was refused as a memory the rewrite could not follow (the ``--grad`` fuzzer's
-    most frequent refusal once it wrote ``.detach()`` spellings). The names returned: results of
-    ``detach``, views of them, and ``copy_`` results that write into them. A write of a value that
-    requires grad through one (``d = x.detach(); d.copy_(y)``: eager's ``d`` then carries ``y``'s
-    gradient while ``x`` does not) is refused. ``requires``: a predicate over names, whether one
-    requires grad by eager's rules (``autograd_functionalize._requires_grad``)."""
-    names: set = set()
-    for b in flat:
-        if ops.is_copy(b):
-            src, dst = b.args[0], b.args[1]
-            if isinstance(dst, TensorProxy) and dst.name in names:
-                if isinstance(src, TensorProxy) and b.kwargs.get("grad_enabled", True) and requires(src.name):
-                    raise AliasInputError(
-                        f"fusion_alias: in a call that computes gradients, the program writes {src.name}, which "
-                        f"requires grad, into {dst.name}, a tensor made by detach() (or a view of one), in place: "
-                        "not supported (eager's result then carries the gradient its memory's other tensors do "
-                        "not). Workaround: write into a clone, or write a detached value")
-                names.update(o.name for o in b.flat_outs if isinstance(o, TensorProxy))
-            continue
-        if is_detach(b) or (ops.is_view(b) and b.args and getattr(b.args[0], "name", None) in names):
-            names.update(o.name for o in b.flat_outs if isinstance(o, TensorProxy))
-    return frozenset(names)
 
 
 def _detached(x: TensorProxy) -> TensorProxy:

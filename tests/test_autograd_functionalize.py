@@ -265,8 +265,21 @@ def _detached_of_a_program_value(a, b, c, d):
     return dh * 1, h * 1
 
 
+def _add_its_own_detach(a, b, c, d):  # fuzz seed 20492 #44: the full overlap eager accepts
+    h = a * 1
+    h.add_(h.detach())
+    return h.exp(), b * 1
+
+
+def _row_minus_a_detached_row(a, b, c, d):
+    h = a * 1
+    h[0].sub_(h.detach()[1])
+    return h * 2, c * 1
+
+
 @pytest.mark.parametrize("fn", [_detached_read_after_a_write_through_another_input, _write_through_detach_then_reads,
-                                _detached_of_a_program_value], ids=lambda f: f.__name__)
+                                _detached_of_a_program_value, _add_its_own_detach, _row_minus_a_detached_row],
+                         ids=lambda f: f.__name__)
 def test_reads_and_writes_through_detach_match_eager(fn):
     assert_matches_eager(fn, _views_of_one_base)
 
@@ -280,3 +293,15 @@ def test_a_value_that_requires_grad_written_through_detach_is_refused():
 
     with pytest.raises(fusion_alias.AliasInputError, match="made by detach.*not supported"):
         fusion_alias.jit(fn, backend="reference")(*_views_of_one_base()[1])
+
+
+def test_a_write_through_detach_of_a_leaf_that_requires_grad_matches_eager():
+    def fn(x):
+        x.detach()[0].mul_(2)  # eager: the leaf's data changes, its gradient path does not
+        return x * 3
+
+    def make():
+        x = torch.tensor([[1.0, 2.0], [3.0, -4.0]], requires_grad=True)
+        return [x], [x]
+
+    assert_matches_eager(fn, make)

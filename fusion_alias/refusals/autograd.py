@@ -248,12 +248,15 @@ def _check_index_put_gradients(bsyms, info: AliasInfo, grad_names) -> None:
     with its values third). A detached value does not require grad.
     """
     differentiable = set(grad_names)
+    detached: set = set()  # (a detached tensor names its argument's root: leaf_views.py, Note [detach is the same view])
     for b in bsyms:
+        if b.sym.name == "detach" or (ops.is_view(b) and b.args and getattr(b.args[0], "name", None) in detached):
+            detached.update(o.name for o in proxy_outs(b) if isinstance(o, TensorProxy))
         if b.sym.name in _INDEX_PUT_NAMES or b.sym.id is prims.PrimIDs.INDEX_PUT:
             args = b.args
             values = b.kwargs.get("values", args[2] if len(args) > 2 else None)
             accumulate = b.kwargs.get("accumulate", args[3] if len(args) > 3 else False)
-            if _is_differentiable(values, info, differentiable):
+            if getattr(values, "name", None) not in detached and _is_differentiable(values, info, differentiable):
                 workaround = ("h.scatter_add(0, idx.unsqueeze(1).expand_as(v), v)" if accumulate
                               else "h[idx] = v")
                 raise AliasInputError(

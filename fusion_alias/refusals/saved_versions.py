@@ -196,7 +196,7 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
 
     rg_memory = {memory(p) for p in tensor_inputs if p.requires_grad}
     detached: set = set()
-    written_with_grad: set = set()  # memories a differentiable in-place op writes
+    written_with_grad: set = set()  # memories a differentiable in-place op writes through a detached tensor
     multi: set = set()
     views = _views_only()
 
@@ -227,6 +227,8 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
         if b.sym.name == "detach" or (b.sym in views and args and getattr(args[0], "name", None) in detached):
             detached.update(o.name for o in outs)
         written, of_self = _written(b, memory)
+        if of_self and not differentiable and getattr(args[0] if args else None, "name", None) in detached:
+            detached.update(o.name for o in outs)  # (``d.neg_()`` of a detached ``d``: ``d`` itself)
         if of_self:
             name = name if name.endswith("_") else name + "_"  # F.relu(h, inplace=True) is relu_
         saved = saves_of(name, args) if differentiable else ()
@@ -243,7 +245,8 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
             writes.setdefault(k, []).append((i, name))
             if differentiable and of_self:  # (batch_norm's running stats do not carry a gradient)
                 rg_memory.add(k)
-                written_with_grad.add(k)
+                if t.name in detached:  # (a gradient now enters the detached tensor)
+                    written_with_grad.add(k)
         if not of_self:  # saved after the op's own writes (of other arguments)
             saves.extend(_saves_now(arg_saves, args, memory, writes, i, name))
         if not of_self and differentiable and b.sym not in views:
@@ -284,7 +287,7 @@ def _live_ops(bsyms, memory, flows: dict, carries_none: set) -> set:
     written]): a reverse walk over memories, from the returned tensors.
 
     Note [a detached tensor starts no backward]: ``carries_none`` names the results of ``detach`` and
-    the views of them whose memory no differentiable in-place op writes: a gradient neither leaves
+    the views of them whose memory no differentiable in-place op writes through one of them: a gradient neither leaves
     through one (returned) nor enters one (read), though it shares its memory with what it detaches.
     ``t0 = b.amax(-1); t1 = t0.detach()[2:4, 0]; b.clamp_max_(-0.1); return t1`` runs in eager: amax's
     backward never runs (fuzz seed 20491 #22, refused before, saying eager raises). Written with a

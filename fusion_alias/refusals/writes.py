@@ -52,6 +52,7 @@ from thunder.core.proxies import TensorProxy
 from fusion_alias import ops
 from fusion_alias.aliasing import AliasInfo, flattened, output_may_alias, proxy_outs, shape_reader, tensor_outs
 from fusion_alias.errors import AliasInputError
+from fusion_alias.leaf_views import is_detach
 from fusion_alias.overlap import may_overlap_itself
 from fusion_alias.refusals.autograd import (
     WriteIntoGradInput,
@@ -115,7 +116,12 @@ def _check_writes(
     shape_of = shape_reader()
     # the names made so far, in program order (the inputs first): only the gradient checks ask
     made = set(info.root) - {o.name for b in bsyms for o in tensor_outs(b)} if grad_inputs else None
+    detached: set = set()  # x.detach(), views of it, writes into it: no leaf, whatever its root
     for b in bsyms:
+        if (detached or b.sym.name == "detach") and (  # (one string comparison for most symbols)
+                is_detach(b) or (ops.is_view(b) and b.args and getattr(b.args[0], "name", None) in detached)
+                or (b.sym.id is _COPY_ID and b.args[1].name in detached)):
+            detached.update(o.name for o in flattened(b)[4])
         if pending:  # (a symbol's outputs are looked up only when a check asks: most programs ask none)
             for o in flattened(b)[2]:
                 if (op := pending.pop(o._name, None)) is not None:  # (aliasing.py, Note [proxy names read directly])
@@ -136,7 +142,7 @@ def _check_writes(
             )
         root = info.root.get(dst._name)
         t = actual.get(root)
-        if t is not None and t.is_leaf and t.requires_grad and _grad_mode_of(b):
+        if t is not None and t.is_leaf and t.requires_grad and _grad_mode_of(b) and dst.name not in detached:
             raise AliasInputError(
                 f"fusion_alias: in-place write into input {root}: a leaf Variable that requires grad "
                 "is being used in an in-place operation (eager PyTorch rejects this too)"
