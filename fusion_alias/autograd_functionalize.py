@@ -60,7 +60,7 @@ from fusion_alias.aliasing import _made_from_args, _view_symbols, analyze, may_w
 from fusion_alias.proxies_by_name import tensor_proxies_by_name
 from fusion_alias.errors import AliasInputError
 from fusion_alias.functional_rewrite import Rewriter
-from fusion_alias.leaf_views import detached_names
+from fusion_alias.leaf_views import detached_names, detaches
 
 
 class FunctionalizeForAutograd(Transform):
@@ -143,7 +143,7 @@ def _requires_grad(flat, info, tensor_inputs, step_outputs=frozenset()):
             if isinstance(src, TensorProxy) and requires(src.name) and b.kwargs.get("grad_enabled", True):
                 memory.add(root.get(dst.name, dst.name))
             continue
-        if b.sym.name == "detach" or (ops.is_view(b) and b.args and getattr(b.args[0], "name", None) in detached_names):
+        if detaches(b, detached_names):
             detached_names.update(o.name for o in b.flat_outs if isinstance(o, TensorProxy))
             continue
         if ops.is_view(b):

@@ -39,6 +39,12 @@ def is_detach(bsym: BoundSymbol) -> bool:
             and isinstance(bsym.args[0], TensorProxy) and isinstance(bsym.output, TensorProxy))
 
 
+def detaches(b: BoundSymbol, detached: set) -> bool:
+    """Whether ``b``'s tensor results are detached tensors: ``b`` is ``detach``, or a view of a name
+    in ``detached`` (the detached tensors so far)."""
+    return b.sym.name == "detach" or (ops.is_view(b) and bool(b.args) and getattr(b.args[0], "name", None) in detached)
+
+
 def detached_names(flat, requires) -> frozenset:
     """Note [reads through detach, after writes]
     -------------------------------------------
@@ -70,6 +76,6 @@ def detached_names(flat, requires) -> frozenset:
                         "not). Workaround: write into a clone, or write a detached value")
                 names.update(o.name for o in b.flat_outs if isinstance(o, TensorProxy))
             continue
-        if is_detach(b) or (ops.is_view(b) and b.args and getattr(b.args[0], "name", None) in names):
+        if detaches(b, names):
             names.update(o.name for o in b.flat_outs if isinstance(o, TensorProxy))
     return frozenset(names)

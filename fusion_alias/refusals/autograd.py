@@ -21,6 +21,7 @@ import thunder.core.prims as prims
 from fusion_alias import ops
 from fusion_alias.aliasing import AliasInfo, proxy_args, proxy_outs
 from fusion_alias.errors import AliasInputError
+from fusion_alias.leaf_views import detaches
 
 
 # Note [writes into inputs that require grad]
@@ -250,7 +251,7 @@ def _check_index_put_gradients(bsyms, info: AliasInfo, grad_names) -> None:
     differentiable = set(grad_names)
     detached: set = set()  # (a detached tensor names its argument's root: leaf_views.py, Note [detach is the same view])
     for b in bsyms:
-        if b.sym.name == "detach" or (ops.is_view(b) and b.args and getattr(b.args[0], "name", None) in detached):
+        if detaches(b, detached):
             detached.update(o.name for o in proxy_outs(b) if isinstance(o, TensorProxy))
         if b.sym.name in _INDEX_PUT_NAMES or b.sym.id is prims.PrimIDs.INDEX_PUT:
             args = b.args

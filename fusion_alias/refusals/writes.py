@@ -52,7 +52,7 @@ from thunder.core.proxies import TensorProxy
 from fusion_alias import ops
 from fusion_alias.aliasing import AliasInfo, flattened, output_may_alias, proxy_outs, shape_reader, tensor_outs
 from fusion_alias.errors import AliasInputError
-from fusion_alias.leaf_views import is_detach
+from fusion_alias.leaf_views import detaches
 from fusion_alias.overlap import may_overlap_itself
 from fusion_alias.refusals.autograd import (
     WriteIntoGradInput,
@@ -119,8 +119,7 @@ def _check_writes(
     detached: set = set()  # x.detach(), views of it, writes into it: no leaf, whatever its root
     for b in bsyms:
         if (detached or b.sym.name == "detach") and (  # (one string comparison for most symbols)
-                is_detach(b) or (ops.is_view(b) and b.args and getattr(b.args[0], "name", None) in detached)
-                or (b.sym.id is _COPY_ID and b.args[1].name in detached)):
+                detaches(b, detached) or (b.sym.id is _COPY_ID and b.args[1].name in detached)):
             detached.update(o.name for o in flattened(b)[4])
         if pending:  # (a symbol's outputs are looked up only when a check asks: most programs ask none)
             for o in flattened(b)[2]:
