@@ -158,6 +158,18 @@ def _requires_grad(flat, info, tensor_inputs, step_outputs=frozenset()):
     return requires
 
 
+def _refuse_lerp_with_gradients(flat, requires) -> None:
+    """Thunder 0.2.6 has no gradient rule for ``lerp`` ("Failed to find a gradient transform for bound
+    symbol prims.lerp", plain ``thunder.jit`` too): ``x.lerp_(y, w)`` and ``torch._foreach_lerp_`` with
+    operands that require grad get a refusal that says so and how to write it instead."""
+    for b in flat:
+        if b.sym.name == "lerp" and any(isinstance(a, TensorProxy) and requires(a.name) for a in b.flat_args):
+            raise NotImplementedError(
+                "fusion_alias: lerp (x.lerp_(y, w), torch._foreach_lerp_) of tensors that require grad, in a call "
+                "that computes gradients: not supported: Thunder 0.2.6 has no gradient for lerp (plain thunder.jit "
+                "fails on it too). Write it as x.add_(w * (y - x)) where gradients flow")
+
+
 def _narrow(t: torch.Tensor, dims: tuple) -> torch.Tensor:
     """``t`` narrowed to size 1 along ``dims`` (Note [a written input that expands one memory])."""
     for d in dims:
@@ -328,7 +340,9 @@ def functionalize(prologue_trc, trace, epilogue_trc):
     same_inputs = identical_inputs(tensor_inputs, actual)
     flat = read_through_first(flat, same_inputs, tensor_inputs)
     info = analyze(flat, tensor_inputs, list(input_groups) + alias_facts, same_inputs, detach_is_view=True)
-    detached = detached_names(flat, _requires_grad(flat, info, tensor_inputs))  # Note [reads through detach, after writes]
+    requires = _requires_grad(flat, info, tensor_inputs)
+    detached = detached_names(flat, requires)  # Note [reads through detach, after writes]
+    _refuse_lerp_with_gradients(flat, requires)
     proxies = tensor_proxies_by_name(flat, tensor_inputs)
     flat = drop_copies_onto_themselves(flat, info, actual, proxies)
     *flat, ret = flat

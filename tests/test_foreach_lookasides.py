@@ -283,3 +283,15 @@ def test_lists_eager_differentiates_as_it_computes_match_eager(fn, schedule):
         out.sum().backward()
         grads.append((out.detach(), x.grad))
     torch.testing.assert_close(grads[1], grads[0])
+
+
+def test_lerp_with_gradients_is_refused_with_a_clear_error():
+    # Thunder 0.2.6 has no gradient for lerp: a refusal that says so (autograd_functionalize.py), not
+    # Thunder's "Failed to find a gradient transform"
+    def fn(a, b, c):
+        torch._foreach_lerp_([a, b], [c, c], 0.5)
+        return a * 1
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(NotImplementedError, match="no gradient for lerp"):
+        fusion_alias.jit(fn, backend="reference")(x * 1, x * 2, x * 3)
