@@ -376,6 +376,53 @@ def test_a_buffer_rebound_on_a_module_not_called_is_refused_clearly(schedule):
                 torch.testing.assert_close(got_state[k], want_state[k])
 
 
+class _RebindsItsBuffers(torch.nn.Module):
+    # buffers of the module called (and of its child) rebound to new tensors: a counter, an EMA, a KV cache
+    # rolled with torch.cat, a buffer rebound to a view of a parameter (it shares the weight's memory from
+    # then on, and a later in-place write through it reaches the weight), and `+=` (in place: the same tensor)
+    def __init__(self):
+        super().__init__()
+        flat = torch.linspace(-1, 1, 12)
+        self.w = torch.nn.Parameter(flat[0:9].view(3, 3), requires_grad=False)
+        self.register_buffer("steps", torch.zeros((), dtype=torch.int64))
+        self.register_buffer("ema", torch.linspace(0, 1, 3))
+        self.register_buffer("kv", torch.zeros(2, 3))
+        self.register_buffer("u", flat[9:12])
+        self.child = _Steps()
+
+    def forward(self, a, to_weight: bool):
+        self.steps = self.steps + 1
+        self.ema = self.ema * 0.9 + a * 0.1
+        self.kv = torch.cat([self.kv[1:], a[None]], 0)
+        self.u += 1
+        self.child.steps = self.child.steps + 2
+        if to_weight:
+            self.ema = self.w[0].detach()
+        else:
+            self.ema.mul_(0.5)
+        return a * self.steps + self.kv.sum(0) + self.ema
+
+
+@pytest.mark.parametrize("schedule", ["reads-first", "writes-first"])
+def test_a_buffer_rebound_on_the_module_called_is_set(schedule):
+    # dropped_attributes.py, Note [a buffer rebound on the module called]: Thunder 0.2.6 stored the new
+    # tensor under the key '.steps' of the ThunderModule's buffers, which nothing reads: three calls of
+    # `self.steps = self.steps + 1; return a * self.steps` returned a, a, a (eager: a, 2a, 3a) and the
+    # module kept steps == 0 (plain thunder.jit too; session 16, the modules generator's rebinding)
+    eager, mod = _RebindsItsBuffers(), _RebindsItsBuffers()
+    jitted = fusion_alias.jit(mod, backend="reference", schedule=schedule)
+    u_before = mod.u
+    for c in range(4):
+        a = torch.linspace(0, 1, 3) + c
+        torch.testing.assert_close(jitted(a.clone(), c == 1), eager(a.clone(), c == 1))
+        for (k, want), (_, got) in zip(eager.state_dict().items(), mod.state_dict().items()):
+            torch.testing.assert_close(got, want, msg=f"call {c}: {k}")
+        assert (mod.ema.untyped_storage().data_ptr() == mod.w.untyped_storage().data_ptr()) == (
+            eager.ema.untyped_storage().data_ptr() == eager.w.untyped_storage().data_ptr())
+    assert mod.u is u_before  # (`+=` wrote in place: the buffer is the tensor it was, a view of the flat one)
+    assert int(mod.steps) == 4 and int(mod.child.steps) == 8
+
+
 class _Box:
     pass
 
