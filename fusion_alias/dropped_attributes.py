@@ -101,13 +101,18 @@ def _rebound_buffers_of_other_modules(ctx) -> list[str]:
 # that is the buffer itself, its memory and layout (``self.steps += 1``: ``__iadd__`` writes in place and
 # then stores its result, the same tensor), leaves the buffer the object it was. The next call sees the
 # new tensor as an input like any other: its aliasing with the rest (``self.ema = self.w.detach()``
-# shares the weight's memory from then on) is guarded as every input's is.
-def _rebind_buffer(root, name: str, value) -> None:
+# shares the weight's memory from then on) is guarded as every input's is. In a call that computes
+# gradients every tensor the call's autograd function returns requires grad; where the traced value does
+# not (``self.steps + 1``, ``self.ema * 0.9 + x.detach()``) the buffer gets it detached, as eager's is,
+# else the next call's backward would reach into this call's graph ("Trying to backward through the
+# graph a second time").
+def _rebind_buffer(root, name: str, value, requires_grad: bool = True) -> None:
     """``root.<name> = value`` for a buffer of the module called, as eager does it (Note [a buffer rebound on
     the module called]): on the user's module (``root._model``, the module ``thunder.jit`` wraps) and in the
     ThunderModule's own table of buffers, which later calls read. A value that is the buffer itself (its
     memory, layout and dtype: an in-place result, ``self.steps += 1``) leaves the buffer the object it was,
-    as in eager."""
+    as in eager. ``requires_grad`` False: eager's value requires no grad (``self.steps + 1``, an EMA of
+    detached values), and the value, an output of the call's autograd function, is detached."""
     name = name.lstrip(".")
     model = getattr(root, "_model", root)
     owner_name, _, leaf = name.rpartition(".")
@@ -115,6 +120,8 @@ def _rebind_buffer(root, name: str, value) -> None:
     old = owner._buffers.get(leaf)
     if _same_tensor(old, value):
         return
+    if not requires_grad and isinstance(value, torch.Tensor) and value.requires_grad:
+        value = value.detach()
     owner._buffers[leaf] = value
     overrides = getattr(root, "_overrides_buffers", None)
     if overrides is not None and name in overrides:
@@ -131,7 +138,7 @@ def _same_tensor(a, b) -> bool:
             and a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr())
 
 
-def _rebind_buffer_meta(root, name, value) -> None:
+def _rebind_buffer_meta(root, name, value, requires_grad) -> None:
     return None
 
 
@@ -148,8 +155,9 @@ def _rebind_buffers_of_the_module_called(epilogue_trace) -> None:
     bsyms = epilogue_trace.bound_symbols
     for i, b in enumerate(bsyms):
         if b.sym.id is prims.PrimIDs.PACK_BUFFER or b.sym.name == "pack_buffer":
+            root, name, value = b.args
             with tracectx(epilogue_trace):
-                bsyms[i] = _REBIND_BUFFER.bind(*b.args, output=None)
+                bsyms[i] = _REBIND_BUFFER.bind(root, name, value, bool(getattr(value, "requires_grad", True)), output=None)
 
 
 def _reached_from_an_input(provenance) -> bool:

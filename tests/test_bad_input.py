@@ -423,6 +423,34 @@ def test_a_buffer_rebound_on_the_module_called_is_set(schedule):
     assert int(mod.steps) == 4 and int(mod.child.steps) == 8
 
 
+class _CountsUnderGrad(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.linspace(-1, 1, 3))
+        self.register_buffer("steps", torch.zeros(()))
+        self.register_buffer("ema", torch.zeros(3))
+
+    def forward(self, a):
+        self.steps = self.steps + 1
+        self.ema = self.ema * 0.5 + self.w.detach()
+        return (a * self.w * self.steps + self.ema).sum()
+
+
+def test_a_buffer_rebound_in_a_call_that_computes_gradients_requires_no_grad():
+    # Note [a buffer rebound on the module called]: the new tensors come out of the call's autograd
+    # function, which makes every output require grad; eager's require none, and the next call's
+    # backward must not reach into this call's graph ("Trying to backward through the graph a second time")
+    eager, mod = _CountsUnderGrad(), _CountsUnderGrad()
+    jitted = fusion_alias.jit(mod, backend="reference")
+    for c in range(3):
+        eager(torch.ones(3)).backward()
+        jitted(torch.ones(3)).backward()
+        assert not mod.steps.requires_grad and not mod.ema.requires_grad
+        torch.testing.assert_close(mod.w.grad, eager.w.grad)
+        for (k, want), (_, got) in zip(eager.state_dict().items(), mod.state_dict().items()):
+            torch.testing.assert_close(got, want, msg=f"call {c}: {k}")
+
+
 class _Box:
     pass
 
