@@ -245,6 +245,8 @@ class AliasSpecializedFunction:
             **options,
         )
         self._jitted.append(jfn)
+        if hasattr(jfn, "_overrides_buffers"):  # a ThunderModule: Note [a buffer rebound on the module called]
+            jfn._fusion_alias_siblings = self._jitted
         self._entries_seen[id(jfn)] = 0
         self._with_grad[id(jfn)] = needs_grad
         return jfn

@@ -97,7 +97,11 @@ def _rebound_buffers_of_other_modules(ctx) -> list[str]:
 # stays 0 (plain ``thunder.jit`` too; session 16 hand probe, found while adding the rebinding to the
 # ``modules`` generator). In compilations with fusion_alias each ``pack_buffer`` of the epilogue is
 # replaced by ``_rebind_buffer``, which sets the buffer as eager does, on the user's module (the one the
-# ThunderModule wraps) and in the ThunderModule's table, which the next call's prologue reads. A value
+# ThunderModule wraps) and in the ThunderModule's table, which the next call's prologue reads: the table
+# of every ThunderModule ``fusion_alias.jit`` made for that module, one per aliasing of the inputs, each
+# with its own table filled when it was made (``_fusion_alias_siblings``; with only the one that ran,
+# a later call of another aliasing read the buffer it had when its ThunderModule was made: fuzz seed
+# 20101 #0, modules, the fifth call). A value
 # that is the buffer itself, its memory and layout (``self.steps += 1``: ``__iadd__`` writes in place and
 # then stores its result, the same tensor), leaves the buffer the object it was. The next call sees the
 # new tensor as an input like any other: its aliasing with the rest (``self.ema = self.w.detach()``
@@ -123,9 +127,10 @@ def _rebind_buffer(root, name: str, value, requires_grad: bool = True) -> None:
     if not requires_grad and isinstance(value, torch.Tensor) and value.requires_grad:
         value = value.detach()
     owner._buffers[leaf] = value
-    overrides = getattr(root, "_overrides_buffers", None)
-    if overrides is not None and name in overrides:
-        overrides[name] = value
+    for thunder_module in getattr(root, "_fusion_alias_siblings", None) or (root,):
+        overrides = getattr(thunder_module, "_overrides_buffers", None)
+        if overrides is not None and name in overrides:
+            overrides[name] = value
 
 
 def _same_tensor(a, b) -> bool:
