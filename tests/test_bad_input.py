@@ -447,6 +447,34 @@ def test_a_buffer_rebound_is_seen_by_the_programs_of_every_aliasing():
         torch.testing.assert_close(mod.kv, eager.kv, msg=f"call {c}")
 
 
+class _ReadsItsState(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.ones(3), requires_grad=False)
+        self.register_buffer("kv", torch.ones(3))
+
+    def forward(self, a):
+        a.mul_(2.0)
+        return a * self.kv + self.w
+
+
+def test_state_rebound_between_calls_is_read():
+    # api.py, Note [state rebound between calls]: the ThunderModule read the tensors its tables held when it was
+    # made; a buffer or parameter the user rebinds between calls was never read (plain thunder.jit too)
+    eager, mod = _ReadsItsState(), _ReadsItsState()
+    jitted = fusion_alias.jit(mod, backend="reference")
+    x_e, x_j = torch.ones(3), torch.ones(3)
+    for c in range(4):
+        if c == 1:
+            for m in (eager, mod):
+                m.kv = torch.full((3,), 5.0)
+                m.w = torch.nn.Parameter(torch.full((3,), -1.0), requires_grad=False)
+        if c == 2:  # the buffer is now the argument itself: the call aliases differently
+            eager.kv, mod.kv = x_e, x_j
+        torch.testing.assert_close(jitted(x_j), eager(x_e), msg=f"call {c}")
+        torch.testing.assert_close((x_j, mod.kv, mod.w), (x_e, eager.kv, eager.w), msg=f"call {c}")
+
+
 class _CountsUnderGrad(torch.nn.Module):
     def __init__(self):
         super().__init__()
