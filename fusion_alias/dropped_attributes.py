@@ -153,6 +153,26 @@ _REBIND_BUFFER = Symbol(
     _bind_postprocess=lambda b: setattr(b, "_call_ctx", {"fusion_alias_rebind_buffer": _rebind_buffer}))
 
 
+def _set_attribute(obj, name: str, value, requires_grad: bool = True) -> None:
+    """``obj.<name> = value`` as Thunder's ``pack_attr`` does it, with a value whose traced result requires no
+    grad detached (Note [a buffer rebound on the module called]: ``m.scale = m.scale * 0.99`` on a module
+    read from a global, in a call that computes gradients, got a tensor that requires grad; fuzz seed
+    20416 #24, modules --grad)."""
+    if not requires_grad and isinstance(value, torch.Tensor) and value.requires_grad:
+        value = value.detach()
+    setattr(obj, name, value)
+
+
+def _set_attribute_meta(obj, name, value, requires_grad) -> None:
+    return None
+
+
+_SET_ATTRIBUTE = Symbol(
+    name="fusion_alias_set_attribute", id="fusion_alias.set_attribute", meta=_set_attribute_meta, is_prim=True,
+    tags=(OpTags.DONT_DCE,),
+    _bind_postprocess=lambda b: setattr(b, "_call_ctx", {"fusion_alias_set_attribute": _set_attribute}))
+
+
 def _rebind_buffers_of_the_module_called(epilogue_trace) -> None:
     """Replace the epilogue's ``pack_buffer`` (Thunder 0.2.6 stores a rebound buffer of the module called under
     the name ``'.steps'``, which nothing reads) by ``_rebind_buffer`` (Note [a buffer rebound on the module
@@ -163,6 +183,10 @@ def _rebind_buffers_of_the_module_called(epilogue_trace) -> None:
             root, name, value = b.args
             with tracectx(epilogue_trace):
                 bsyms[i] = _REBIND_BUFFER.bind(root, name, value, bool(getattr(value, "requires_grad", True)), output=None)
+        elif b.sym.id is prims.PrimIDs.PACK_ATTR or b.sym.name == "pack_attr":
+            obj, name, value = b.args
+            with tracectx(epilogue_trace):
+                bsyms[i] = _SET_ATTRIBUTE.bind(obj, name, value, bool(getattr(value, "requires_grad", True)), output=None)
 
 
 def _reached_from_an_input(provenance) -> bool:

@@ -503,6 +503,37 @@ def test_a_buffer_rebound_in_a_call_that_computes_gradients_requires_no_grad():
             torch.testing.assert_close(got, want, msg=f"call {c}: {k}")
 
 
+class _ScalesItself(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.linspace(-1, 1, 3))
+        self.scale = torch.ones(3)  # a plain tensor attribute
+
+
+_SCALED = None
+
+
+def _rescales_a_global_module(a):
+    m = _SCALED
+    m.scale = m.scale * 0.5
+    return (a * m.w * m.scale).sum()
+
+
+def test_an_attribute_set_on_a_global_module_in_a_call_with_gradients_requires_no_grad():
+    # dropped_attributes._set_attribute: the new tensor comes out of the call's autograd function requiring
+    # grad; eager's does not (fuzz seed 20416 #24, modules --grad: module state layout differs)
+    global _SCALED
+    eager, mod = _ScalesItself(), _ScalesItself()
+    jitted = fusion_alias.jit(_rescales_a_global_module, backend="reference")
+    for c in range(3):
+        _SCALED = eager
+        _rescales_a_global_module(torch.ones(3)).backward()
+        _SCALED = mod
+        jitted(torch.ones(3)).backward()
+        assert not mod.scale.requires_grad
+        torch.testing.assert_close((mod.scale, mod.w.grad), (eager.scale, eager.w.grad), msg=f"call {c}")
+
+
 class _Box:
     pass
 
