@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import weakref
 
 import thunder
 import torch
@@ -50,6 +51,36 @@ from fusion_alias.refusals.inplace_ops import _traced_program
 #   extra cost) and, before anything runs, raises ``_ReadsAliasDifferently``
 #   if it differs. The call is then routed to (or compiles) the program for the
 #   key it actually has. Programs that read only their arguments pay nothing.
+
+
+def _follow_rebound_state(thunder_module) -> None:
+    """Point the ThunderModule's tables of parameters and buffers at the tensors its module holds now, for the
+    names the module rebound since the last call (Note [state rebound between calls]).
+
+    Note [state rebound between calls]
+    ----------------------------------
+    Thunder 0.2.6's ThunderModule reads parameters and buffers from tables of its own, filled when it is
+    made; a tensor the user rebinds on the module afterwards (``m.kv = torch.zeros(...)`` between two calls,
+    ``m.w = nn.Parameter(...)``, ``model.load_state_dict(..., assign=True)``) is never read: the next call
+    computes with the old one (plain ``thunder.jit`` too; session 16 hand probe, a neighbour of the
+    ``modules`` generator's rebinding). Before each call the module's current tensors are compared, by
+    identity, with those seen at the previous call; a name whose tensor changed gets the new one in the
+    table (a table entry no rebinding touched, such as one a Thunder transform replaced, is left alone).
+    The guard then keys the call by the new tensor's aliasing, as any input's."""
+    model = thunder_module._model
+    seen = thunder_module.__dict__.setdefault("_fusion_alias_seen_state", {})
+    tables = (("b", thunder_module._overrides_buffers, model.named_buffers(remove_duplicate=False)),
+              ("p", thunder_module._overrides_parameters, model.named_parameters(remove_duplicate=False)))
+    for kind, table, named in tables:
+        for name, t in named:
+            key = (kind, name)
+            ref = seen.get(key)
+            before = ref() if ref is not None else None  # (weak: a rebound tensor is not kept alive here)
+            if before is t:
+                continue
+            if before is not None and name in table and table[name] is before:
+                table[name] = t
+            seen[key] = weakref.ref(t)
 
 
 class _ReadsAliasDifferently(Exception):
@@ -245,6 +276,8 @@ class AliasSpecializedFunction:
             **options,
         )
         self._jitted.append(jfn)
+        if hasattr(jfn, "_overrides_buffers"):  # a ThunderModule: Note [a buffer rebound on the module called]
+            jfn._fusion_alias_siblings = self._jitted
         self._entries_seen[id(jfn)] = 0
         self._with_grad[id(jfn)] = needs_grad
         return jfn
@@ -292,6 +325,8 @@ class AliasSpecializedFunction:
         )
 
     def _run(self, jfn, args, kwargs, flat):
+        if hasattr(jfn, "_overrides_buffers"):
+            _follow_rebound_state(jfn)  # Note [state rebound between calls]
         needs_grad = self._with_grad[id(jfn)]
         ctx = context.CompileContext(
             self._backend, self._schedule, self._ignore, args, kwargs, True, self._compiled_inputs(needs_grad)

@@ -151,7 +151,10 @@ def _requires_grad(flat, info, tensor_inputs, step_outputs=frozenset()):
         if any(isinstance(a, TensorProxy) and requires(a.name) for a in b.flat_args):
             for o in b.flat_outs:
                 detached = ProxyTag.DETACHED_AUTOGRAD_GRAPH in o.tags if isinstance(o, TensorProxy) else True
-                if isinstance(o, TensorProxy) and (not detached or o.name in step_outputs):
+                # an integer or bool result requires no grad in eager, nor does what is computed from it
+                # alone: ``(b < 0).float()`` of ``b`` that requires grad (fuzz seed 20415 #166, basic --grad)
+                if (isinstance(o, TensorProxy) and dtypes.is_inexact_dtype(o.dtype)
+                        and (not detached or o.name in step_outputs)):
                     values.add(o.name)
                     if root.get(o.name) == o.name:
                         memory.add(o.name)

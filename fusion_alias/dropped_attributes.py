@@ -1,4 +1,6 @@
-"""Attributes the program sets on an object that outlives the call, which Thunder 0.2.6 drops: refused.
+"""Attributes the program sets on an object that outlives the call, which Thunder 0.2.6 drops: refused;
+buffers of the module called that the program rebinds, which Thunder 0.2.6 stores where nothing reads them:
+set as eager does (Note [a buffer rebound on the module called]).
 
 Note [an attribute set in forward is dropped]
 ---------------------------------------------
@@ -22,9 +24,13 @@ stores into objects of the call's own (``torch.enable_grad()`` keeps ``self.prev
 
 from __future__ import annotations
 
-from thunder.core import jit_ext
+import torch
+from thunder.core import jit_ext, prims
 from thunder.core.compile_data import get_compile_data
 from thunder.core.interpreter import PseudoInst
+from thunder.core.prims import OpTags
+from thunder.core.symbol import Symbol
+from thunder.core.trace import tracectx
 
 
 def _dropped_stores(ctx) -> list[str]:
@@ -77,6 +83,112 @@ def _rebound_buffers_of_other_modules(ctx) -> list[str]:
     return names
 
 
+# Note [a buffer rebound on the module called]
+# ---------------------------------------------
+# ``self.steps = self.steps + 1`` (or ``self.ema = self.ema * 0.9 + x``, ``self.kv = torch.cat(...)``,
+# ``self.run_mean = self.b.detach()``) rebinds a registered buffer of the module called to another tensor.
+# Thunder 0.2.6 records it as a store into ``self._buffers`` and ends the epilogue with
+# ``pack_buffer(module, '.steps', value)``, printed as ``module.set_buffer('.steps', value)``: for the
+# module called the name gets a leading dot (``".".join([""] + ["steps"])``), so the value lands in the
+# ThunderModule's table of buffers under a key nothing reads, and the user's module keeps its old tensor;
+# for a submodule's buffer (``self.sub.buf = v``) it lands under the right key of that table, but the
+# user's module still keeps the old one. Three calls of ``self.steps = self.steps + 1; return a *
+# self.steps`` return ``a``, ``a``, ``a`` where eager returns ``a``, ``2a``, ``3a``, and ``m.steps``
+# stays 0 (plain ``thunder.jit`` too; session 16 hand probe, found while adding the rebinding to the
+# ``modules`` generator). In compilations with fusion_alias each ``pack_buffer`` of the epilogue is
+# replaced by ``_rebind_buffer``, which sets the buffer as eager does, on the user's module (the one the
+# ThunderModule wraps) and in the ThunderModule's table, which the next call's prologue reads: the table
+# of every ThunderModule ``fusion_alias.jit`` made for that module, one per aliasing of the inputs, each
+# with its own table filled when it was made (``_fusion_alias_siblings``; with only the one that ran,
+# a later call of another aliasing read the buffer it had when its ThunderModule was made: fuzz seed
+# 20101 #0, modules, the fifth call). A value
+# that is the buffer itself, its memory and layout (``self.steps += 1``: ``__iadd__`` writes in place and
+# then stores its result, the same tensor), leaves the buffer the object it was. The next call sees the
+# new tensor as an input like any other: its aliasing with the rest (``self.ema = self.w.detach()``
+# shares the weight's memory from then on) is guarded as every input's is. In a call that computes
+# gradients every tensor the call's autograd function returns requires grad; where the traced value does
+# not (``self.steps + 1``, ``self.ema * 0.9 + x.detach()``) the buffer gets it detached, as eager's is,
+# else the next call's backward would reach into this call's graph ("Trying to backward through the
+# graph a second time").
+def _rebind_buffer(root, name: str, value, requires_grad: bool = True) -> None:
+    """``root.<name> = value`` for a buffer of the module called, as eager does it (Note [a buffer rebound on
+    the module called]): on the user's module (``root._model``, the module ``thunder.jit`` wraps) and in the
+    ThunderModule's own table of buffers, which later calls read. A value that is the buffer itself (its
+    memory, layout and dtype: an in-place result, ``self.steps += 1``) leaves the buffer the object it was,
+    as in eager. ``requires_grad`` False: eager's value requires no grad (``self.steps + 1``, an EMA of
+    detached values), and the value, an output of the call's autograd function, is detached."""
+    name = name.lstrip(".")
+    model = getattr(root, "_model", root)
+    owner_name, _, leaf = name.rpartition(".")
+    owner = model.get_submodule(owner_name) if owner_name else model
+    old = owner._buffers.get(leaf)
+    if _same_tensor(old, value):
+        return
+    if not requires_grad and isinstance(value, torch.Tensor) and value.requires_grad:
+        value = value.detach()
+    owner._buffers[leaf] = value
+    for thunder_module in getattr(root, "_fusion_alias_siblings", None) or (root,):
+        overrides = getattr(thunder_module, "_overrides_buffers", None)
+        if overrides is not None and name in overrides:
+            overrides[name] = value
+
+
+def _same_tensor(a, b) -> bool:
+    if a is b:
+        return True
+    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
+        return False
+    return (a.dtype == b.dtype and a.device == b.device and a.shape == b.shape and a.stride() == b.stride()
+            and a.storage_offset() == b.storage_offset()
+            and a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr())
+
+
+def _rebind_buffer_meta(root, name, value, requires_grad) -> None:
+    return None
+
+
+_REBIND_BUFFER = Symbol(
+    name="fusion_alias_rebind_buffer", id="fusion_alias.rebind_buffer", meta=_rebind_buffer_meta, is_prim=True,
+    tags=(OpTags.DONT_DCE,),
+    _bind_postprocess=lambda b: setattr(b, "_call_ctx", {"fusion_alias_rebind_buffer": _rebind_buffer}))
+
+
+def _set_attribute(obj, name: str, value, requires_grad: bool = True) -> None:
+    """``obj.<name> = value`` as Thunder's ``pack_attr`` does it, with a value whose traced result requires no
+    grad detached (Note [a buffer rebound on the module called]: ``m.scale = m.scale * 0.99`` on a module
+    read from a global, in a call that computes gradients, got a tensor that requires grad; fuzz seed
+    20416 #24, modules --grad)."""
+    if not requires_grad and isinstance(value, torch.Tensor) and value.requires_grad:
+        value = value.detach()
+    setattr(obj, name, value)
+
+
+def _set_attribute_meta(obj, name, value, requires_grad) -> None:
+    return None
+
+
+_SET_ATTRIBUTE = Symbol(
+    name="fusion_alias_set_attribute", id="fusion_alias.set_attribute", meta=_set_attribute_meta, is_prim=True,
+    tags=(OpTags.DONT_DCE,),
+    _bind_postprocess=lambda b: setattr(b, "_call_ctx", {"fusion_alias_set_attribute": _set_attribute}))
+
+
+def _rebind_buffers_of_the_module_called(epilogue_trace) -> None:
+    """Replace the epilogue's ``pack_buffer`` (Thunder 0.2.6 stores a rebound buffer of the module called under
+    the name ``'.steps'``, which nothing reads) by ``_rebind_buffer`` (Note [a buffer rebound on the module
+    called])."""
+    bsyms = epilogue_trace.bound_symbols
+    for i, b in enumerate(bsyms):
+        if b.sym.id is prims.PrimIDs.PACK_BUFFER or b.sym.name == "pack_buffer":
+            root, name, value = b.args
+            with tracectx(epilogue_trace):
+                bsyms[i] = _REBIND_BUFFER.bind(root, name, value, bool(getattr(value, "requires_grad", True)), output=None)
+        elif b.sym.id is prims.PrimIDs.PACK_ATTR or b.sym.name == "pack_attr":
+            obj, name, value = b.args
+            with tracectx(epilogue_trace):
+                bsyms[i] = _SET_ATTRIBUTE.bind(obj, name, value, bool(getattr(value, "requires_grad", True)), output=None)
+
+
 def _reached_from_an_input(provenance) -> bool:
     """Whether an object's provenance starts at what the call was given (the function or module, its
     arguments, and through them its globals), through attribute and item lookups only: an object that
@@ -112,10 +224,10 @@ def register(executor) -> None:
                     "Return the value instead, keep it in a registered buffer (register_buffer, then "
                     "self.buf.copy_(v) or self.buf[...] = v), or set it outside the jitted function")
             rebound = _rebound_buffers_of_other_modules(ctx)
-            if rebound:
-                try:
-                    return original(ctx, epilogue_trace)
-                except AssertionError as e:  # Note [a buffer rebound on a module the call was given]
+            try:
+                result = original(ctx, epilogue_trace)
+            except AssertionError as e:  # Note [a buffer rebound on a module the call was given]
+                if rebound:
                     names = ", ".join(sorted(set(rebound)))
                     raise NotImplementedError(
                         f"fusion_alias: the function assigns the buffer(s) {names} of a module that is not the one "
@@ -123,6 +235,9 @@ def register(executor) -> None:
                         "not supported. Thunder 0.2.6 fails on such an assignment (an AssertionError in "
                         "process_recorded_modifications; plain thunder.jit too). Write into the buffer in place "
                         "instead (`m.steps.add_(1)`, `m.buf.copy_(v)`), or call the module itself") from e
+                raise
+            _rebind_buffers_of_the_module_called(epilogue_trace)  # Note [a buffer rebound on the module called]
+            return result
         return original(ctx, epilogue_trace)
 
     process_recorded_modifications._fusion_alias_checked = True

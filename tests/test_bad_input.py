@@ -376,6 +376,164 @@ def test_a_buffer_rebound_on_a_module_not_called_is_refused_clearly(schedule):
                 torch.testing.assert_close(got_state[k], want_state[k])
 
 
+class _RebindsItsBuffers(torch.nn.Module):
+    # buffers of the module called (and of its child) rebound to new tensors: a counter, an EMA, a KV cache
+    # rolled with torch.cat, a buffer rebound to a view of a parameter (it shares the weight's memory from
+    # then on, and a later in-place write through it reaches the weight), and `+=` (in place: the same tensor)
+    def __init__(self):
+        super().__init__()
+        flat = torch.linspace(-1, 1, 12)
+        self.w = torch.nn.Parameter(flat[0:9].view(3, 3), requires_grad=False)
+        self.register_buffer("steps", torch.zeros((), dtype=torch.int64))
+        self.register_buffer("ema", torch.linspace(0, 1, 3))
+        self.register_buffer("kv", torch.zeros(2, 3))
+        self.register_buffer("u", flat[9:12])
+        self.child = _Steps()
+
+    def forward(self, a, to_weight: bool):
+        self.steps = self.steps + 1
+        self.ema = self.ema * 0.9 + a * 0.1
+        self.kv = torch.cat([self.kv[1:], a[None]], 0)
+        self.u += 1
+        self.child.steps = self.child.steps + 2
+        if to_weight:
+            self.ema = self.w[0].detach()
+        else:
+            self.ema.mul_(0.5)
+        return a * self.steps + self.kv.sum(0) + self.ema
+
+
+@pytest.mark.parametrize("schedule", ["reads-first", "writes-first"])
+def test_a_buffer_rebound_on_the_module_called_is_set(schedule):
+    # dropped_attributes.py, Note [a buffer rebound on the module called]: Thunder 0.2.6 stored the new
+    # tensor under the key '.steps' of the ThunderModule's buffers, which nothing reads: three calls of
+    # `self.steps = self.steps + 1; return a * self.steps` returned a, a, a (eager: a, 2a, 3a) and the
+    # module kept steps == 0 (plain thunder.jit too; session 16, the modules generator's rebinding)
+    eager, mod = _RebindsItsBuffers(), _RebindsItsBuffers()
+    jitted = fusion_alias.jit(mod, backend="reference", schedule=schedule)
+    u_before = mod.u
+    for c in range(4):
+        a = torch.linspace(0, 1, 3) + c
+        torch.testing.assert_close(jitted(a.clone(), c == 1), eager(a.clone(), c == 1))
+        for (k, want), (_, got) in zip(eager.state_dict().items(), mod.state_dict().items()):
+            torch.testing.assert_close(got, want, msg=f"call {c}: {k}")
+        assert (mod.ema.untyped_storage().data_ptr() == mod.w.untyped_storage().data_ptr()) == (
+            eager.ema.untyped_storage().data_ptr() == eager.w.untyped_storage().data_ptr())
+    assert mod.u is u_before  # (`+=` wrote in place: the buffer is the tensor it was, a view of the flat one)
+    assert int(mod.steps) == 4 and int(mod.child.steps) == 8
+
+
+class _HalvesItsCache(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("kv", torch.linspace(1, 2, 3))
+
+    def forward(self, a, k):
+        self.kv = self.kv * 0.5
+        return a * k + self.kv
+
+
+def test_a_buffer_rebound_is_seen_by_the_programs_of_every_aliasing():
+    # Note [a buffer rebound on the module called]: fusion_alias.jit makes one ThunderModule per aliasing
+    # of the inputs, each with its own table of buffers; the rebinding updated only the one that ran, and a
+    # later call of the first aliasing read the cache it had two calls before (fuzz seed 20101 #0, modules)
+    eager, mod = _HalvesItsCache(), _HalvesItsCache()
+    jitted = fusion_alias.jit(mod, backend="reference")
+    for c, aliased in enumerate((False, False, True, False)):
+        def args(m):
+            a = torch.ones(3)
+            return a, (a if aliased else torch.ones(3))  # (k the same tensor as a: another aliasing)
+        torch.testing.assert_close(jitted(*args(mod)), eager(*args(eager)), msg=f"call {c}")
+        torch.testing.assert_close(mod.kv, eager.kv, msg=f"call {c}")
+
+
+class _ReadsItsState(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.ones(3), requires_grad=False)
+        self.register_buffer("kv", torch.ones(3))
+
+    def forward(self, a):
+        a.mul_(2.0)
+        return a * self.kv + self.w
+
+
+def test_state_rebound_between_calls_is_read():
+    # api.py, Note [state rebound between calls]: the ThunderModule read the tensors its tables held when it was
+    # made; a buffer or parameter the user rebinds between calls was never read (plain thunder.jit too)
+    eager, mod = _ReadsItsState(), _ReadsItsState()
+    jitted = fusion_alias.jit(mod, backend="reference")
+    x_e, x_j = torch.ones(3), torch.ones(3)
+    for c in range(4):
+        if c == 1:
+            for m in (eager, mod):
+                m.kv = torch.full((3,), 5.0)
+                m.w = torch.nn.Parameter(torch.full((3,), -1.0), requires_grad=False)
+        if c == 2:  # the buffer is now the argument itself: the call aliases differently
+            eager.kv, mod.kv = x_e, x_j
+        torch.testing.assert_close(jitted(x_j), eager(x_e), msg=f"call {c}")
+        torch.testing.assert_close((x_j, mod.kv, mod.w), (x_e, eager.kv, eager.w), msg=f"call {c}")
+
+
+class _CountsUnderGrad(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.linspace(-1, 1, 3))
+        self.register_buffer("steps", torch.zeros(()))
+        self.register_buffer("ema", torch.zeros(3))
+
+    def forward(self, a):
+        self.steps = self.steps + 1
+        self.ema = self.ema * 0.5 + self.w.detach()
+        return (a * self.w * self.steps + self.ema).sum()
+
+
+def test_a_buffer_rebound_in_a_call_that_computes_gradients_requires_no_grad():
+    # Note [a buffer rebound on the module called]: the new tensors come out of the call's autograd
+    # function, which makes every output require grad; eager's require none, and the next call's
+    # backward must not reach into this call's graph ("Trying to backward through the graph a second time")
+    eager, mod = _CountsUnderGrad(), _CountsUnderGrad()
+    jitted = fusion_alias.jit(mod, backend="reference")
+    for c in range(3):
+        eager(torch.ones(3)).backward()
+        jitted(torch.ones(3)).backward()
+        assert not mod.steps.requires_grad and not mod.ema.requires_grad
+        torch.testing.assert_close(mod.w.grad, eager.w.grad)
+        for (k, want), (_, got) in zip(eager.state_dict().items(), mod.state_dict().items()):
+            torch.testing.assert_close(got, want, msg=f"call {c}: {k}")
+
+
+class _ScalesItself(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.linspace(-1, 1, 3))
+        self.scale = torch.ones(3)  # a plain tensor attribute
+
+
+_SCALED = None
+
+
+def _rescales_a_global_module(a):
+    m = _SCALED
+    m.scale = m.scale * 0.5
+    return (a * m.w * m.scale).sum()
+
+
+def test_an_attribute_set_on_a_global_module_in_a_call_with_gradients_requires_no_grad():
+    # dropped_attributes._set_attribute: the new tensor comes out of the call's autograd function requiring
+    # grad; eager's does not (fuzz seed 20416 #24, modules --grad: module state layout differs)
+    global _SCALED
+    eager, mod = _ScalesItself(), _ScalesItself()
+    jitted = fusion_alias.jit(_rescales_a_global_module, backend="reference")
+    for c in range(3):
+        _SCALED = eager
+        _rescales_a_global_module(torch.ones(3)).backward()
+        _SCALED = mod
+        jitted(torch.ones(3)).backward()
+        assert not mod.scale.requires_grad
+        torch.testing.assert_close((mod.scale, mod.w.grad), (eager.scale, eager.w.grad), msg=f"call {c}")
+
+
 class _Box:
     pass
 

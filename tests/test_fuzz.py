@@ -214,6 +214,7 @@ def test_detach_spellings_keep_every_stream(monkeypatch):
     # Note [detach spellings keep the stream] (gen_basic.py): without them, the same programs, the spellings
     # taken out (the seeds docs/testing.md and the tests name stay the programs they were)
     cases = [(None, 20123, 12), (("basic",), 20250, 12), (("order",), 20132, 12), (("hidden",), 1, 6)]
+    monkeypatch.setattr(fuzz.gen_basic._Gen, "spell_drawn", lambda self, p: False)  # (session 16's: a test below)
     drawn = {c: [fuzz.generate_program(c[1], i, generators=c[0] or fuzz.GENERATORS) for i in range(c[2])]
              for c in cases}
     monkeypatch.setattr(fuzz.gen_basic._Gen, "detach_drawn", lambda self, p: False)
@@ -225,6 +226,30 @@ def test_detach_spellings_keep_every_stream(monkeypatch):
             assert p.returns == plain.returns and p.args == plain.args
             spelled += p.stmts != plain.stmts
     assert spelled >= 5
+
+
+def test_mask_and_dtype_view_spellings_keep_every_stream(monkeypatch):
+    # Note [mask spellings keep the stream] (gen_basic.py), Note [dtype views keep the stream] (gen_layout.py),
+    # Note [int32 views of float32] (gen_edges.py): without them, the same programs (the same statements,
+    # targets, writes, reads, views and returns), some statements spelled otherwise
+    cases = [(None, 20123, 12), (("basic",), 20250, 30), (("order",), 20132, 12), (("layout",), 7, 15),
+             (("edges",), 7, 15), (("hidden",), 1, 6)]
+    drawn = {c: [fuzz.generate_program(c[1], i, generators=c[0] or fuzz.GENERATORS) for i in range(c[2])]
+             for c in cases}
+    code = "\n".join(s.code for ps in drawn.values() for p in ps for s in p.stmts)
+    for piece in ("> 0).float().sigmoid()", "torch.where(", ".view(torch.int32).view(torch.float32)",
+                  ".view(torch.int32).add_(1)", ".view(torch.int32) + 0).view(torch.float32)"):
+        assert piece in code, piece
+    assert re.search(r"^\w+\.\w+_\((torch\.where\(|\(\w+ [<>] 0\)|\w+ \* \()", code, re.M)  # a mask chain written in
+    monkeypatch.setattr(fuzz.gen_basic._Gen, "spell_drawn", lambda self, p: False)
+    spelled = 0
+    for c, ps in drawn.items():
+        for i, p in enumerate(ps):
+            plain = fuzz.generate_program(c[1], i, generators=c[0] or fuzz.GENERATORS)
+            shape = [[(s.target, s.writes, s.reads, s.view_of, s.inplace_result) for s in q.stmts] for q in (p, plain)]
+            assert shape[0] == shape[1] and p.returns == plain.returns and p.args == plain.args, (c, i)
+            spelled += p.stmts != plain.stmts
+    assert spelled >= 10
 
 
 def test_dtype_generator_covers_dtypes_division_and_promotion():

@@ -117,3 +117,43 @@ def test_ill_defined_writes_are_not_generated():
     except RuntimeError:
         pass
     assert not mode.found
+
+
+_REBIND = re.compile(r"(?:^|: )m\.(ema|mom|run_mean|steps|kv|scale) = ")
+
+
+def test_programs_rebind_buffers_of_the_module_called_and_of_others():
+    """Note [rebinding a buffer] (session 16): updates of the state that rebind it to a new tensor, on the module
+    called (entry "self") and on one that is not (an argument, a global)."""
+    ps = _programs(40, seed=20450)
+    rebinding = [p for p in ps if any(_REBIND.search(s.code) for s in p.stmts)]
+    assert len(rebinding) >= 10
+    assert {dict(p.tags)["entry"] for p in rebinding} == set(gen_modules.ENTRIES)
+    code = "\n".join(s.code for p in rebinding for s in p.stmts)
+    for piece in ("m.steps = m.steps + 1", "m.kv = torch.cat(", ".detach()\n", "m.kv = m.kv.index_copy("):
+        assert piece in code + "\n", piece
+
+
+def _drops_rebinds(fn, schedule):
+    """A broken system: eager, except that a buffer rebound to a new tensor keeps its old one (Thunder 0.2.6's
+    bug, Note [a buffer rebound on the module called])."""
+
+    def run(*args):
+        m = fn if isinstance(fn, torch.nn.Module) else args[0] if args and isinstance(args[0], torch.nn.Module) \
+            else fn.__globals__["MOD"]
+        before = {(id(mod), k): (mod, t) for mod in m.modules() for k, t in mod._buffers.items()}
+        out = fn(*args)
+        for (_, k), (mod, t) in before.items():
+            mod._buffers[k] = t
+        return out
+
+    return run
+
+
+def test_oracle_catches_a_dropped_rebinding():
+    ps = _programs(40, seed=20450)
+    first = next(i for i, p in enumerate(ps) if dict(p.tags)["entry"] == "self"
+                 and any(_REBIND.search(s.code) and "m.scale" not in s.code for s in p.stmts))
+    report = fuzz.run_fuzz(seed=20450, only=[first], make_jit=_drops_rebinds, generators=("modules",),
+                           do_shrink=False, stop_after_failures=1)
+    assert report.mismatches, report.summary()

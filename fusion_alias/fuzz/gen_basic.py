@@ -110,6 +110,19 @@ class _Gen:
         has no gradients, so such a spelling changes no value it sees; it is drawn from ``side``, a second
         generator seeded from ``rng``'s state without drawing from it, so every program of every seed is
         the one it was before these spellings existed, with ``.detach()`` written into some statements.
+
+    Note [mask spellings keep the stream]
+        Bool-mask chains feeding an in-place write (session 16): an in-place op's operand ``y`` spelled
+        ``torch.where(x > 0, y, x)``, ``(z > 0).float().sigmoid()``, ``y * (z > 0)``... (the mask of the
+        destination itself, read before the write, or of another tensor, an alias of it as often as not),
+        and an out-of-place ``torch.sigmoid(x)`` / ``torch.relu(x)`` / ``x.abs()`` spelled as a chain of
+        ``x > 0`` (a result later statements may write in place). A spelling keeps the shapes, dtypes and
+        memory of every variable the generator sees; only values change, and no draw of ``rng`` depends on
+        a value (eager rejects by shapes, dtypes and overlap here). It is drawn from ``spell``, a third
+        generator seeded apart from ``side``, so the ``.detach()`` spellings of every program are those
+        they were. An operand that overlaps its destination at other indices is never spelled
+        (``_maskable``): the op is ill-defined or rejected by eager, and a chain, a fresh tensor, would
+        make it defined, another program.
     """
 
     def __init__(self, rng: random.Random, env: dict, names: list[str]):
@@ -118,11 +131,30 @@ class _Gen:
         self.names = names  # defined tensor variables, in definition order
         self.counter = 0
         self.side = random.Random(str(rng.getstate()[1][:16]))  # Note [detach spellings keep the stream]
+        self.spell = random.Random(str(rng.getstate()[1][:16]) + ":spell")  # Note [mask spellings keep the stream]
 
     def detach_drawn(self, p: float) -> bool:
         """Whether to read a tensor through ``.detach()``: probability ``p``, drawn from ``side`` (Note
         [detach spellings keep the stream])."""
         return self.side.random() < p
+
+    def spell_drawn(self, p: float) -> bool:
+        """Whether to spell a statement another way of the same shapes, dtypes and memory: probability ``p``,
+        drawn from ``spell`` (Note [mask spellings keep the stream])."""
+        return self.spell.random() < p
+
+    def _mask_chain(self, x: str, y_text: str) -> str:
+        """A float32 operand built from a bool mask, for an in-place op into ``x`` in place of ``y_text`` (an
+        operand that broadcasts into ``x``): its shape broadcasts into ``x``'s too. The mask is of ``x``
+        itself (read before the write) or of another float32 tensor that broadcasts into ``x``, an alias of
+        it as often as not (Note [mask spellings keep the stream])."""
+        s = self.spell
+        xs = self.shape(x)
+        others = [v for v in self.names if self.env[v].dtype == torch.float32 and _broadcasts_into(self.shape(v), xs)]
+        z = s.choice([x, x] + others)
+        return s.choice((f"torch.where({z} > 0, {y_text}, {x})", f"({z} > 0).float().sigmoid()",
+                         f"{y_text} * ({z} > 0)", f"torch.where({z} < 0, -{y_text}, {y_text})",
+                         f"({z} > 0).float() * {y_text}", f"torch.where(({z} > 0) & ({y_text} < 0.5), {y_text}, {z})"))
 
     def _detach_prefix(self, e: str, v: str, p: float) -> str:
         """``e`` (which starts with the variable ``v``), with ``v`` read through ``.detach()`` where
@@ -256,6 +288,9 @@ class _Gen:
                 e = f"{x}.{op}({y})"
             if self._is_var(y) and self.detach_drawn(0.5 if y == x else 0.15):
                 e = e.replace(f"({y}", f"({y}.detach()", 1)  # (x.mul_(x.detach()): the same memory and index)
+            if self.spell_drawn(0.3) and self._is_var(y) and self._maskable(x, y):
+                y_text = f"{y}.detach()" if f"({y}.detach()" in e else y  # (Note [mask spellings keep the stream])
+                e = e.replace(f"({y_text}", f"({self._mask_chain(x, y_text)}", 1)
             if op == "copy_":
                 reads = (y,)
             else:
@@ -288,6 +323,17 @@ class _Gen:
             t = self.fresh()
             return Stmt(f"{t} = {e}", target=t, reads=reads, writes=x, inplace_result=True)
         return Stmt(self._detach_prefix(e, x, 0.1), reads=reads, writes=x)  # (a write through x.detach())
+
+    def _maskable(self, x: str, y: str) -> bool:
+        """Whether the operand ``y`` of an in-place op into ``x`` may be spelled as a mask chain (Note [mask
+        spellings keep the stream]): both float32, ``y`` broadcasts into ``x``, and ``y`` is ``x``'s memory at
+        the same indices or none of it (else the op is ill-defined or eager rejects it, and a chain, a fresh
+        tensor, would make it well-defined: another program)."""
+        tx, ty = self.env[x], self.env[y]
+        if tx.dtype != torch.float32 or ty.dtype != torch.float32 or not _broadcasts_into(tuple(ty.shape), tuple(tx.shape)):
+            return False
+        return not _overlaps(tx, ty) or (tx.shape == ty.shape and tx.stride() == ty.stride()
+                                         and tx.storage_offset() == ty.storage_offset())
 
     def _foreach(self, x: str) -> Stmt:
         """A ``torch._foreach_*_`` over two or three written tensors (``x`` first; they may be the same
@@ -380,6 +426,10 @@ class _Gen:
                  f"{x}.abs()", f"{x}.clone()", f"{x}.cos()", f"torch.relu({x})"),
                 (3, 3, 2, 3, 1, 1, 1, 1, 1, 1),
             )[0]
+            if e in (f"torch.sigmoid({x})", f"torch.relu({x})", f"{x}.abs()") and self.env[x].dtype == torch.float32 \
+                    and self.spell_drawn(0.5):  # a mask chain, later written in place (Note [mask spellings keep the stream])
+                e = self.spell.choice((f"({x} > 0).float().sigmoid()", f"{x} * ({x} > 0)",
+                                       f"torch.where({x} > 0, {x}, -{x})", f"({x} < 0).float()"))
         elif kind == "binary":
             y = self.operand(x, inplace=False)
             e = rng.choice((f"{x} + {y}", f"{x} * {y}", f"{x} - {y}", f"torch.maximum({x}, {y})",
@@ -397,6 +447,13 @@ class _Gen:
     def statement(self) -> Stmt:
         kind = self.rng.choices(("view", "inplace", "outofplace"), (3, 5, 3))[0]
         return getattr(self, kind)()
+
+
+def _broadcasts_into(shape: tuple[int, ...], into: tuple[int, ...]) -> bool:
+    try:
+        return tuple(torch.broadcast_shapes(shape, into)) == tuple(into)
+    except RuntimeError:
+        return False
 
 
 class _Indexer:

@@ -29,6 +29,15 @@ Note [one class per program, and the refusals it may get]
                        aliases a written tensor;                        ones today): never a wrong
                        broadcast_tensors(y, y)[0].add_(1)               value
 
+    Note [int32 views of float32]: the plain statements of every class (``_plain``) are spelled,
+    some of the time, through a ``view(dtype)`` of the same element size (session 16): a view
+    ``t = x.transpose(0, 1).view(torch.int32).view(torch.float32)`` (or through ``.detach()``),
+    a write ``x.view(torch.int32).add_(1)`` (``mul_(2)``, ``neg_()``, ``zero_()``; of an int32
+    tensor through ``view(torch.float32)``), a read ``(x.view(torch.int32) * 2).view(torch.float32)``
+    (a float32 view of an int32 result in the layout eager gives it). Drawn from the basic
+    generator's ``spell`` stream, with the shapes, dtypes and memory of every variable unchanged,
+    so every seed's program is the one it was (gen_basic.py, Note [mask spellings keep the stream]).
+
     With ``--grad`` the refusals of calls that compute gradients (docs/limits.md, Autograd)
     are documented for every class. The entries of list/dict arguments are compared after
     the call like the arguments themselves (oracle.py), so a store that ran but was lost
@@ -151,6 +160,10 @@ class EdgesGen(_Gen):
             t = self.fresh()
             e = rng.choice([f"{x}{_index_expr(rng, sh)}"] + ([f"{x}.transpose(0, 1)"] if len(sh) >= 2 else [])
                            + [f"{x}.unsqueeze(0)"])
+            if self.dtype(x) in ("float32", "int32") and self.spell_drawn(0.3):  # Note [int32 views of float32]
+                other = "int32" if self.dtype(x) == "float32" else "float32"
+                e = self.spell.choice((f"{e}.view(torch.{other}).view(torch.{self.dtype(x)})",
+                                       f"{e}.detach().view(torch.{other}).view(torch.{self.dtype(x)})"))
             return Stmt(f"{t} = {e}", target=t, view_of=x)
         if kind == "write":
             x = self.pick(writable=True)
@@ -159,9 +172,15 @@ class EdgesGen(_Gen):
             reads = (x, y) if self._is_var(y) and y in op else (x,)
             if op.startswith("copy_"):
                 reads = (y,) if self._is_var(y) else ()
+            if op in ("add_(1)", "mul_(2)", "neg_()", "zero_()") and self.dtype(x) in ("float32", "int32") \
+                    and self.spell_drawn(0.3):  # Note [int32 views of float32]
+                other = "int32" if self.dtype(x) == "float32" else "float32"
+                return Stmt(f"{x}.view(torch.{other}).{op}", reads=reads, writes=x)
             return Stmt(f"{x}.{op}", reads=reads, writes=x)
         t = self.fresh()
         e = rng.choice((f"{x} + 0", f"{x} * 2", f"{x}.sum()", f"{x}.clone()", f"{x} > 0"))
+        if e in (f"{x} + 0", f"{x} * 2") and self.dtype(x) == "float32" and self.spell_drawn(0.3):
+            e = f"({x}.view(torch.int32){e[len(x):]}).view(torch.float32)"  # Note [int32 views of float32]
         return Stmt(f"{t} = {e}", target=t, reads=(x,))
 
     # --- the classes ---

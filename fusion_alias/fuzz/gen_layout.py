@@ -15,12 +15,28 @@ Note [reshape: a view or a copy]
     So whether a write into ``x`` (or into ``v``) reaches the other depends on
     the layout at the call. Inputs here are often transposed or strided, and
     most views are reshapes of such layouts.
+
+Note [dtype views keep the stream]
+    ``view(dtype)`` to a dtype of the same element size (float32 <-> int32) is a view
+    of any layout, in eager too; it keeps the sizes, strides and offset. Session 16
+    spells some statements through one: a reshape of ``x.t().view(torch.int32)
+    .view(torch.float32)`` (or of its ``.detach()``), a write ``x.view(torch.int32)
+    .add_(1)`` / ``.bitwise_xor_(-2147483648)`` (the sign bit) / ``.bitwise_and_
+    (2147483647)`` (the absolute value), a read ``(v.view(torch.int32) + 0)
+    .view(torch.float32)`` (an int32 result in the layout eager gives an elementwise
+    op of ``v``, then a float32 view of that layout the program made). Each keeps the
+    shapes, dtypes and memory of every variable the generator sees and is drawn from
+    the basic generator's ``spell`` stream (gen_basic.py, Note [mask spellings keep the
+    stream]), so every seed's program is the one it was, some statements spelled
+    through an int32 view.
 """
 
 from __future__ import annotations
 
 import math
 import random
+
+import torch
 
 from fusion_alias.fuzz.gen_basic import _factor_shapes, _Gen
 from fusion_alias.fuzz.hazard import _overlaps
@@ -89,6 +105,9 @@ class LayoutGen(_Gen):
                 e = f"{src}.expand({k}, {', '.join(map(str, sh))}).reshape({k}, -1)"
         else:
             e = f"{src}.contiguous()"
+        if self.env[x].dtype == torch.float32 and self.spell_drawn(0.25):  # Note [dtype views keep the stream]
+            e = e.replace(src, self.spell.choice((f"{src}.view(torch.int32).view(torch.float32)",
+                                                  f"{src}.detach().view(torch.int32).view(torch.float32)")), 1)
         t = self.fresh()
         self.reshaped.append((t, x))
         return Stmt(f"{t} = {e}", target=t, view_of=x)
@@ -116,6 +135,8 @@ class LayoutGen(_Gen):
                 v = x if written[2] == t else t
                 r = self.fresh()
                 e = rng.choice((f"{v} + 0", f"{v} * 1", f"torch.tanh({v})", f"{v}.sin()", f"{v}.sum(0)"))
+                if e in (f"{v} + 0", f"{v} * 1") and self.env[v].dtype == torch.float32 and self.spell_drawn(0.5):
+                    e = f"({v}.view(torch.int32){e[len(v):]}).view(torch.float32)"  # Note [dtype views keep the stream]
                 return Stmt(f"{r} = {e}", target=r, reads=(v,))
         kind = rng.choices(("view", "inplace", "outofplace"), (6, 4, 2))[0]
         return getattr(self, kind)()
@@ -132,6 +153,8 @@ class LayoutGen(_Gen):
         else:
             target = t
         op = rng.choice(("mul_(2.0)", "add_(1.0)", "neg_()", "zero_()", "tanh_()"))
+        if self.env[target].dtype == torch.float32 and self.spell_drawn(0.3):  # Note [dtype views keep the stream]
+            op = "view(torch.int32)." + self.spell.choice(("add_(1)", "bitwise_xor_(-2147483648)", "bitwise_and_(2147483647)"))
         return Stmt(f"{target}.{op}", reads=(target,), writes=target)
 
     def extra_returns(self) -> list[str]:

@@ -59,6 +59,18 @@ Note [module programs]
     reads memory it writes at other indices without eager raising (Note [partial overlap
     within one op], hazard.py): such a result is eager's iteration order, not a value.
     Any clear refusal of fusion_alias counts as refused (``Program.refusals`` is None).
+
+Note [rebinding a buffer]
+    Session 16: some updates of the state rebind it to a new tensor instead of writing it in place:
+    ``m.ema = m.ema * 0.9 + src.detach() * 0.1``, ``m.run_mean = m.b.detach()`` (the buffer now shares
+    a parameter's memory, into the next call), ``m.steps = m.steps + 1``, ``m.kv = torch.cat([m.kv[1:],
+    a[0:1].detach()])``, ``m.scale = m.scale * 0.9`` (a plain tensor attribute, not a buffer). With
+    ``entry`` "self" the module rebound is the one called; with "arg" and "global" it is not (Thunder
+    0.2.6 asserts there: Note [a buffer rebound on a module the call was given], dropped_attributes.py).
+    They are drawn from ``_Body.spell``, a generator seeded from ``rng``'s state without drawing from it,
+    so a program none of whose statements is spelled so is the one it was. One that has one may grow
+    differently after it: which later statements eager rejects or leaves ill-defined depends on the
+    memory the state now has.
 """
 
 from __future__ import annotations
@@ -173,6 +185,38 @@ class _Body:
         self.rng, self.mod, self.grad, self.has_global = rng, mod, grad, has_global
         self.batch_vals = ["a"]  # (B, c) values
         self.counter = 0
+        self.spell = random.Random(str(rng.getstate()[1][:16]) + ":spell")  # Note [rebinding a buffer]
+
+    def rebind(self, kind: str, form: str) -> str:
+        """``form``, or, drawn from ``spell``, a statement of the same kind that rebinds the state it updates
+        to a new tensor (Note [rebinding a buffer])."""
+        mod, s = self.mod, self.spell
+        if s.random() >= 0.3:
+            return form
+        c = s.choice(_CONSTS)
+        forms = []
+        if kind == "ema" and "ema" in mod.buffers:
+            src = s.choice(mod.mats() if mod.ema_shape == "mat" else mod.vecs() + ["k"])
+            if src == "m.ema":
+                src = "m.w" if mod.ema_shape == "mat" else "k"
+            forms += [f"m.ema = m.ema * {c} + {src}.detach() * 0.1", f"m.ema = {src}.detach()",
+                      f"m.ema = {src}.detach() * 1.0"]
+        if kind == "ema" and "mom" in mod.buffers:
+            forms += [f"m.mom = m.mom * {c} + m.w.detach()", "m.mom = m.w.detach()"]
+        if kind == "stats":
+            x = s.choice(self.batch_vals)
+            if "run_mean" in mod.buffers:
+                forms += [f"m.run_mean = m.run_mean * {c} + {x}.detach().mean(0) * 0.1", "m.run_mean = m.b.detach()",
+                          f"m.run_mean = {x}[0].detach()"]
+            if "steps" in mod.buffers:
+                forms += ["m.steps = m.steps + 1"]
+            if mod.scale:  # a plain tensor attribute, not a buffer
+                forms += [f"m.scale = m.scale * {c}"]
+        if kind == "kv" and "kv" in mod.buffers:
+            i = s.randrange(mod.rows)
+            forms += [f"m.kv = m.kv.index_copy(0, torch.tensor([{i}]), k.detach()[None])", "m.kv = m.kv * 0.5",
+                      f"m.kv = torch.cat([m.kv[1:], {s.choice(self.batch_vals)}[0:1].detach()])"]
+        return s.choice(forms) if forms else form
 
     def tmp(self) -> str:
         t = f"t{self.counter}"
@@ -215,7 +259,7 @@ class _Body:
                                    f"m.ema.mul_(0.9).add_({src}, alpha=0.1)"))
             else:
                 form = rng.choice((f"m.mom.mul_(0.9).add_({mod.weight(rng)})", f"m.mom.mul_(0.9).add_({mod.data(mod.weight(rng))})"))
-            return Stmt(f"{self.mode(0.6)}{form}", writes="m"), None
+            return Stmt(f"{self.mode(0.6)}{self.rebind('ema', form)}", writes="m"), None
         if kind == "stats" and any(b in mod.buffers for b in ("run_mean", "run_var", "steps")):
             x = self.bval()
             forms = []
@@ -225,7 +269,7 @@ class _Body:
                 forms += [f"m.run_var.mul_(0.9).add_({x}.detach().var(0), alpha=0.1)"]
             if "steps" in mod.buffers:
                 forms += ["m.steps.add_(1)", "m.steps += 1"]
-            return Stmt(f"{self.mode(0.5)}{rng.choice(forms)}", writes="m"), None
+            return Stmt(f"{self.mode(0.5)}{self.rebind('stats', rng.choice(forms))}", writes="m"), None
         if kind == "optim":
             w = rng.choice(("m.w", "m.b") + (("m.head",) if mod.tie == "head" else ()) + (("m.lin.weight",) if mod.tie == "lin" else ()))
             other = rng.choice(mod.mats()) if w != "m.b" else self.vec()
@@ -250,7 +294,7 @@ class _Body:
             if B <= T:
                 s = rng.randrange(T - B + 1)
                 forms.append(f"m.kv[{s}:{s + B}] = {x}.detach()")
-            return Stmt(f"{self.mode(0.4)}{rng.choice(forms)}", writes="m"), None
+            return Stmt(f"{self.mode(0.4)}{self.rebind('kv', rng.choice(forms))}", writes="m"), None
         if kind == "global" and self.has_global:
             form = rng.choice((f"GT.mul_({self.c()})", f"GT.add_({rng.choice(mod.vecs())})", f"GT.copy_({self.bval()}[0].detach())",
                                "GT.add_(k)"))
