@@ -307,6 +307,18 @@ def test_a_write_through_detach_of_a_leaf_that_requires_grad_matches_eager():
     assert_matches_eager(fn, make)
 
 
+def _outputs_flags_and_grads(fn, *shapes):
+    """``fn``'s outputs, their requires_grad flags, and the leaves' gradients (zeros for None) of a loss
+    with random weights over the outputs that require grad, on fresh leaves of ``shapes``."""
+    ws = _leaves(*shapes)
+    outs = fn(*[w * 1 for w in ws])
+    flags = [o.requires_grad for o in outs]
+    weights = torch.Generator().manual_seed(1)
+    sum((o * torch.rand(o.shape, generator=weights)).sum() for o in outs if o.requires_grad).backward()
+    grads = [torch.zeros_like(w) if w.grad is None else w.grad for w in ws]
+    return [o.detach() for o in outs], flags, grads
+
+
 def _mask_as_float_then_written(a, b):
     t1 = (b < 0).float()  # a bool result of b, made float: eager's requires no grad
     t2 = a.expand(2, 4, 1, 6)
@@ -319,17 +331,8 @@ def test_an_integer_or_bool_result_and_what_is_made_of_it_require_no_grad():
     # fusion_alias followed "requires grad" through (b < 0), so (b < 0).float() was returned requiring
     # grad, and a loss over the outputs that require grad weighted the others differently (fuzz seed
     # 20415 #166, basic --grad, a mask spelling of session 16)
-    def run(fn):
-        ws = _leaves((4, 1, 6), (4, 6))
-        outs = fn(*[w * 1 for w in ws])
-        flags = [o.requires_grad for o in outs]
-        weights = torch.Generator().manual_seed(1)
-        sum((o * torch.rand(o.shape, generator=weights)).sum() for o in outs if o.requires_grad).backward()
-        grads = [torch.zeros_like(w) if w.grad is None else w.grad for w in ws]
-        return [o.detach() for o in outs], flags, grads
-
-    want = run(_mask_as_float_then_written)
-    got = run(fusion_alias.jit(_mask_as_float_then_written, backend="reference"))
+    want = _outputs_flags_and_grads(_mask_as_float_then_written, (4, 1, 6), (4, 6))
+    got = _outputs_flags_and_grads(fusion_alias.jit(_mask_as_float_then_written, backend="reference"), (4, 1, 6), (4, 6))
     assert got[1] == want[1] == [False, True]
     for g, w in zip(got[0] + got[2], want[0] + want[2]):
         torch.testing.assert_close(g, w)
@@ -348,17 +351,8 @@ def test_a_view_of_another_dtype_requires_no_grad():
     # Note [outputs no gradient reaches]: no gradient flows through view(torch.int32), an integer result;
     # fusion_alias followed "requires grad" through it and returned t1, t2 requiring grad (fuzz seeds 20417
     # #26, #30, #39, layout --grad, session 16's int32 views; the fix of 20415 #166)
-    def run(fn):
-        ws = _leaves((4, 6), (2, 3))
-        outs = fn(*[w * 1 for w in ws])
-        flags = [o.requires_grad for o in outs]
-        weights = torch.Generator().manual_seed(1)
-        sum((o * torch.rand(o.shape, generator=weights)).sum() for o in outs if o.requires_grad).backward()
-        grads = [torch.zeros_like(w) if w.grad is None else w.grad for w in ws]
-        return [o.detach() for o in outs], flags, grads
-
-    want = run(_through_an_int32_view)
-    got = run(fusion_alias.jit(_through_an_int32_view, backend="reference"))
+    want = _outputs_flags_and_grads(_through_an_int32_view, (4, 6), (2, 3))
+    got = _outputs_flags_and_grads(fusion_alias.jit(_through_an_int32_view, backend="reference"), (4, 6), (2, 3))
     assert got[1] == want[1] == [False, False, True]
     for g, w in zip(got[0] + got[2], want[0] + want[2]):
         torch.testing.assert_close(g, w)
