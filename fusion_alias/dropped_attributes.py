@@ -124,8 +124,7 @@ def _rebind_buffer(root, name: str, value, requires_grad: bool = True) -> None:
     old = owner._buffers.get(leaf)
     if _same_tensor(old, value):
         return
-    if not requires_grad and isinstance(value, torch.Tensor) and value.requires_grad:
-        value = value.detach()
+    value = _detached_unless_required(value, requires_grad)
     owner._buffers[leaf] = value
     for thunder_module in getattr(root, "_fusion_alias_siblings", None) or (root,):
         overrides = getattr(thunder_module, "_overrides_buffers", None)
@@ -143,14 +142,25 @@ def _same_tensor(a, b) -> bool:
             and a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr())
 
 
-def _rebind_buffer_meta(root, name, value, requires_grad) -> None:
+def _store_meta(target, name, value, requires_grad) -> None:
     return None
 
 
-_REBIND_BUFFER = Symbol(
-    name="fusion_alias_rebind_buffer", id="fusion_alias.rebind_buffer", meta=_rebind_buffer_meta, is_prim=True,
-    tags=(OpTags.DONT_DCE,),
-    _bind_postprocess=lambda b: setattr(b, "_call_ctx", {"fusion_alias_rebind_buffer": _rebind_buffer}))
+def _epilogue_store(name: str, impl) -> Symbol:
+    """An epilogue symbol that runs ``impl(target, name, value, requires_grad)``, kept by DCE (it returns nothing)."""
+    return Symbol(name=f"fusion_alias_{name}", id=f"fusion_alias.{name}", meta=_store_meta, is_prim=True,
+                  tags=(OpTags.DONT_DCE,),
+                  _bind_postprocess=lambda b: setattr(b, "_call_ctx", {f"fusion_alias_{name}": impl}))
+
+
+def _detached_unless_required(value, requires_grad: bool):
+    """``value`` detached where its traced result requires no grad (Note [a buffer rebound on the module called])."""
+    if not requires_grad and isinstance(value, torch.Tensor) and value.requires_grad:
+        return value.detach()
+    return value
+
+
+_REBIND_BUFFER = _epilogue_store("rebind_buffer", _rebind_buffer)
 
 
 def _set_attribute(obj, name: str, value, requires_grad: bool = True) -> None:
@@ -158,19 +168,10 @@ def _set_attribute(obj, name: str, value, requires_grad: bool = True) -> None:
     grad detached (Note [a buffer rebound on the module called]: ``m.scale = m.scale * 0.99`` on a module
     read from a global, in a call that computes gradients, got a tensor that requires grad; fuzz seed
     20416 #24, modules --grad)."""
-    if not requires_grad and isinstance(value, torch.Tensor) and value.requires_grad:
-        value = value.detach()
-    setattr(obj, name, value)
+    setattr(obj, name, _detached_unless_required(value, requires_grad))
 
 
-def _set_attribute_meta(obj, name, value, requires_grad) -> None:
-    return None
-
-
-_SET_ATTRIBUTE = Symbol(
-    name="fusion_alias_set_attribute", id="fusion_alias.set_attribute", meta=_set_attribute_meta, is_prim=True,
-    tags=(OpTags.DONT_DCE,),
-    _bind_postprocess=lambda b: setattr(b, "_call_ctx", {"fusion_alias_set_attribute": _set_attribute}))
+_SET_ATTRIBUTE = _epilogue_store("set_attribute", _set_attribute)
 
 
 def _rebind_buffers_of_the_module_called(epilogue_trace) -> None:
