@@ -99,8 +99,23 @@ _GETITEM_NAMES = frozenset({"getitem", "__getitem__"})
 
 
 def indexes_with_a_tensor(sym, args) -> bool:
-    """Whether ``sym(*args)`` is a ``getitem`` whose key gathers (Note [indexing with a tensor copies])."""
+    """Whether ``sym(*args)`` is a ``getitem`` whose key gathers (Note [indexing with a tensor copies],
+    Note [indexing with a list copies])."""
     if sym.name not in _GETITEM_NAMES or len(args) < 2:
         return False
-    key = args[1] if isinstance(args[1], tuple) else (args[1],)
-    return any(isinstance(k, TensorProxy) and (k.ndim > 0 or dtypes.is_boolean_dtype(k.dtype)) for k in key)
+    key = args[1]
+    if isinstance(key, list) and key and all(type(k) in (int, bool) for k in key):
+        return True  # ``x[[0, 1]]``: one index of a list of ints
+    key = tuple(key) if isinstance(key, (tuple, list)) else (key,)
+    return any(isinstance(k, (list, tuple)) or (
+        isinstance(k, TensorProxy) and (k.ndim > 0 or dtypes.is_boolean_dtype(k.dtype))) for k in key)
+
+
+# Note [indexing with a list copies]
+# ----------------------------------
+# A Python list in a key is advanced indexing too, as a tensor is: ``x[[0, 1]]``, ``x[[True, False,
+# True]]``, ``x[:, [0, 1]]``, ``x[0, [1, 2]]`` and ``x[[[0], [1]]]`` gather into new memory (checked in
+# eager: none shares ``x``'s storage). A list that holds a slice, ``None`` or ``...`` is read by torch
+# as a tuple (``x[[slice(None), 0]]`` is ``x[:, 0]``, a view); so is one that holds a list or a tensor,
+# whose items then decide. ``x[[0, 1]].copy_(x[[1, 0]])`` (a write into a copy: eager's ``x`` does
+# not change) was refused as operands fusion_alias cannot relate (session 17 hand probe).

@@ -10,6 +10,7 @@ import thunder
 import torch
 
 import fusion_alias
+from fusion_alias.backends.reference import SCHEDULES
 from tests.grad_helpers import assert_matches_eager
 
 OVERLAP = "single memory location"
@@ -111,6 +112,10 @@ ACCEPTED = {
     "add_rows_gathered": lambda a, f: a.add_(a[torch.tensor([3, 2, 1, 0])]),
     "mul_columns_gathered": lambda a, f: a.mul_(a[:, torch.tensor([1, 0, 3, 2])]),
     "accumulate_into_gathered_rows": lambda a, f: a.__setitem__(torch.tensor([0, 2]), a[torch.tensor([0, 2])] + f[0]),
+    # a list in a key gathers too (fresh_results.py, Note [indexing with a list copies])
+    "copy_into_rows_gathered_by_a_list": lambda a, f: a[[0, 1]].copy_(a[[1, 0]]),
+    "add_rows_gathered_by_a_list": lambda a, f: a.add_(a[[3, 2, 1, 0]]),
+    "add_columns_gathered_by_a_list": lambda a, f: a.mul_(a[:, [1, 0, 3, 2]]),
     # a dtype conversion that changes the dtype, and Tensor.new_*, allocate (fresh_results.returns_new_memory)
     "copy_of_converted_row": lambda a, f: a[0].copy_(a[1].half()),
     "copy_into_new_empty": lambda a, f: a.add_(a.new_empty(a.shape).copy_(a)),
@@ -243,3 +248,38 @@ def test_overlap_through_a_reshape_that_copies_is_rejected():
         f(make())
     with pytest.raises(fusion_alias.AliasInputError, match=OVERLAP):
         fusion_alias.jit(f, backend="reference")(make())
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize(
+    "key", [[0, 1], (slice(None), [0, 2]), (0, [1, 2])], ids=["ints", "columns", "int-then-list"]
+)
+def test_a_list_in_a_key_gathers_where_eager_gathers(key, schedule):
+    # Note [indexing with a list copies]: a write into the gathered rows leaves ``a`` as it was (a
+    # list that holds a slice, None or ..., which torch reads as a tuple, Thunder 0.2.6 does not trace)
+    def fn(a):
+        y = a[key]
+        y.mul_(2)
+        return y + a.sum(), a * 1
+
+    jitted = fusion_alias.jit(fn, backend="reference", schedule=schedule)
+    for _ in range(2):
+        a_e, a_j = torch.arange(12.0).reshape(3, 4), torch.arange(12.0).reshape(3, 4)
+        want, got = fn(a_e), jitted(a_j)
+        for g, w in zip(got, want):
+            torch.testing.assert_close(g, w)
+        torch.testing.assert_close(a_j, a_e)
+
+
+def test_rows_gathered_by_a_list_with_gradients():
+    def f(w, v):
+        h = w * 1
+        h[[0, 2]] += v[:2]
+        return h.add_(h[[2, 1, 0]])
+
+    def make_inputs():
+        g = torch.Generator().manual_seed(5)
+        w, v = torch.randn(3, 4, generator=g).requires_grad_(), torch.randn(3, 4, generator=g).requires_grad_()
+        return [w, v], [w, v]
+
+    assert_matches_eager(f, make_inputs)
