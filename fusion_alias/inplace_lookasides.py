@@ -211,7 +211,42 @@ def _getattr(self, attr: str, /):
             return partial(_tensor_fill_, self)
         if attr in _OUT_OF_PLACE:
             return partial(_inplace_symbol(attr), self)
+        if attr.endswith("_") and not attr.startswith("_") and callable(getattr(torch.Tensor, attr, None)):
+            raise UnsupportedMethodError(_unsupported_method_message(self, attr)) from None
         raise
+
+
+class UnsupportedMethodError(AttributeError):
+    """An in-place ``Tensor`` method Thunder 0.2.6 does not trace (an ``AttributeError``, as Thunder's
+    own, so that ``hasattr`` still answers False), with a message that names it and a workaround."""
+
+
+# Note [in-place methods Thunder lacks]
+# -------------------------------------
+# Thunder's proxies answer an in-place method they do not have with ``AttributeError: Unknown
+# attribute t_``, which reads like a typo in the program (session 17 hand probe: ``t_``,
+# ``transpose_``, ``squeeze_``, ``unsqueeze_``, ``as_strided_``, ``resize_``, ``fill_diagonal_``,
+# ``put_``, ``addmm_``). The ones that change a tensor's shape or strides in place have a rebinding
+# out-of-place form; the others compute a value that ``copy_`` can write back.
+_SHAPE_METHODS = {
+    "t_": "x = x.t()", "transpose_": "x = x.transpose(d0, d1)", "swapdims_": "x = x.swapdims(d0, d1)",
+    "swapaxes_": "x = x.swapaxes(d0, d1)", "squeeze_": "x = x.squeeze(...)", "unsqueeze_": "x = x.unsqueeze(d)",
+    "as_strided_": "x = x.as_strided(...)", "resize_": "x = x.new_empty(shape) or x.reshape(shape)",
+    "resize_as_": "x = x.new_empty(other.shape)", "set_": "x = other",
+}
+
+
+def _unsupported_method_message(proxy: TensorProxy, attr: str) -> str:
+    if attr in _SHAPE_METHODS:
+        return (f"fusion_alias: Tensor.{attr} changes a tensor's shape or strides in place, which Thunder 0.2.6 "
+                f"does not trace: not supported. Workaround: rebind the name instead ({_SHAPE_METHODS[attr]})")
+    try:
+        _proxy_getattr(proxy, attr[:-1])
+        workaround = f"x.copy_(x.{attr[:-1]}(...))"
+    except AttributeError:  # (Thunder lacks the out-of-place method too: put_, fill_diagonal_)
+        workaround = "compute the value with ops Thunder traces and write it back with x.copy_(value)"
+    return (f"fusion_alias: the in-place method Tensor.{attr} is not supported: Thunder 0.2.6 does not trace it. "
+            f"Workaround: {workaround}")
 
 
 def proxy_method(proxy: TensorProxy, name: str):

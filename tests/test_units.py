@@ -357,6 +357,11 @@ def test_torch_functions_trusted_to_return_new_memory_do_so_in_eager():
         "clip": lambda x: torch.clip(x, -1e9, 1e9), "index_fill": lambda x: x.index_fill(0, torch.tensor([], dtype=torch.long), 1.0),
         "masked_scatter": lambda x: x.masked_scatter(torch.zeros_like(x, dtype=torch.bool), x),
         "ldexp": lambda x: torch.ldexp(x, torch.zeros_like(x, dtype=torch.int32)),
+        "put": lambda x: x.put(torch.tensor([], dtype=torch.long), torch.tensor([])),
+        "addmm": lambda x: x.addmm(torch.zeros(x.shape[0], 1), torch.zeros(1, x.shape[1])),
+        "addmv": lambda x: x[:, 0].addmv(x, x[0]), "addr": lambda x: x.addr(x[:, 0], x[0]),
+        "addbmm": lambda x: x.addbmm(torch.zeros(1, x.shape[0], 1), torch.zeros(1, 1, x.shape[1])),
+        "baddbmm": lambda x: x[None].baddbmm(torch.zeros(1, x.shape[0], 1), torch.zeros(1, 1, x.shape[1])),
     }
     # elementwise ops whose result may equal the argument's values (the out-of-place halves of
     # inplace_lookasides.py's in-place ops): one or two tensor arguments
