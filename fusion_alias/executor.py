@@ -26,7 +26,7 @@ from thunder.core.trace import TraceCtx, TraceProvenance
 from thunder.extend import FusionExecutor, register_executor
 import thunder.core.prims as prims
 
-from fusion_alias import (context, data_attribute, dropped_attributes, foreach_lookasides, inplace_lookasides, ops, pipeline,
+from fusion_alias import (context, data_attribute, tensor_identity, dropped_attributes, foreach_lookasides, inplace_lookasides, ops, pipeline,
                           untraceable_calls)
 from fusion_alias.refusals import bool_keys
 from fusion_alias.refusals.bool_keys import refuse_bool_key
@@ -370,4 +370,5 @@ untraceable_calls.register(executor)  # torch.manual_seed & co.: a clear error, 
 bool_keys.register(executor)  # x[True]: refused as traced (Note [a bool key refused as it is traced])
 dropped_attributes.register(executor)  # attributes set in forward, which Thunder drops: refused
 data_attribute.register(executor)  # Tensor.data as detach() (Thunder 0.2.6's proxies have none)
+tensor_identity.register()  # `a is b` on tensors as eager answers it (Note [tensor identity in a trace])
 register_executor(executor)
