@@ -331,6 +331,7 @@ class AliasSpecializedFunction:
         ctx = context.CompileContext(
             self._backend, self._schedule, self._ignore, args, kwargs, True, self._compiled_inputs(needs_grad)
         )
+        ctx.fn = self._fn
         token = context.using(ctx)
         cache = jfn._lc_cs.interpreter_cache
         compiled = len(cache)

@@ -30,6 +30,7 @@ class CompileContext:
         "writebacks",
         "written_positions",
         "foreach_writes",
+        "fn",
     )
 
     def __init__(
@@ -59,6 +60,8 @@ class CompileContext:
         # the in-place foreach ops traced in this call's compilation: (op name, the list's tensor names)
         # (foreach_lookasides.py, Note [a foreach op given one tensor twice])
         self.foreach_writes: list[tuple[str, tuple[str, ...]]] = []
+        # the function or module called (tensor_identity.py: where a proxy's provenance starts)
+        self.fn = None
 
     def saw_inputs(self, inputs) -> None:
         """The fusion pass learnt the actual tensors (and other values) the program reads."""

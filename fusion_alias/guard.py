@@ -35,8 +35,13 @@ _first = itemgetter(0)
 #   the exact relation: ``(x, x)`` and ``(x, x.t())`` are one component each,
 #   but ``a.add_(b)`` is a partial overlap (eager raises) only in the second.
 #
+# * same (a component of two or more only): each member that is the very tensor object of an
+#   earlier one. ``a is b`` in the program is answered from the call (tensor_identity.py, Note
+#   [tensor identity in a trace]): ``f(x, x)`` (the pairs ``((1, 0),)``) and ``f(x, x.view(3, 3))``
+#   (none) are one memory, one layout and one offset, but eager answers ``x is y`` apart.
+#
 # Worked example: ``f(x, x)`` with ``x`` 3x3 contiguous gives
-# ``joins ((1, 0),)``, ``layouts ()``, ``offsets ((1, 0),)``; ``f(x, x.t())``
+# ``joins ((1, 0),)``, ``layouts ()``, ``offsets ((1, 0),)``, ``same ((1, 0),)``; ``f(x, x.t())``
 # gives the same joins but ``layouts ((1, (1, 3)),)``: another program.
 # Independent contiguous inputs, the common case, give ``((), (), ())``.
 
@@ -56,7 +61,7 @@ def guard_key(items: Sequence[object], *, max_work: int | None = DEFAULT_MAX_WOR
     >>> guard_key([x, torch.zeros(3)])[0]
     ((), (), ())
     >>> guard_key([x, x.t()])[0]
-    (((1, 0),), ((1, (1, 3)),), ((1, 0),))
+    (((1, 0),), ((1, (1, 3)),), ((1, 0),), ())
     """
     # The hot path (one pass, per-call): a plain contiguous CPU/CUDA tensor costs a few
     # attribute reads and one tuple; its full description is built only if its byte
@@ -117,7 +122,13 @@ def guard_key(items: Sequence[object], *, max_work: int | None = DEFAULT_MAX_WOR
         return ((), tuple(layouts), ()), grad
     joins = []
     offsets = []
+    same = []  # (i, the first index of the same tensor object): Note [what the guard key holds]
+    first_index: dict[int, int] = {}
     for i in range(len(items)):
+        if isinstance(items[i], _Tensor):
+            j = first_index.setdefault(id(items[i]), i)
+            if j != i:
+                same.append((i, j))
         r = _root(parent, i)
         if r != i:
             joins.append((i, r))
@@ -126,4 +137,4 @@ def guard_key(items: Sequence[object], *, max_work: int | None = DEFAULT_MAX_WOR
                 offsets.append((i, None))
             else:
                 offsets.append((i, d[3] - dr[3]))
-    return (tuple(joins), tuple(layouts), tuple(offsets)), grad
+    return (tuple(joins), tuple(layouts), tuple(offsets), tuple(same)), grad

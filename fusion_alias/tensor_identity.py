@@ -13,13 +13,15 @@ proxy is a value, not eager's tensor object. Two ways it answered False where ea
 
 The first is a fact of the trace: an in-place method (its symbol's name ends in ``_``: ``add_``,
 ``copy_``, fusion_alias's ``sigmoid_``) returns its first argument, so each operand is followed back
-through such results first, and two that reach the same proxy are one tensor. The second is not
-answered here (docs/limits.md): the compiled program is shared by every call of one aliasing
-(``guard.py``), ``f(x, x)`` and ``f(x, x.view(2))`` alike, where eager answers True and False, and
-refusing it would refuse ``attn(x, x, x)`` of a module that asks ``query is key`` for a fast path of
-the same value (``nn.MultiheadAttention``). Two module parameters tied to one tensor are the same case.
-Other tensors eager may return as themselves (``x.contiguous()`` of a contiguous ``x``,
-``x.to(x.dtype)``) keep Thunder's answer too.
+through such results first, and two that reach the same proxy are one tensor. The second is a fact of
+the call: an argument's proxy records where the interpreter found it (its provenance: ``args[0]``,
+``kwargs['y']``, ``args[1]['k']``, the module's ``_parameters['w']``), so both are looked up in the
+call's arguments (and the function or module called) and compared as eager compares them. The compiled program then holds that answer, so the guard key says which of the
+call's overlapping tensors are the very same object (guard.py, Note [what the guard key holds]):
+``f(x, x)`` and ``f(x, x.view(2))`` (one memory, one layout) get a program each. Not followed (Thunder's
+answer, False, stays; docs/limits.md): tensors found elsewhere (globals, closures), tensors of no
+elements (the guard does not see them overlap), and tensors eager
+returns as themselves (``x.contiguous() is x`` of a contiguous ``x``, ``x.to(x.dtype)``).
 
 The handler replaces Thunder's ``IS_OP`` handler and hands every other case to it; outside a call of
 ``fusion_alias.jit`` (``context.current().has_call`` False) it is Thunder's.
@@ -27,7 +29,9 @@ The handler replaces Thunder's ``IS_OP`` handler and hands every other case to i
 
 from __future__ import annotations
 
+import torch
 import thunder.core.interpreter as interpreter
+from thunder.core.interpreter import PseudoInst
 from thunder.core.proxies import TensorProxy
 from thunder.core.trace import get_tracectx
 
@@ -65,7 +69,43 @@ def same_tensor(a: TensorProxy, b: TensorProxy) -> bool:
     a, b = _tensor_of(a, producers), _tensor_of(b, producers)
     if a is b or a.name == b.name:
         return True
+    ctx = context.current()
+    found_a, found_b = _in_call(a, ctx), _in_call(b, ctx)
+    if isinstance(found_a, torch.Tensor) and isinstance(found_b, torch.Tensor):
+        return found_a is found_b
     return False
+
+
+_NOT_FOUND = object()
+
+
+def _in_call(p: TensorProxy, ctx):
+    """The tensor of the call that ``p`` stands for, when its provenance is a path into the call's
+    arguments or the function or module called (items and attributes); else ``_NOT_FOUND``."""
+    return _follow(getattr(p, "history", None), ctx, 8)
+
+
+def _follow(record, ctx, depth: int):
+    if record is None or depth == 0:
+        return _NOT_FOUND
+    inst = record.inst
+    if inst is PseudoInst.INPUT_ARGS:
+        return ctx.args
+    if inst is PseudoInst.INPUT_KWARGS:
+        return ctx.kwargs
+    if inst is PseudoInst.INPUT_FN:
+        return ctx.fn if ctx.fn is not None else _NOT_FOUND
+    if inst is PseudoInst.CONSTANT:
+        return record.value
+    if inst in (PseudoInst.BINARY_SUBSCR, PseudoInst.LOAD_ATTR) and len(record.inputs) == 2:
+        of, key = _follow(record.inputs[0], ctx, depth - 1), _follow(record.inputs[1], ctx, depth - 1)
+        if of is _NOT_FOUND or key is _NOT_FOUND:
+            return _NOT_FOUND
+        try:
+            return of[key] if inst is PseudoInst.BINARY_SUBSCR else getattr(of, key)
+        except Exception:
+            return _NOT_FOUND
+    return _NOT_FOUND
 
 
 _thunder_is_op = interpreter._default_opcode_handler_map["IS_OP"]

@@ -54,3 +54,59 @@ def test_plain_thunder_keeps_its_own_answer():
     # the handler acts in calls of fusion_alias.jit only
     got = thunder.jit(_result_of_an_inplace_op)(torch.ones(2))
     torch.testing.assert_close(got, torch.full((2,), 2.0 * 3 * 5))
+
+
+def _same_argument(x, y):
+    return x * (2 if x is y else 3) + (5 if x is not y else 7)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("order", ["same-first", "view-first"])
+def test_the_same_tensor_passed_twice_is_one_tensor(order, schedule):
+    # the interpreter made a proxy per argument, and `x is y` of f(x, x) was False; f(x, x) and
+    # f(x, x.view(2)) (one memory, one layout) now get a program each (guard.py, the key's ``same``)
+    jitted = fusion_alias.jit(_same_argument, backend="reference", schedule=schedule)
+    calls = [lambda x: (x, x), lambda x: (x, x.view(2)), lambda x: (x, x.clone())]
+    if order == "view-first":
+        calls = calls[1:] + calls[:1]
+    for _ in range(2):
+        for make in calls:
+            x_e, x_j = torch.ones(2), torch.ones(2)
+            torch.testing.assert_close(jitted(*make(x_j)), _same_argument(*make(x_e)))
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_tensors_reached_through_containers_keywords_and_modules(schedule):
+    class Tied(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)
+            self.b.weight = self.a.weight
+
+        def forward(self, x, d, *, y):
+            tied = self.a.weight is self.b.weight
+            return x * (2 if x is d["k"] else 3) * (5 if y is x else 7) * (11 if tied else 13)
+
+    m = Tied()
+    jitted = fusion_alias.jit(m, backend="reference", schedule=schedule)
+    for make in [lambda x: (x, {"k": x}, x), lambda x: (x, {"k": x[0:2]}, x), lambda x: (x, {"k": x}, x.clone())]:
+        x_e, x_j = torch.ones(2), torch.ones(2)
+        a_e, a_j = make(x_e), make(x_j)
+        with torch.no_grad():
+            torch.testing.assert_close(jitted(*a_j[:2], y=a_j[2]), m(*a_e[:2], y=a_e[2]))
+
+
+def test_a_self_attention_call_with_one_tensor_three_times_matches_eager():
+    # nn.MultiheadAttention asks ``query is key``: three arguments that are one tensor take its packed path
+    torch.manual_seed(0)
+    mha = torch.nn.MultiheadAttention(8, 2, batch_first=True)
+
+    def attend(q, k, v):
+        return mha(q, k, v)[0]
+
+    x = torch.randn(2, 3, 8)
+    jitted = fusion_alias.jit(attend, backend="reference")
+    with torch.no_grad():
+        torch.testing.assert_close(jitted(x, x, x), attend(x, x, x))
+        y = torch.randn(2, 3, 8)
+        torch.testing.assert_close(jitted(x, y, y), attend(x, y, y))
