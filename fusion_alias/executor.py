@@ -370,5 +370,5 @@ untraceable_calls.register(executor)  # torch.manual_seed & co.: a clear error, 
 bool_keys.register(executor)  # x[True]: refused as traced (Note [a bool key refused as it is traced])
 dropped_attributes.register(executor)  # attributes set in forward, which Thunder drops: refused
 data_attribute.register(executor)  # Tensor.data as detach() (Thunder 0.2.6's proxies have none)
-tensor_identity.register()  # `a is b` on tensors as eager answers it (Note [tensor identity in a trace])
+tensor_identity.register(executor)  # `a is b`, id(a) on tensors as eager answers it (Note [tensor identity in a trace])
 register_executor(executor)

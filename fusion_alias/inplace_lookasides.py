@@ -236,7 +236,17 @@ _SHAPE_METHODS = {
 }
 
 
+# in-place methods that change no values: what to do instead
+_FLAG_METHODS = {
+    "requires_grad_": "set requires_grad on the tensor before the call", "detach_": "x = x.detach()",
+    "share_memory_": "call it before the call",
+}
+
+
 def _unsupported_method_message(proxy: TensorProxy, attr: str) -> str:
+    if attr in _FLAG_METHODS:
+        return (f"fusion_alias: Tensor.{attr} is not supported: Thunder 0.2.6 does not trace it. "
+                f"Workaround: {_FLAG_METHODS[attr]}")
     if attr in _SHAPE_METHODS:
         return (f"fusion_alias: Tensor.{attr} changes a tensor's shape or strides in place, which Thunder 0.2.6 "
                 f"does not trace: not supported. Workaround: rebind the name instead ({_SHAPE_METHODS[attr]})")

@@ -1,4 +1,5 @@
-"""``a is b`` on two tensors of a traced program, answered as eager answers it where the trace tells.
+"""``a is b`` and ``id(a)`` on tensors of a traced program, answered as eager answers them where the
+trace and the call tell.
 
 Note [tensor identity in a trace]
 ---------------------------------
@@ -23,7 +24,9 @@ answer, False, stays; docs/limits.md): tensors found elsewhere (globals, closure
 elements (the guard does not see them overlap), and tensors eager
 returns as themselves (``x.contiguous() is x`` of a contiguous ``x``, ``x.to(x.dtype)``).
 
-The handler replaces Thunder's ``IS_OP`` handler and hands every other case to it; outside a call of
+``id(t)`` of a tensor follows the same two facts (the id of the call's tensor, or of the proxy an
+in-place result leads back to), so ``id(x) == id(y)`` answers as ``x is y``. The handler replaces
+Thunder's ``IS_OP`` handler and hands every other case to it; outside a call of
 ``fusion_alias.jit`` (``context.current().has_call`` False) it is Thunder's.
 """
 
@@ -36,6 +39,17 @@ from thunder.core.proxies import TensorProxy
 from thunder.core.trace import get_tracectx
 
 from fusion_alias import context
+
+
+def _producers() -> dict:
+    """name -> the symbol of the trace being recorded that made it."""
+    producers = {}
+    trace = get_tracectx()
+    for bsym in trace.bound_symbols if trace is not None else ():
+        out = bsym.output
+        if isinstance(out, TensorProxy):
+            producers[out.name] = bsym
+    return producers
 
 
 def _returns_its_first_argument(bsym) -> bool:
@@ -60,12 +74,7 @@ def same_tensor(a: TensorProxy, b: TensorProxy) -> bool:
     (Note [tensor identity in a trace])."""
     if a is b:
         return True
-    producers = {}
-    trace = get_tracectx()
-    for bsym in trace.bound_symbols if trace is not None else ():
-        out = bsym.output
-        if isinstance(out, TensorProxy):
-            producers[out.name] = bsym
+    producers = _producers()
     a, b = _tensor_of(a, producers), _tensor_of(b, producers)
     if a is b or a.name == b.name:
         return True
@@ -123,6 +132,18 @@ def _is_op(inst, /, stack, **kwargs):
     return _thunder_is_op(inst, stack=stack, **kwargs)
 
 
-def register() -> None:
-    """Answer ``IS_OP`` on tensors as eager does, in calls of ``fusion_alias.jit``."""
+def _id(obj, /):
+    """``id(obj)``, of a tensor as eager's: the id of the call's tensor it stands for, else of the proxy
+    it resolves to through in-place results (``id(x.add_(1)) == id(x)``), so that ids compare as ``is``."""
+    if isinstance(obj, TensorProxy) and context.current().has_call:
+        producers = _producers()
+        p = _tensor_of(obj, producers)
+        found = _in_call(p, context.current())
+        return id(found) if isinstance(found, torch.Tensor) else id(p)
+    return id(obj)
+
+
+def register(executor) -> None:
+    """Answer ``IS_OP`` and ``id()`` on tensors as eager does, in calls of ``fusion_alias.jit``."""
     interpreter._default_opcode_handler_map["IS_OP"] = _is_op
+    executor._lookasides[id] = _id

@@ -110,3 +110,24 @@ def test_a_self_attention_call_with_one_tensor_three_times_matches_eager():
         torch.testing.assert_close(jitted(x, x, x), attend(x, x, x))
         y = torch.randn(2, 3, 8)
         torch.testing.assert_close(jitted(x, y, y), attend(x, y, y))
+
+
+L = [1, 2]
+ID_OF_L = id(L)
+
+
+def _ids(x, y):
+    same = id(x) == id(y)
+    inplace = id(x.add_(1)) == id(x)
+    other = id(L) == ID_OF_L  # (an object other than a tensor keeps its own id)
+    return x * (2 if same else 3) * (5 if inplace else 7) * (11 if other else 13)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_ids_of_tensors_compare_as_is(schedule):
+    jitted = fusion_alias.jit(_ids, backend="reference", schedule=schedule)
+    for make in [lambda x: (x, x), lambda x: (x, x.view(2)), lambda x: (x, x.clone())]:
+        x_e, x_j = torch.ones(2), torch.ones(2)
+        a_e, a_j = make(x_e), make(x_j)
+        torch.testing.assert_close(jitted(*a_j), _ids(*a_e))
+        torch.testing.assert_close(x_j, x_e)
