@@ -503,6 +503,34 @@ def test_a_buffer_rebound_in_a_call_that_computes_gradients_requires_no_grad():
             torch.testing.assert_close(got, want, msg=f"call {c}: {k}")
 
 
+class _RebindsThenWrites(torch.nn.Module):
+    def __init__(self, detached):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.linspace(-1, 1, 3))
+        self.register_buffer("kv", torch.ones(4, 3))
+        self.detached = detached
+
+    def forward(self, a, k):
+        self.kv = self.kv * 0.5
+        self.kv[0].copy_(k.detach() * 2 if self.detached else k * 2)
+        return (a * self.w).sum()
+
+
+@pytest.mark.parametrize("detached", [False, True], ids=["value-requires-grad", "detached-value"])
+def test_a_buffer_rebound_then_written_with_a_value_that_requires_grad_requires_grad(detached):
+    # dropped_attributes.py, Note [a write after the value was made]: the epilogue stored the proxy of
+    # ``self.kv * 0.5``, made before the write of ``k * 2`` into it, and read its flag: the new buffer was
+    # detached, where eager's requires grad (fuzz seed 20504 #2, modules --grad: module state layout differs)
+    eager, mod = _RebindsThenWrites(detached), _RebindsThenWrites(detached)
+    jitted = fusion_alias.jit(mod, backend="reference")
+    g = torch.Generator().manual_seed(0)
+    a, k = torch.randn(3, generator=g, requires_grad=True), torch.randn(3, generator=g, requires_grad=True)
+    eager(a * 1, k * 1).backward()
+    jitted(a * 1, k * 1).backward()
+    assert mod.kv.requires_grad == eager.kv.requires_grad == (not detached)
+    torch.testing.assert_close((mod.kv, mod.w.grad), (eager.kv, eager.w.grad))
+
+
 class _ScalesItself(torch.nn.Module):
     def __init__(self):
         super().__init__()
