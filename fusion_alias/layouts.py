@@ -143,6 +143,13 @@ class _Layouts:
             if output_may_alias(b, p.name):
                 src = next((a for a in b.flat_args if isinstance(a, TensorProxy)), None)
                 base = self.memo.get(src.name) if src is not None else None
+                if base is not None and _is_storage_op(b) and b.sym.name == "view":
+                    # ``x.view(dtype)``: a view of x's memory in x's layout (the last stride scaled by the element
+                    # sizes), not a copy (Note [view(dtype) keeps the layout])
+                    try:
+                        return base.view(to_torch_dtype(p.dtype))
+                    except (RuntimeError, TypeError):
+                        return None
                 if base is not None and src.dtype != p.dtype and tuple(src.shape) == tuple(p.shape):
                     # `.to(dtype)`, `.double()`: a view only when the dtype stays; else a new tensor with
                     # eager's preserve_format layout
@@ -184,6 +191,16 @@ class _Layouts:
 
 
 _UNKNOWN = object()
+
+# Note [view(dtype) keeps the layout]
+# ------------------------------------
+# ``x.view(torch.int32)`` is opaque to the op table (Thunder's ``view`` with a dtype, a ``bitcast`` inside), and
+# its output differs from its input in dtype only, which ``_Layouts`` read as ``x.to(dtype)``: a new tensor in
+# eager's preserve_format layout, which for a non-dense ``x`` (``b[:, ::2]``) is contiguous. So
+# ``b[:, ::2].view(torch.int32).contiguous()`` was decided the view itself (a ``shallow_copy``) where eager
+# copies, and a later ``b.mul_(2.0)`` showed in the result (fuzz seed 20508 #71, ``layout``, the session-16
+# dtype views; plain ``thunder.jit`` was right). A dtype view has its input's layout, the last stride scaled by
+# the element sizes: eager's own ``view(dtype)`` on the meta layout gives it, and raises where eager does.
 
 
 def copying_reshapes(trace, flat: list, actual: dict, traced=None, contiguous: bool = True) -> list:

@@ -124,7 +124,28 @@ def zeros_like_no_write(b):
     t0 = torch.zeros_like(b); return t0.t().contiguous() + b
 
 
-RUN = [(zeros_like_no_write, CM), (no_write, CM), (no_write, RM), (no_write_returned, CM), (input_contig_write, RM), (input_contig_write, CM),
+def strided_dtype_view_contig(b):  # fuzz seed 20508 #71 (layout): view(dtype) keeps b[:, ::2]'s strides, a copy
+    t = b[:, ::2].view(torch.int32).contiguous(); b.mul_(2.0); return t
+
+
+def detached_dtype_view_contig(b):
+    t = b.detach()[:, ::2].view(torch.int32).view(torch.float32).contiguous(); b[:, 0].add_(1.0); return t * 1
+
+
+def rows_u8_view_contig(b):  # another element size: (2, 16) with b[::2]'s row stride, a copy
+    t = b[::2].view(torch.uint8).contiguous(); b.neg_(); return t
+
+
+def T_dtype_view_contig_write(b):  # view(dtype) of a contiguous input: contiguous() is the view itself, written
+    t = b.view(torch.int32).contiguous(); t.bitwise_xor_(1); return b * 1
+
+
+def RAMP4():
+    return torch.linspace(-2, 2, 16).reshape(4, 4)
+
+
+RUN = [(strided_dtype_view_contig, RAMP4), (detached_dtype_view_contig, RAMP4), (rows_u8_view_contig, RAMP4),
+       (T_dtype_view_contig_write, RAMP4), (zeros_like_no_write, CM), (no_write, CM), (no_write, RM), (no_write_returned, CM), (input_contig_write, RM), (input_contig_write, CM),
        (input_contig_write_src, RM), (input_contig_write_src, CM), (input_T_contig_write, RM),
        (input_T_contig_write, CM), (input_T_contig_write_src, RM), (input_T_contig_write_src, CM),
        (input_row_contig_write, RM), (input_row_contig_write, CM), (input_contig_returned, RM),
