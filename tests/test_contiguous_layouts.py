@@ -140,12 +140,29 @@ def T_dtype_view_contig_write(b):  # view(dtype) of a contiguous input: contiguo
     t = b.view(torch.int32).contiguous(); t.bitwise_xor_(1); return b * 1
 
 
+def real_contig(c):  # c.real has strides doubled: contiguous() copies (session 17 hand probe, was the view)
+    t = c.real.contiguous(); c.mul_(2); return t
+
+
+def imag_contig(c):
+    t = c.imag.contiguous(); c.mul_(2); return t
+
+
+def view_as_real_contig(c):  # (4, 4, 2) contiguous: the view itself, refused as unknown before
+    t = torch.view_as_real(c).contiguous(); c.mul_(2); return t
+
+
+def CPLX():
+    return torch.complex(torch.linspace(-1, 1, 16), torch.linspace(2, 3, 16)).reshape(4, 4)
+
+
 def RAMP4():
     return torch.linspace(-2, 2, 16).reshape(4, 4)
 
 
 RUN = [(strided_dtype_view_contig, RAMP4), (detached_dtype_view_contig, RAMP4), (rows_u8_view_contig, RAMP4),
-       (T_dtype_view_contig_write, RAMP4), (zeros_like_no_write, CM), (no_write, CM), (no_write, RM), (no_write_returned, CM), (input_contig_write, RM), (input_contig_write, CM),
+       (T_dtype_view_contig_write, RAMP4), (real_contig, CPLX), (imag_contig, CPLX), (real_contig, lambda: CPLX().t()),
+       (view_as_real_contig, CPLX), (zeros_like_no_write, CM), (no_write, CM), (no_write, RM), (no_write_returned, CM), (input_contig_write, RM), (input_contig_write, CM),
        (input_contig_write_src, RM), (input_contig_write_src, CM), (input_T_contig_write, RM),
        (input_T_contig_write, CM), (input_T_contig_write_src, RM), (input_T_contig_write_src, CM),
        (input_row_contig_write, RM), (input_row_contig_write, CM), (input_contig_returned, RM),
