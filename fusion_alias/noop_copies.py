@@ -30,6 +30,8 @@ from thunder.core.proxies import TensorProxy, variableify
 
 from fusion_alias import ops
 from fusion_alias.aliasing import AliasInfo
+from fusion_alias.errors import AliasInputError
+from fusion_alias.overlap import _view_bits
 from fusion_alias.refusals.inplace_ops import _describe_setitem
 from fusion_alias.refusals.operands import _actual_view, _written_view
 
@@ -84,7 +86,8 @@ def drop_copies_onto_themselves(flat: list, info: AliasInfo, actual: dict, proxi
         src_root = root(src._name)  # (aliasing.py, Note [proxy names read directly])
         if src_root is None:
             continue
-        if src._name in setitems or src_root == root(dst._name) or (src_root in actual and root(dst._name) in actual):
+        dst_root = root(dst._name)
+        if src._name in setitems or src_root == dst_root or (src_root in actual and dst_root in actual):
             copies.append(b)
     if not copies:
         return flat
@@ -99,6 +102,13 @@ def drop_copies_onto_themselves(flat: list, info: AliasInfo, actual: dict, proxi
         if read is None or written is None or value.name not in info.root:
             continue
         if _memory(read, value.name, info) == _memory(written, dst.name, info) is not None:
+            roots = (info.root.get(value.name), info.root.get(dst.name))
+            if _view_bits(actual.get(roots[0])) != _view_bits(actual.get(roots[1])):
+                # ``a.copy_(b)`` with ``b = a.conj()``: eager writes conj(a), and a later read of ``a`` is no read of
+                # ``b`` (guard.py, Note [conjugate and negative views in the key])
+                raise AliasInputError(
+                    f"fusion_alias: copy_: the source {value.name} is a conjugate or negative view (x.conj()) of the "
+                    f"memory it is copied into ({dst.name}): not supported. Copy from .resolve_conj() or .clone()")
             drop.add(b.output.name)
     if not drop:
         return flat
