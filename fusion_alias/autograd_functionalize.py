@@ -348,8 +348,8 @@ def functionalize(prologue_trc, trace, epilogue_trc):
     detached = detached_names(flat, requires)  # Note [reads through detach, after writes]
     _refuse_lerp_with_gradients(flat, requires)
     proxies = tensor_proxies_by_name(flat, tensor_inputs)
-    flat = drop_copies_onto_themselves(flat, info, actual, proxies)
-    *flat, ret = flat
+    flat = drop_copies_onto_themselves(flat, info, actual, proxies, keep=detached)  # (Note [a copy from itself
+    *flat, ret = flat  # detached], noop_copies.py)
 
     new = from_trace(trace)
     rewriter = Rewriter(new, info, proxies)

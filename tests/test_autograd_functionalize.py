@@ -356,3 +356,20 @@ def test_a_view_of_another_dtype_requires_no_grad():
     assert got[1] == want[1] == [False, False, True]
     for g, w in zip(got[0] + got[2], want[0] + want[2]):
         torch.testing.assert_close(g, w)
+
+
+def _copy_from_itself_detached(a, b):
+    t0 = a.copy_(a.detach())
+    return t0 * b.sum(), b * 1
+
+
+def _setitem_of_its_own_detached_rows(a, b):
+    a[0:2] = a.detach()[0:2]
+    return a * 2, b * 1
+
+
+@pytest.mark.parametrize("fn", [_copy_from_itself_detached, _setitem_of_its_own_detached_rows])
+def test_a_copy_from_itself_detached_cuts_the_gradient_as_in_eager(fn):
+    # noop_copies.py, Note [a copy from itself detached]: dropped as a copy onto itself, ``a`` kept its history and
+    # its leaf got the loss's gradient, where eager's gets zeros (fuzz seed 20516 #141, basic --grad)
+    assert_matches_eager(fn, _derived((4, 6), (6,)))
