@@ -24,6 +24,8 @@ stores into objects of the call's own (``torch.enable_grad()`` keeps ``self.prev
 
 from __future__ import annotations
 
+import weakref
+
 import torch
 from thunder.core import jit_ext, prims
 from thunder.core.compile_data import get_compile_data
@@ -130,6 +132,9 @@ def _rebind_buffer(root, name: str, value, requires_grad: bool = True) -> None:
         overrides = getattr(thunder_module, "_overrides_buffers", None)
         if overrides is not None and name in overrides:
             overrides[name] = value
+        seen = vars(thunder_module).get("_fusion_alias_seen_state")
+        if seen is not None:  # the tensor this call left there: a later rebinding outside a call is told from it
+            seen[("b", name)] = weakref.ref(value)  # (api.py, Note [state rebound between calls]; fuzz seed 20101 #0)
 
 
 def _same_tensor(a, b) -> bool:

@@ -77,8 +77,9 @@ def _rebinds(s: random.Random, mod) -> tuple[str, ...]:
         forms += [f"m.lin.weight = torch.nn.Parameter(m.w.detach().clone(), {grad.format('m.w')})", "m.lin.weight = m.w",
                   f"m.lin.weight = torch.nn.Parameter(m.flat.detach()[0:{mod.c * mod.c}].view({mod.c}, {mod.c}), "
                   f"{grad.format('m.w')})"]
-    if mod.tie == "head":
-        forms += ["m.head = m.w.detach()"]
+    if mod.tie == "head":  # (a Parameter where w is one: a plain tensor there raises in eager, in make_inputs)
+        forms += ["m.head = m.w.detach()" if mod.holder == "param" else
+                  f"m.head = torch.nn.Parameter(m.w.detach().clone(), {grad.format('m.w')})"]
     if mod.scale:
         forms += ["m.scale = k", "m.scale = m.u"]
     return tuple(dict.fromkeys(s.choice(forms) for _ in range(s.choice((1, 1, 2)))))
