@@ -197,6 +197,7 @@ _UNKNOWN = object()
 #: opaque views whose output has another dtype than their input: eager's layout of the output, from its input's
 _DTYPE_VIEWS = {
     "view": lambda t, dtype: t.view(dtype),
+    "bitcast": lambda t, dtype: t.view(dtype),  # (``view(dtype)`` flattened to its prim)
     "real": lambda t, dtype: t.real,
     "imag": lambda t, dtype: t.imag,
     "view_as_real": lambda t, dtype: torch.view_as_real(t),
