@@ -58,6 +58,7 @@ from thunder.core.transform_common import Transform
 from fusion_alias import context, ops
 from fusion_alias.aliasing import _made_from_args, _view_symbols, analyze, may_write
 from fusion_alias.proxies_by_name import tensor_proxies_by_name
+from fusion_alias.dropped_attributes import STORES
 from fusion_alias.errors import AliasInputError
 from fusion_alias.functional_rewrite import Rewriter
 from fusion_alias.leaf_views import detached_names, detaches
@@ -347,8 +348,8 @@ def functionalize(prologue_trc, trace, epilogue_trc):
     detached = detached_names(flat, requires)  # Note [reads through detach, after writes]
     _refuse_lerp_with_gradients(flat, requires)
     proxies = tensor_proxies_by_name(flat, tensor_inputs)
-    flat = drop_copies_onto_themselves(flat, info, actual, proxies)
-    *flat, ret = flat
+    flat = drop_copies_onto_themselves(flat, info, actual, proxies, keep=detached)  # (Note [a copy from itself
+    *flat, ret = flat  # detached], noop_copies.py)
 
     new = from_trace(trace)
     rewriter = Rewriter(new, info, proxies)
@@ -408,6 +409,7 @@ def functionalize(prologue_trc, trace, epilogue_trc):
     # and the next step's backward ran through this one ("backward through the graph a second
     # time"; hostile probes 2026-12-02). Such a write-back runs under no_grad, as eager's writes did.
     requires = _requires_grad(flat, info, tensor_inputs, rewriter.step_outputs)
+    _eager_store_flags(new_epilogue, epilogue_trc, outs, requires)
     modes = {p.name: bool(rewriter.mode_of(p.name)) and requires(p.name) for p in written}
     written_positions = tuple((positions[p.name], modes[p.name], narrowed.get(p.name, ())) for p in written)
     ctx.written_positions = written_positions
@@ -420,6 +422,18 @@ def functionalize(prologue_trc, trace, epilogue_trc):
             "unknown (called outside fusion_alias.jit): not supported"
         )
     return new, new_epilogue
+
+
+def _eager_store_flags(epilogue, epilogue_trc, outs, requires) -> None:
+    """Each store of a value that outlives the call (a rebound buffer: ``dropped_attributes.STORES``) in
+    ``epilogue`` given eager's ``requires_grad`` of the value after the program (dropped_attributes.py, Note [a
+    write after the value was made]): the traced flag is the value's before later writes into its memory."""
+    args = list(epilogue_trc.args)[len(epilogue_trc.args) - len(outs):] if outs else []
+    eager = {a.name: bool(requires(o.name)) and dtypes.is_inexact_dtype(o.dtype)
+             for a, o in zip(args, outs) if isinstance(a, TensorProxy) and isinstance(o, TensorProxy)}
+    for i, b in enumerate(epilogue.bound_symbols):
+        if b.sym.name in STORES and len(b.args) == 4 and getattr(b.args[2], "name", None) in eager:
+            epilogue.bound_symbols[i] = b.from_bsym(args=(*b.args[:3], eager[b.args[2].name]))
 
 
 def _epilogue_returning_finals(epilogue_trc, finals, constants=(), differentiable=(), n_outputs=0):

@@ -24,6 +24,8 @@ stores into objects of the call's own (``torch.enable_grad()`` keeps ``self.prev
 
 from __future__ import annotations
 
+import weakref
+
 import torch
 from thunder.core import jit_ext, prims
 from thunder.core.compile_data import get_compile_data
@@ -130,6 +132,9 @@ def _rebind_buffer(root, name: str, value, requires_grad: bool = True) -> None:
         overrides = getattr(thunder_module, "_overrides_buffers", None)
         if overrides is not None and name in overrides:
             overrides[name] = value
+        seen = vars(thunder_module).get("_fusion_alias_seen_state")
+        if seen is not None:  # the tensor this call left there: a later rebinding outside a call is told from it
+            seen[("b", name)] = weakref.ref(value)  # (api.py, Note [state rebound between calls]; fuzz seed 20101 #0)
 
 
 def _same_tensor(a, b) -> bool:
@@ -177,7 +182,8 @@ _SET_ATTRIBUTE = _epilogue_store("set_attribute", _set_attribute)
 def _rebind_buffers_of_the_module_called(epilogue_trace) -> None:
     """Replace the epilogue's ``pack_buffer`` (Thunder 0.2.6 stores a rebound buffer of the module called under
     the name ``'.steps'``, which nothing reads) by ``_rebind_buffer`` (Note [a buffer rebound on the module
-    called])."""
+    called]), and its ``pack_attr`` by ``_set_attribute``, each with the traced ``requires_grad`` of the value
+    (Note [a write after the value was made])."""
     bsyms = epilogue_trace.bound_symbols
     for i, b in enumerate(bsyms):
         if b.sym.id is prims.PrimIDs.PACK_BUFFER or b.sym.name == "pack_buffer":
@@ -188,6 +194,26 @@ def _rebind_buffers_of_the_module_called(epilogue_trace) -> None:
             obj, name, value = b.args
             with tracectx(epilogue_trace):
                 bsyms[i] = _SET_ATTRIBUTE.bind(obj, name, value, bool(getattr(value, "requires_grad", True)), output=None)
+
+
+#: the epilogue's stores of a value that outlives the call, whose last argument is eager's ``requires_grad``
+STORES = frozenset({_REBIND_BUFFER.name, _SET_ATTRIBUTE.name})
+
+# Note [a write after the value was made]
+# ---------------------------------------
+# With ``skip_inplace_alias_updates`` Thunder's trace keeps the proxy a value had when it was made, so the
+# epilogue stores the proxy of ``self.kv * 0.5`` for::
+#
+#     self.kv = self.kv * 0.5
+#     self.kv[0].copy_(k * 2)        # k requires grad: eager's self.kv now requires grad (CopySlices)
+#
+# and that proxy requires no grad. Read as eager's flag, it detached the new buffer: ``m.kv.requires_grad``
+# False where eager's is True, and a later call's backward no longer reached this call's graph, where
+# eager's does (or raises "Trying to backward through the graph a second time"; fuzz seed 20504 #2,
+# ``modules --grad``; plain ``thunder.jit`` too). A call that computes gradients and writes in place is
+# functionalized, which knows eager's flag of every name after the program (Note [outputs no gradient
+# reaches]); it sets the flag of each store (``STORES``) to that (``autograd_functionalize._eager_store_flags``).
+# A call that writes nothing in place keeps the traced flag, which no write can have changed.
 
 
 def _reached_from_an_input(provenance) -> bool:

@@ -12,7 +12,7 @@ import torch
 
 from fusion_alias.components import _file, _root, _unite
 from fusion_alias.overlap import (
-    DEFAULT_MAX_WORK, _EMPTY, _UNKNOWN, _Parameter, _Tensor, _describe, _strided, _strided_description,
+    DEFAULT_MAX_WORK, _EMPTY, _UNKNOWN, _Parameter, _Tensor, _describe, _strided, _strided_description, _view_bits,
 )
 
 _first = itemgetter(0)
@@ -133,8 +133,22 @@ def guard_key(items: Sequence[object], *, max_work: int | None = DEFAULT_MAX_WOR
         if r != i:
             joins.append((i, r))
             d, dr = _describe(items[i]), _describe(items[r])
+            bits = _view_bits(items[i]) + _view_bits(items[r])  # Note [conjugate and negative views in the key]
             if d is _UNKNOWN or dr is _UNKNOWN or d is _EMPTY or dr is _EMPTY:
-                offsets.append((i, None))
+                offsets.append((i, None) + ((bits,) if any(bits) else ()))
             else:
-                offsets.append((i, d[3] - dr[3]))
+                offsets.append((i, d[3] - dr[3]) + ((bits,) if any(bits) else ()))
     return (tuple(joins), tuple(layouts), tuple(offsets), tuple(same)), grad
+
+
+# Note [conjugate and negative views in the key]
+# ----------------------------------------------
+# ``x.conj()`` of a complex ``x`` is a view with the same storage, offset, sizes and strides and the conjugate
+# bit set (``x.conj().imag`` a float view with the negative bit): reads through it see ``conj(x)``. The pass
+# reads two inputs of one memory and one layout as one tensor (input_groups.py, Note [the same tensor passed
+# twice is one memory]) and drops a copy of memory onto itself (noop_copies.py) only where their bits agree, but
+# the key held memory and layout alone: ``f(x, x)`` compiled a program reading ``b`` as ``a``, and ``f(x,
+# x.conj())`` then reused it (``a.mul_(2); return b + 0`` returned ``2 x`` where eager returns ``conj(2 x)``;
+# session 17 hand probe, plain ``thunder.jit`` ignores the bit too). Within a component of two or more, each
+# member's offset entry carries both tensors' (conj, neg) bits where any is set; the common key is unchanged.
+

@@ -143,7 +143,16 @@ class _Layouts:
             if output_may_alias(b, p.name):
                 src = next((a for a in b.flat_args if isinstance(a, TensorProxy)), None)
                 base = self.memo.get(src.name) if src is not None else None
-                if base is not None and src.dtype != p.dtype and tuple(src.shape) == tuple(p.shape):
+                dtype_view = _DTYPE_VIEWS.get(b.sym.name) if b.sym.name != "view" or _is_storage_op(b) else None
+                if base is not None and dtype_view is not None:
+                    # ``x.view(dtype)``, ``c.real``: a view of x's memory in a layout of x's, not a copy (Note
+                    # [view(dtype) keeps the layout])
+                    try:
+                        return dtype_view(base, to_torch_dtype(p.dtype))
+                    except (RuntimeError, TypeError):
+                        return None
+                if base is not None and src.dtype != p.dtype and tuple(src.shape) == tuple(p.shape) \
+                        and b.sym.name in _CONVERSIONS:
                     # `.to(dtype)`, `.double()`: a view only when the dtype stays; else a new tensor with
                     # eager's preserve_format layout
                     return torch.empty_like(base, dtype=to_torch_dtype(p.dtype))
@@ -184,6 +193,33 @@ class _Layouts:
 
 
 _UNKNOWN = object()
+
+#: opaque views whose output has another dtype than their input: eager's layout of the output, from its input's
+_DTYPE_VIEWS = {
+    "view": lambda t, dtype: t.view(dtype),
+    "bitcast": lambda t, dtype: t.view(dtype),  # (``view(dtype)`` flattened to its prim)
+    "real": lambda t, dtype: t.real,
+    "imag": lambda t, dtype: t.imag,
+    "view_as_real": lambda t, dtype: torch.view_as_real(t),
+    "view_as_complex": lambda t, dtype: torch.view_as_complex(t),
+}
+#: opaque dtype conversions, a view only where the dtype stays (else a new tensor, preserve_format)
+_CONVERSIONS = frozenset({"to", "type", "type_as", "double", "float", "half", "bfloat16", "int", "long", "short",
+                          "bool", "byte", "char"})
+
+# Note [view(dtype) keeps the layout]
+# ------------------------------------
+# ``x.view(torch.int32)`` is opaque to the op table (Thunder's ``view`` with a dtype, a ``bitcast`` inside), and
+# its output differs from its input in dtype only, which ``_Layouts`` read as ``x.to(dtype)``: a new tensor in
+# eager's preserve_format layout, which for a non-dense ``x`` (``b[:, ::2]``) is contiguous. So
+# ``b[:, ::2].view(torch.int32).contiguous()`` was decided the view itself (a ``shallow_copy``) where eager
+# copies, and a later ``b.mul_(2.0)`` showed in the result (fuzz seed 20508 #71, ``layout``, the session-16
+# dtype views; plain ``thunder.jit`` was right). A dtype view has its input's layout, the last stride scaled by
+# the element sizes: eager's own ``view(dtype)`` on the meta layout gives it, and raises where eager does. So
+# do ``c.real``, ``c.imag`` of a complex ``c`` (strides doubled: ``c.real.contiguous()`` is a copy; it was taken
+# for the view itself too, session 17 hand probe) and ``torch.view_as_real``/``view_as_complex``. Only the
+# conversions of ``_CONVERSIONS`` are new tensors in the preserve_format layout; another opaque op that changes
+# the dtype has an unknown layout.
 
 
 def copying_reshapes(trace, flat: list, actual: dict, traced=None, contiguous: bool = True) -> list:

@@ -30,6 +30,8 @@ from thunder.core.proxies import TensorProxy, variableify
 
 from fusion_alias import ops
 from fusion_alias.aliasing import AliasInfo
+from fusion_alias.errors import AliasInputError
+from fusion_alias.overlap import _view_bits
 from fusion_alias.refusals.inplace_ops import _describe_setitem
 from fusion_alias.refusals.operands import _actual_view, _written_view
 
@@ -63,11 +65,14 @@ def _source_view(src: TensorProxy, dst: TensorProxy, setitems: dict, info, actua
     return src, _actual_view(src.name, info, actual, proxies, metas), _actual_view(dst.name, info, actual, proxies, metas)
 
 
-def drop_copies_onto_themselves(flat: list, info: AliasInfo, actual: dict, proxies: dict) -> list:
+def drop_copies_onto_themselves(flat: list, info: AliasInfo, actual: dict, proxies: dict,
+                                keep: frozenset = frozenset()) -> list:
     """``flat`` without the ``copy_`` bound symbols that copy memory onto itself
     (Note [a copy whose source is its own destination]); later uses of such a copy's result read its
     destination instead. ``proxies``: name -> tensor proxy (``proxies_by_name.tensor_proxies_by_name``),
-    for the roots of memory the program made."""
+    for the roots of memory the program made. ``keep``: source names whose copies stay (in a call that
+    computes gradients, ``a.copy_(a.detach())`` writes no value but cuts ``a``'s gradient: Note [a copy from
+    itself detached])."""
     setitems: dict = {}  # name -> the setitem symbol making it, those before the copy_ looked at
     root = info.root.get
     copy_id = ops.COPY_ID
@@ -82,9 +87,10 @@ def drop_copies_onto_themselves(flat: list, info: AliasInfo, actual: dict, proxi
         if not (isinstance(dst, TensorProxy) and isinstance(src, TensorProxy)):
             continue
         src_root = root(src._name)  # (aliasing.py, Note [proxy names read directly])
-        if src_root is None:
+        if src_root is None or src._name in keep:
             continue
-        if src._name in setitems or src_root == root(dst._name) or (src_root in actual and root(dst._name) in actual):
+        dst_root = root(dst._name)
+        if src._name in setitems or src_root == dst_root or (src_root in actual and dst_root in actual):
             copies.append(b)
     if not copies:
         return flat
@@ -96,9 +102,16 @@ def drop_copies_onto_themselves(flat: list, info: AliasInfo, actual: dict, proxi
         if found is None:
             continue
         value, read, written = found
-        if read is None or written is None or value.name not in info.root:
+        if read is None or written is None or value.name not in info.root or value.name in keep:
             continue
         if _memory(read, value.name, info) == _memory(written, dst.name, info) is not None:
+            roots = (info.root.get(value.name), info.root.get(dst.name))
+            if _view_bits(actual.get(roots[0])) != _view_bits(actual.get(roots[1])):
+                # ``a.copy_(b)`` with ``b = a.conj()``: eager writes conj(a), and a later read of ``a`` is no read of
+                # ``b`` (guard.py, Note [conjugate and negative views in the key])
+                raise AliasInputError(
+                    f"fusion_alias: copy_: the source {value.name} is a conjugate or negative view (x.conj()) of the "
+                    f"memory it is copied into ({dst.name}): not supported. Copy from .resolve_conj() or .clone()")
             drop.add(b.output.name)
     if not drop:
         return flat
@@ -112,3 +125,12 @@ def drop_copies_onto_themselves(flat: list, info: AliasInfo, actual: dict, proxi
             continue
         out.append(b)
     return out
+
+
+# Note [a copy from itself detached]
+# ----------------------------------
+# ``t0 = a.copy_(a.detach())`` writes the values ``a`` has, but in a call that computes gradients eager's ``a``
+# now comes from a detached source (CopyBackwards): its old history gets a zero gradient. Dropped as a copy onto
+# itself, ``a`` kept its history and the leaf behind it got the loss's gradient (fuzz seed 20516 #141, ``basic
+# --grad``; plain ``thunder.jit`` too). The functionalization keeps copies whose source is a detached name
+# (``leaf_views.detached_names``), and its rewrite makes the detached value ``a``'s current value, as eager.

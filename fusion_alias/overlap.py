@@ -448,3 +448,12 @@ def may_overlap_itself(t: torch.Tensor) -> bool:
             return True
         span += stride * (size - 1)
     return False
+
+
+def _view_bits(t) -> tuple[bool, bool]:
+    """``(t.is_conj(), t.is_neg())`` of a tensor, (False, False) for anything else: views that share memory and
+    layout but read it conjugated or negated (guard.py, Note [conjugate and negative views in the key])."""
+    try:
+        return (bool(t.is_conj()), bool(t.is_neg()))
+    except Exception:  # noqa: BLE001 - not a tensor, or one without the bits
+        return (False, False)

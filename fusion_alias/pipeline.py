@@ -38,6 +38,7 @@ from fusion_alias.functionalize import substitute_reads
 from fusion_alias.dependency_edges import DependencyEdges
 from fusion_alias.graph import build_edges
 from fusion_alias.input_groups import _input_groups, identical_inputs, read_through_first
+from fusion_alias.layout_queries import check_layout_queries
 from fusion_alias.layouts import copying_reshapes
 from fusion_alias.noop_copies import drop_copies_onto_themselves
 from fusion_alias.partition import partition
@@ -76,7 +77,9 @@ def prepare(executor, trace: TraceCtx, input_groups=None) -> Prepared:
     actual: dict = {}
     if input_groups is None:
         input_groups, actual = _input_groups(trace, ctx, tensor_inputs)
-    flat = copying_reshapes(trace, flat, actual, _traced_program())
+    traced = _traced_program()
+    check_layout_queries(traced, flat, actual)  # (layout_queries.py, Note [a layout query answered at trace time])
+    flat = copying_reshapes(trace, flat, actual, traced)
     t0 = time.perf_counter()
     same_inputs = identical_inputs(tensor_inputs, actual)
     flat = read_through_first(flat, same_inputs, tensor_inputs)

@@ -356,3 +356,39 @@ def test_a_view_of_another_dtype_requires_no_grad():
     assert got[1] == want[1] == [False, False, True]
     for g, w in zip(got[0] + got[2], want[0] + want[2]):
         torch.testing.assert_close(g, w)
+
+
+def _copy_from_itself_detached(a, b):
+    t0 = a.copy_(a.detach())
+    return t0 * b.sum(), b * 1
+
+
+def _setitem_of_its_own_detached_rows(a, b):
+    a[0:2] = a.detach()[0:2]
+    return a * 2, b * 1
+
+
+@pytest.mark.parametrize("fn", [_copy_from_itself_detached, _setitem_of_its_own_detached_rows])
+def test_a_copy_from_itself_detached_cuts_the_gradient_as_in_eager(fn):
+    # noop_copies.py, Note [a copy from itself detached]: dropped as a copy onto itself, ``a`` kept its history and
+    # its leaf got the loss's gradient, where eager's gets zeros (fuzz seed 20516 #141, basic --grad)
+    assert_matches_eager(fn, _derived((4, 6), (6,)))
+
+
+def _returns_a_reshape_of_its_detached_saved_tensor(c, b):
+    t0 = c.exp()
+    t0.copy_(c)
+    return t0.detach().reshape(3, 1, 4), b * 2
+
+
+def test_a_reshape_of_a_detached_tensor_starts_no_backward():
+    # saved_versions.py, _views_maybe: exp saves t0, then t0 is written; eager's backward never reaches exp through
+    # the returned t0.detach().reshape(...), and it was refused saying eager raises (fuzz seed 20525 #91, basic --grad)
+    fn = _returns_a_reshape_of_its_detached_saved_tensor
+    results = []
+    for f in (fn, fusion_alias.jit(fn, backend="reference")):
+        ws = _leaves((3, 4), (2,))
+        outs = f(*[w * 1 for w in ws])
+        outs[1].sum().backward()
+        results.append((outs[0], outs[1].detach(), [w.grad if w.grad is not None else torch.zeros_like(w) for w in ws]))
+    torch.testing.assert_close(results[1], results[0])  # (a leaf no gradient reaches: None in eager, zeros here)

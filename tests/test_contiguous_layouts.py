@@ -124,7 +124,50 @@ def zeros_like_no_write(b):
     t0 = torch.zeros_like(b); return t0.t().contiguous() + b
 
 
-RUN = [(zeros_like_no_write, CM), (no_write, CM), (no_write, RM), (no_write_returned, CM), (input_contig_write, RM), (input_contig_write, CM),
+def strided_dtype_view_contig(b):  # fuzz seed 20508 #71 (layout): view(dtype) keeps b[:, ::2]'s strides, a copy
+    t = b[:, ::2].view(torch.int32).contiguous(); b.mul_(2.0); return t
+
+
+def detached_dtype_view_contig(b):
+    t = b.detach()[:, ::2].view(torch.int32).view(torch.float32).contiguous(); b[:, 0].add_(1.0); return t * 1
+
+
+def rows_u8_view_contig(b):  # another element size: (2, 16) with b[::2]'s row stride, a copy
+    t = b[::2].view(torch.uint8).contiguous(); b.neg_(); return t
+
+
+def T_dtype_view_contig_write(b):  # view(dtype) of a contiguous input: contiguous() is the view itself, written
+    t = b.view(torch.int32).contiguous(); t.bitwise_xor_(1); return b * 1
+
+
+def real_contig(c):  # c.real has strides doubled: contiguous() copies (session 17 hand probe, was the view)
+    t = c.real.contiguous(); c.mul_(2); return t
+
+
+def imag_contig(c):
+    t = c.imag.contiguous(); c.mul_(2); return t
+
+
+def view_as_real_contig(c):  # (4, 4, 2) contiguous: the view itself, refused as unknown before
+    t = torch.view_as_real(c).contiguous(); c.mul_(2); return t
+
+
+def dtype_views_flatten_then_write(b):
+    t0 = b.view(torch.int32).view(torch.float32).flatten(); b.view(torch.int32).bitwise_and_(2147483647); return t0
+
+
+def CPLX():
+    return torch.complex(torch.linspace(-1, 1, 16), torch.linspace(2, 3, 16)).reshape(4, 4)
+
+
+def RAMP4():
+    return torch.linspace(-2, 2, 16).reshape(4, 4)
+
+
+RUN = [(strided_dtype_view_contig, RAMP4), (detached_dtype_view_contig, RAMP4), (rows_u8_view_contig, RAMP4),
+       (T_dtype_view_contig_write, RAMP4), (real_contig, CPLX), (imag_contig, CPLX), (real_contig, lambda: CPLX().t()),
+       (view_as_real_contig, CPLX), (dtype_views_flatten_then_write, CM), (dtype_views_flatten_then_write, RM),
+       (zeros_like_no_write, CM), (no_write, CM), (no_write, RM), (no_write_returned, CM), (input_contig_write, RM), (input_contig_write, CM),
        (input_contig_write_src, RM), (input_contig_write_src, CM), (input_T_contig_write, RM),
        (input_T_contig_write, CM), (input_T_contig_write_src, RM), (input_T_contig_write_src, CM),
        (input_row_contig_write, RM), (input_row_contig_write, CM), (input_contig_returned, RM),
@@ -193,3 +236,30 @@ def test_view_as_another_dtype_is_checked_as_eager_checks_it(schedule):
         fn(torch.randn(3, 4).T)
     with pytest.raises(RuntimeError, match="must be 1 to view Float as Short"):
         jitted(torch.randn(3, 4).T)
+
+
+def _fuzz20518_11(a, b, c):
+    t0 = b.view(torch.int32).view(torch.float32).flatten()
+    b.mul_(2.0)
+    t1 = a.contiguous()
+    t1.view(torch.int32).bitwise_and_(2147483647)
+    t2 = a.sin()
+    c.fill_(-0.25)
+    return t0, t1, t2
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_dtype_views_as_bitcast_prims_keep_their_layout(schedule):
+    # fuzz seed 20518 #11 (layout): where the pass sees the dtype views as bitcast prims, their layout was unknown
+    # and the flatten of b.t()'s views was refused (the fix of seed 20508 #71 named only ``view``)
+    def inputs():
+        g = torch.Generator().manual_seed(0)
+        x0, x1 = torch.rand(4, 4, generator=g) * 2 - 1, torch.rand(6, 4, generator=g) * 2 - 1
+        return (x0, x1), (x0[1:], x1.t(), x0[:, ::2])
+
+    (b_e, args_e), (b_j, args_j) = inputs(), inputs()
+    want = _fuzz20518_11(*args_e)
+    got = fusion_alias.jit(_fuzz20518_11, backend="reference", schedule=schedule)(*args_j)
+    for g, w in zip(got, want):
+        assert torch.equal(g, w)
+    assert all(torch.equal(x, y) for x, y in zip(b_j, b_e))

@@ -252,6 +252,29 @@ def test_mask_and_dtype_view_spellings_keep_every_stream(monkeypatch):
     assert spelled >= 10
 
 
+def test_foreach_spellings_keep_every_stream(monkeypatch):
+    # Note [foreach spellings keep the stream] (foreach_spellings.py, session 17): crossed operands and the result
+    # of an in-place op in the list, drawn on purpose; without them, the same programs, but for foreach statements
+    cases = [(None, 20123, 12), (("basic",), 20250, 40), (("order",), 20132, 12), (("hidden",), 14, 2),
+             (("calls",), 777, 20)]
+    drawn = {c: [fuzz.generate_program(c[1], i, generators=c[0] or fuzz.GENERATORS) for i in range(c[2])]
+             for c in cases}
+    code = "\n".join(s.code for ps in drawn.values() for p in ps for s in p.stmts)
+    assert re.search(r"^torch\._foreach_\w+_\(\[[^\]]*\w+\.add_\(1\)", code, re.M)  # [x, x.add_(1)]
+    assert re.search(r"^torch\._foreach_\w+_\(\[(\w+)\[(\d+)\], \1\[(\d+)\]\], \[\1\[\3\], \1\[\2\]\]", code, re.M)  # rows
+    monkeypatch.setattr(fuzz.foreach_spellings, "crossed", lambda spell, env, xs, ys: ys)
+    monkeypatch.setattr(fuzz.foreach_spellings, "result_in_list", lambda spell, env, xs: list(xs))
+    spelled = 0
+    for c, ps in drawn.items():
+        for i, p in enumerate(ps):
+            plain = fuzz.generate_program(c[1], i, generators=c[0] or fuzz.GENERATORS)
+            shape = [[(s.target, s.writes, s.view_of, s.inplace_result) for s in q.stmts] for q in (p, plain)]
+            assert shape[0] == shape[1] and p.returns == plain.returns and p.args == plain.args, (c, i)
+            assert all(a.code == b.code or a.code.startswith("torch._foreach_") for a, b in zip(p.stmts, plain.stmts))
+            spelled += p.stmts != plain.stmts
+    assert spelled >= 3
+
+
 def test_dtype_generator_covers_dtypes_division_and_promotion():
     ps = _programs("dtype")
     dtypes = {d for p in ps for _, d in p.dtypes}

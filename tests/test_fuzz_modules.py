@@ -157,3 +157,48 @@ def test_oracle_catches_a_dropped_rebinding():
     report = fuzz.run_fuzz(seed=20450, only=[first], make_jit=_drops_rebinds, generators=("modules",),
                            do_shrink=False, stop_after_failures=1)
     assert report.mismatches, report.summary()
+
+
+_BETWEEN = ("m.u = k", "m.run_mean = m.b.detach()", "m.b = torch.nn.Parameter(", "m.lin.weight = ", "m.kv = m.kv.clone()")
+
+
+def test_programs_rebind_state_between_calls():
+    """Note [state rebound between calls] (modules_calls.py, session 17): before the calls of variants 1 and 2, a
+    parameter or buffer (of the submodule ``lin`` too) rebound outside the compiled function; a program with no
+    rebinding drawn is the one it was."""
+    ps = _programs(60, seed=20450)
+    rebinding = [p for p in ps if any(v.state for v in p.variants)]
+    assert len(rebinding) >= 15
+    src = "\n".join(fuzz.program_source(p) for p in rebinding)
+    for piece in _BETWEEN:
+        assert piece in src, piece
+    assert all(v.state == () or all(isinstance(st, str) for st in v.state) for p in ps for v in p.variants)
+
+
+def _stale_state(fn, schedule):
+    """A broken system: eager, except that every call reads the parameters and buffers the module had at the first
+    call (a compiled program blind to state rebound between calls)."""
+    first: dict = {}
+
+    def run(*args):
+        m = fn if isinstance(fn, torch.nn.Module) else args[0] if args and isinstance(args[0], torch.nn.Module) \
+            else fn.__globals__["MOD"]
+        tables = [(mod, table) for mod in m.modules() for table in (mod._parameters, mod._buffers)]
+        if not first:
+            first.update({(id(table), k): t for _, table in tables for k, t in table.items()})
+        for _, table in tables:
+            for k in table:
+                table[k] = first.get((id(table), k), table[k])
+        return fn(*args)
+
+    return run
+
+
+def test_oracle_catches_state_rebound_between_calls_read_stale():
+    ps = _programs(60, seed=20450)
+    picks = [i for i, p in enumerate(ps) if dict(p.tags)["entry"] == "self"
+             and any(st.startswith(("m.u = k", "m.run_mean = k")) for v in p.variants for st in v.state)]
+    assert picks
+    report = fuzz.run_fuzz(seed=20450, only=picks[:3], make_jit=_stale_state, generators=("modules",),
+                           do_shrink=False)
+    assert report.mismatches, report.summary()

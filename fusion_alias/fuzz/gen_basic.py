@@ -10,6 +10,7 @@ from typing import Sequence
 
 import torch
 
+from fusion_alias.fuzz import foreach_spellings
 from fusion_alias.fuzz.hazard import _has_internal_overlap, _overlaps
 from fusion_alias.fuzz.program import CONSTANTS, PARAM_NAMES, Stmt
 
@@ -132,6 +133,7 @@ class _Gen:
         self.counter = 0
         self.side = random.Random(str(rng.getstate()[1][:16]))  # Note [detach spellings keep the stream]
         self.spell = random.Random(str(rng.getstate()[1][:16]) + ":spell")  # Note [mask spellings keep the stream]
+        self.foreach_spell = random.Random(str(rng.getstate()[1][:16]) + ":foreach")  # foreach_spellings.py
 
     def detach_drawn(self, p: float) -> bool:
         """Whether to read a tensor through ``.detach()``: probability ``p``, drawn from ``side`` (Note
@@ -342,8 +344,10 @@ class _Gen:
         rng = self.rng
         xs = [x] + [self.pick(writable=True) for _ in range(rng.randint(1, 2))]
         ys = [self.operand(v, inplace=True) for v in xs]
-        lst = "[" + ", ".join(xs) + "]"
         kind = rng.choice(("binary", "scalar", "unary", "lerp", "addc"))
+        if kind in ("binary", "lerp", "addc") and all(self._is_var(y) for y in ys):  # (Note [foreach spellings keep
+            ys = foreach_spellings.crossed(self.foreach_spell, self.env, xs, ys)  # the stream]: drawn after rng's)
+        lst = "[" + ", ".join(foreach_spellings.result_in_list(self.foreach_spell, self.env, xs)) + "]"
         if kind == "addc" and all(self._is_var(y) for y in ys):
             # per-tensor values: a list of numbers, or one tensor of them (torch.optim's Adam when compiling)
             values = [repr(rng.choice(CONSTANTS)) for _ in xs]
@@ -354,7 +358,8 @@ class _Gen:
         elif kind in ("binary", "lerp") and all(self._is_var(y) for y in ys):
             op = rng.choice(("add_", "mul_", "sub_")) if kind == "binary" else "lerp_"
             weight = f", {rng.choice(CONSTANTS)}" if kind == "lerp" else ""
-            code = f"torch._foreach_{op}({lst}, [{', '.join(ys)}]{weight})"
+            lst_ys = foreach_spellings.crossed_rows(self.foreach_spell, self.env, x) or (lst, f"[{', '.join(ys)}]")
+            code = f"torch._foreach_{op}({lst_ys[0]}, {lst_ys[1]}{weight})"
             reads = tuple(dict.fromkeys((*xs, *ys)))
         elif kind == "unary":
             code = f"torch._foreach_{rng.choice(('tanh_', 'neg_', 'sigmoid_', 'abs_'))}({lst})"

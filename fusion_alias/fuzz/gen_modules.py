@@ -71,6 +71,18 @@ Note [rebinding a buffer]
     so a program none of whose statements is spelled so is the one it was. One that has one may grow
     differently after it: which later statements eager rejects or leaves ill-defined depends on the
     memory the state now has.
+
+Note [state rebound between calls]
+    Session 17: before the calls of variants 1 and 2 (after their arguments are made), some programs rebind
+    a parameter or buffer of the module, or of its submodule ``lin``, outside the compiled function
+    (``Variant.state``): a buffer to a parameter's memory or to the call's argument (``m.run_mean = m.b.detach()``,
+    ``m.u = k``), a parameter to a buffer's memory or to a copy of its own (``m.b = torch.nn.Parameter(m.u.detach(),
+    ...)``: the tie of ``w`` with ``lin.weight`` or ``head`` broken), the submodule's weight untied or tied again,
+    a tensor attribute to the argument. The module object is kept over the calls, so a rebinding holds for
+    every later call, and every read of the state must see it (api.py, Note [state rebound between calls]).
+    Shapes and dtypes stay. Drawn from a generator seeded from ``rng``'s state without drawing from it, so a
+    program with no rebinding drawn is the one it was; one with a rebinding may grow differently (a statement
+    the new memory makes eager reject or leaves ill-defined is dropped).
 """
 
 from __future__ import annotations
@@ -82,8 +94,9 @@ import warnings
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from fusion_alias.fuzz.program import Program, Stmt, Variant
+from fusion_alias.fuzz.program import Program, Stmt
 from fusion_alias.fuzz.modules_source import program_source  # (the rendering: modules_source.py)
+from fusion_alias.fuzz.modules_calls import _variants  # (each call's aliasing and rebinding: modules_calls.py)
 
 ENTRIES = ("self", "arg", "global")
 FLAT_HOLDERS = ("buffer", "attr", "param")
@@ -305,54 +318,13 @@ class _Body:
         return self.statement()
 
 
-# argument expressions of the later calls, over this call's module ``m`` and the fresh bases x0 (a), x1 (k), x2 (GT)
-def _a_views(mod: _Module) -> list[str]:
-    B = mod.batch
-    out = [f"{mod.data('m.w')}[0:{B}]", f"m.w[0:{B}]", "x0", "x1.expand(%d, %d)" % (B, mod.c)]
-    if "kv" in mod.buffers and B <= mod.rows:
-        out.append(f"m.kv[0:{B}]")
-    if "ema" in mod.buffers and mod.ema_shape == "mat":
-        out.append(f"m.ema[0:{B}]")
-    return out
-
-
-def _k_views(mod: _Module) -> list[str]:
-    out = ["m.b", "m.u", mod.data("m.b"), "m.flat[0:%d]" % mod.c, "m.w[1]", "x1", "a[0]"]
-    if "kv" in mod.buffers:
-        out += ["m.kv[1]", "m.kv[0]"]
-    out += [f"m.{b}" for b in ("run_mean", "run_var") if b in mod.buffers]
-    if "ema" in mod.buffers:
-        out.append("m.ema" if mod.ema_shape == "vec" else "m.ema[0]")
-    return out
-
-
-def _g_views(mod: _Module) -> list[str]:
-    out = ["m.u", "m.b.detach()", "x2", "x1", "m.flat[%d:%d]" % (mod.c * mod.c + mod.c, mod.c * mod.c + 2 * mod.c)]
-    if "kv" in mod.buffers:
-        out.append("m.kv[1]")
-    out += [f"m.{b}" for b in ("run_mean", "run_var") if b in mod.buffers]
-    return out
-
-
-def _variants(rng: random.Random, mod: _Module, has_global: bool) -> tuple[Variant, ...]:
-    out = []
-    for _ in range(2):
-        for _attempt in range(10):
-            a = rng.choice(_a_views(mod)) if rng.random() < 0.5 else "x0"
-            k = rng.choice(_k_views(mod)) if rng.random() < 0.7 else "x1"
-            g = rng.choice(_g_views(mod)) if has_global and rng.random() < 0.7 else "x2"
-            if (a, k, g) != ("x0", "x1", "x2"):
-                break
-        out.append(Variant(args=(("a", a), ("k", k)), hidden=(("GT", g),) if has_global else ()))
-    return tuple(out)
-
-
 def modules_program(name: str, rng: random.Random, grad: bool = False, max_stmts: int = 8) -> Program:
     """A program of Note [module programs], grown against eager runs of its calls."""
     for _ in range(20):
         mod = _Module(rng, grad)
         has_global = rng.random() < 0.4
         entry = rng.choice(ENTRIES)
+        between = random.Random(str(rng.getstate()[1][:16]) + ":between")  # Note [state rebound between calls]
         p = Program(
             name=name,
             input_seed=rng.randrange(2**31),
@@ -362,7 +334,7 @@ def modules_program(name: str, rng: random.Random, grad: bool = False, max_stmts
             returns=(),
             kind="modules",
             hidden=(("GT", "global", "x2"),) if has_global else (),
-            variants=_variants(rng, mod, has_global),
+            variants=_variants(rng, mod, has_global, between),
             no_grad_call=rng.random() < 0.2,
             tags=(("module_src", mod.source()), ("entry", entry), ("module_seed", str(mod.seed))),
         )

@@ -46,6 +46,7 @@ def _inputs_source(p: Program) -> str:
         lines.append(f"    {'if' if i == 0 else 'elif'} variant == {i}:")
         lines += [f"        {h} = {e}" for h, e in v.hidden]
         lines += [f"        {n} = {e}" for n, e in v.args]  # (in order: k may be a view of a)
+        lines += [f"        {st}" for st in v.state]  # (gen_modules.py, Note [state rebound between calls])
         lines.append(f"        args = [{', '.join(n for n, _ in v.args)}]")
     lines += ["    else:", "        raise ValueError(f'no variant {variant}')"]
     hidden = ", ".join(f"{h!r}: {h}" for h in p.hidden_names)

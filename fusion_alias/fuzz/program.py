@@ -76,6 +76,9 @@ class Variant:
 
     args: Exprs
     hidden: Exprs = ()
+    # ``modules`` only: statements run on the call's module ``m`` after its arguments are made, rebinding
+    # a parameter or buffer (of a submodule too) between calls (gen_modules.py, Note [state rebound between calls])
+    state: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,10 +10,11 @@ memory, which shows which sharing matters); finally drop unused bases.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from fusion_alias.fuzz.oracle import MakeJit, exception_type, run_program
-from fusion_alias.fuzz.program import ATTR_HOLDER, Program, Variant
+from fusion_alias.fuzz.program import ATTR_HOLDER, Program
 
 
 def shrink(
@@ -93,7 +94,7 @@ def _with_args(p: Program, variant: int, args: tuple) -> Program:
     if variant == 0:
         return p.replace(args=args)
     vs = list(p.variants)
-    vs[variant - 1] = Variant(args, vs[variant - 1].hidden)
+    vs[variant - 1] = dataclasses.replace(vs[variant - 1], args=args)
     return p.replace(variants=tuple(vs))
 
 
@@ -101,7 +102,7 @@ def _drop_arg(p: Program, i: int) -> Program:
     """``p`` without argument ``i``, in every call."""
     return p.replace(
         args=p.args[:i] + p.args[i + 1 :],
-        variants=tuple(Variant(v.args[:i] + v.args[i + 1 :], v.hidden) for v in p.variants),
+        variants=tuple(dataclasses.replace(v, args=v.args[:i] + v.args[i + 1 :]) for v in p.variants),
     )
 
 
@@ -122,7 +123,8 @@ def _drop_hidden(p: Program, h: str) -> Program:
     return p.replace(
         args=args_without(p.args),
         hidden=tuple(x for x in p.hidden if x[0] != h),
-        variants=tuple(Variant(args_without(v.args), tuple(x for x in v.hidden if x[0] != h)) for v in p.variants),
+        variants=tuple(dataclasses.replace(v, args=args_without(v.args), hidden=tuple(x for x in v.hidden if x[0] != h))
+                       for v in p.variants),
     )
 
 

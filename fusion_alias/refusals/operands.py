@@ -34,7 +34,7 @@ from fusion_alias.errors import AliasInputError
 from fusion_alias.input_groups import _input_groups
 from fusion_alias.layouts import copying_reshapes
 from fusion_alias.leaf_views import is_detach
-from fusion_alias.overlap import may_overlap
+from fusion_alias.overlap import _view_bits, may_overlap
 from fusion_alias.refusals.inplace_ops import (
     _InplaceOp,
     _inplace_ops_by_write,
@@ -200,6 +200,15 @@ def _check_operand_overlap(
                 "(or a view fusion_alias cannot replay): eager PyTorch rejects that where both are dense in the "
                 "layout it gives that tensor, and otherwise runs the op in memory order, so the result would depend "
                 "on a layout fusion_alias does not know: not supported. clone() the input first"
+            )
+        if eager_rejects and _view_bits(actual.get(roots[0])) != _view_bits(actual.get(roots[1])):
+            # ``a.add_(a.conj()[0])``: eager reads a conjugate (negative) view whole before some ops and checks the
+            # overlap in others (``copy_``); which, it does not say (session 17 hand probe: the claim below was false)
+            raise AliasInputError(
+                f"fusion_alias: {op.name}: the input tensor {x.name} shares memory with the written-to tensor "
+                f"{dst.name} through a conjugate or negative view (x.conj()), which eager PyTorch reads whole first "
+                "for some ops and rejects as an overlap for others: not supported. clone() or .resolve_conj() the "
+                "input first"
             )
         if eager_rejects:
             raise AliasInputError(

@@ -163,6 +163,14 @@ def _views_only():
     return frozenset(ltorch._syms_returning_views)
 
 
+def _views_maybe():
+    """Ops that return a view or a copy (``reshape``, ``flatten``): of a detached tensor, either carries no gradient
+    (``t0.detach().reshape(3, 1, 4)`` returned was taken to start a backward: fuzz seed 20525 #91, basic --grad)."""
+    import thunder.torch as ltorch
+
+    return frozenset(ltorch._syms_that_may_return_views)
+
+
 class _Save:
     __slots__ = ("memory", "at", "index", "op", "name")
 
@@ -199,6 +207,7 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
     written_with_grad: set = set()  # memories a differentiable in-place op writes through a detached tensor
     multi: set = set()
     views = _views_only()
+    detaching_views = views | _views_maybe()
 
     def requires(p) -> bool:
         return isinstance(p, TensorProxy) and p.name not in detached and memory(p) in rg_memory
@@ -224,7 +233,7 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
         tensor_args = [a for a in proxy_args(b) if isinstance(a, TensorProxy)]
         differentiable = grad and any(requires(a) for a in tensor_args)
         name = b.sym.name
-        if b.sym.name == "detach" or (b.sym in views and args and getattr(args[0], "name", None) in detached):
+        if b.sym.name == "detach" or (b.sym in detaching_views and args and getattr(args[0], "name", None) in detached):
             detached.update(o.name for o in outs)
         written, of_self = _written(b, memory)
         if of_self and not differentiable and getattr(args[0] if args else None, "name", None) in detached:
