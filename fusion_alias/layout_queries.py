@@ -59,7 +59,7 @@ def _recorded(b):
 
 def _eager_answer(b, layouts, actual: dict):
     """Eager's answer to the query ``b``, or None where it cannot be told."""
-    args = [a for a in b.args]
+    args = b.args
     if b.sym.name == "is_set_to":
         x, y = args[0], args[1] if len(args) > 1 else b.kwargs.get("tensor")
         if not isinstance(x, TensorProxy) or not isinstance(y, TensorProxy):

@@ -14,15 +14,16 @@ proxy is a value, not eager's tensor object. Two ways it answered False where ea
 
 The first is a fact of the trace: an in-place method (its symbol's name ends in ``_``: ``add_``,
 ``copy_``, fusion_alias's ``sigmoid_``) returns its first argument, so each operand is followed back
-through such results first, and two that reach the same proxy are one tensor. The second is a fact of
-the call: an argument's proxy records where the interpreter found it (its provenance: ``args[0]``,
-``kwargs['y']``, ``args[1]['k']``, the module's ``_parameters['w']``), so both are looked up in the
-call's arguments (and the function or module called) and compared as eager compares them. The compiled program then holds that answer, so the guard key says which of the
-call's overlapping tensors are the very same object (guard.py, Note [what the guard key holds]):
-``f(x, x)`` and ``f(x, x.view(2))`` (one memory, one layout) get a program each. Not followed (Thunder's
+through such results first, and two that reach the same proxy are one tensor. The second is a fact
+of the call: an argument's proxy records where the interpreter found it (its provenance:
+``args[0]``, ``kwargs['y']``, ``args[1]['k']``, the module's ``_parameters['w']``), so both are
+looked up in the call's arguments (and the function or module called) and compared as eager compares
+them. The compiled program then holds that answer, so the guard key says which of the call's
+overlapping tensors are the very same object (guard.py, Note [what the guard key holds]): ``f(x,
+x)`` and ``f(x, x.view(2))`` (one memory, one layout) get a program each. Not followed (Thunder's
 answer, False, stays; docs/limits.md): tensors found elsewhere (globals, closures), tensors of no
-elements (the guard does not see them overlap), and tensors eager
-returns as themselves (``x.contiguous() is x`` of a contiguous ``x``, ``x.to(x.dtype)``).
+elements (the guard does not see them overlap), and tensors eager returns as themselves
+(``x.contiguous() is x`` of a contiguous ``x``, ``x.to(x.dtype)``).
 
 ``id(t)`` of a tensor follows the same two facts (the id of the call's tensor, or of the proxy an
 in-place result leads back to), so ``id(x) == id(y)`` answers as ``x is y``. The handler replaces
@@ -69,20 +70,22 @@ def _tensor_of(p: TensorProxy, producers: dict) -> TensorProxy:
     return p
 
 
+def _stands_for(p: TensorProxy, producers: dict, ctx):
+    """What ``p`` is in eager: the call's tensor it stands for, followed back through in-place results
+    (Note [tensor identity in a trace]), or else the proxy it leads back to."""
+    p = _tensor_of(p, producers)
+    found = _in_call(p, ctx)
+    return found if isinstance(found, torch.Tensor) else p
+
+
 def same_tensor(a: TensorProxy, b: TensorProxy) -> bool:
     """Eager's ``a is b`` for two proxies of the trace being recorded, as far as the trace tells
     (Note [tensor identity in a trace])."""
     if a is b:
         return True
-    producers = _producers()
-    a, b = _tensor_of(a, producers), _tensor_of(b, producers)
-    if a is b or a.name == b.name:
-        return True
-    ctx = context.current()
-    found_a, found_b = _in_call(a, ctx), _in_call(b, ctx)
-    if isinstance(found_a, torch.Tensor) and isinstance(found_b, torch.Tensor):
-        return found_a is found_b
-    return False
+    producers, ctx = _producers(), context.current()
+    a, b = _stands_for(a, producers, ctx), _stands_for(b, producers, ctx)
+    return a is b or (isinstance(a, TensorProxy) and isinstance(b, TensorProxy) and a.name == b.name)
 
 
 _NOT_FOUND = object()
@@ -122,8 +125,7 @@ _thunder_is_op = interpreter._default_opcode_handler_map["IS_OP"]
 
 def _is_op(inst, /, stack, **kwargs):
     b, a = stack[-1], stack[-2]
-    if (type(a) is TensorProxy or isinstance(a, TensorProxy)) and isinstance(b, TensorProxy) \
-            and context.current().has_call:
+    if isinstance(a, TensorProxy) and isinstance(b, TensorProxy) and context.current().has_call:
         same = same_tensor(a, b)
         stack.pop()
         stack.pop()
@@ -133,13 +135,10 @@ def _is_op(inst, /, stack, **kwargs):
 
 
 def _id(obj, /):
-    """``id(obj)``, of a tensor as eager's: the id of the call's tensor it stands for, else of the proxy
-    it resolves to through in-place results (``id(x.add_(1)) == id(x)``), so that ids compare as ``is``."""
+    """``id(obj)``, of a tensor as eager's: the id of what it stands for (``_stands_for``), so that ids
+    compare as ``is`` (``id(x.add_(1)) == id(x)``)."""
     if isinstance(obj, TensorProxy) and context.current().has_call:
-        producers = _producers()
-        p = _tensor_of(obj, producers)
-        found = _in_call(p, context.current())
-        return id(found) if isinstance(found, torch.Tensor) else id(p)
+        return id(_stands_for(obj, _producers(), context.current()))
     return id(obj)
 
 
