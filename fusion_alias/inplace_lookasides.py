@@ -39,7 +39,7 @@ from numbers import Number
 import torch
 from thunder.core import dtypes
 from thunder.core.langctxs import Languages, langctx
-from thunder.core.proxies import TensorProxy
+from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.symbol import Symbol
 import thunder.torch as ltorch
 
@@ -132,9 +132,40 @@ _OUT_OF_PLACE = {
         "deg2rad", "rad2deg", "sinc", "i0", "nextafter", "ldexp", "expm1", "log2", "log10", "exp2",
         "tan", "asin", "erfinv", "lgamma", "digamma", "heaviside", "logical_and", "logical_or",
         "bitwise_not", "true_divide", "floor_divide", "square", "negative", "sgn", "fix", "arctan2",
-        "erfc", "tril", "triu", "renorm", "index_fill", "masked_scatter",
+        "erfc", "tril", "triu", "renorm", "index_fill", "masked_scatter", "bitwise_left_shift",
+        "bitwise_right_shift",
     )
 }
+
+
+# Note [augmented assignments Thunder lacks]
+# ------------------------------------------
+# Python runs ``x //= 2`` as ``x = type(x).__ifloordiv__(x, 2)``. Eager's tensor has an in-place
+# method behind each augmented assignment but ``@=``, and Thunder 0.2.6's proxy has one only for
+# ``+=``, ``-=``, ``*=``, ``/=`` and ``**=``: the others raise "Inplace operators like __ifloordiv__
+# are not supported" (``mask &= x > 0``, ``steps //= 2``, ``h ^= bits``; session 18 hand probe).
+# Each is traced as eager's method, so it writes ``x`` as eager's does and gets eager's errors
+# (``int_x //= 2.5``: "result type Float can't be cast to the desired output type Long")::
+#
+#     x //= y  ->  x.floor_divide_(y)        x %= y   ->  x.remainder_(y)
+#     m &= c   ->  m.bitwise_and_(c)         (|=, ^=, <<=, >>=: bitwise_or_, _xor_, _left_shift_, _right_shift_)
+#
+# Eager's tensor has no ``__imatmul__``: ``x @= w`` rebinds ``x`` to ``x @ w`` and writes nothing, so
+# the lookaside answers NotImplemented and the interpreter falls back to ``__matmul__``, as Python does.
+_AUGMENTED_METHODS = {
+    "__ifloordiv__": "floor_divide_", "__imod__": "remainder_", "__iand__": "bitwise_and_", "__ior__": "bitwise_or_",
+    "__ixor__": "bitwise_xor_", "__ilshift__": "bitwise_left_shift_", "__irshift__": "bitwise_right_shift_",
+}
+
+
+def _augmented(dunder: str, a, b):
+    """``type(a).<dunder>(a, b)``: eager's in-place method for a tensor (Note [augmented assignments Thunder
+    lacks]), Thunder's own answer for anything else."""
+    if not isinstance(a, TensorProxy):
+        return getattr(_PROXY_DUNDERS, dunder)(a, b)
+    if dunder == "__imatmul__":
+        return NotImplemented
+    return proxy_method(a, _AUGMENTED_METHODS[dunder])(b)
 
 
 def _as_inplace(a: TensorProxy, result: TensorProxy, op: str) -> TensorProxy:
@@ -171,6 +202,7 @@ def _inplace_symbol(op: str) -> Symbol:
 
 
 _proxy_getattr = TensorProxy.__getattr__
+_PROXY_DUNDERS = Proxy  # (the class whose augmented-assignment methods raise "Inplace operators like ...")
 
 
 def _tensor_unfold(a, dimension, size, step):
@@ -311,6 +343,10 @@ def register(executor) -> None:
     executor._lookasides[torch.Tensor.unfold] = _tensor_unfold
     executor._lookasides[ltorch.to] = _tensor_to  # (``x.to`` resolves to Thunder's symbol on the proxy)
     executor._lookasides[torch.Tensor.to] = _tensor_to
+    for dunder in (*_AUGMENTED_METHODS, "__imatmul__"):
+        method = getattr(TensorProxy, dunder)
+        if method is getattr(_PROXY_DUNDERS, dunder):  # (one Thunder did not give the tensor proxy itself)
+            executor._lookasides[method] = partial(_augmented, dunder)
 
 
 def _call_inplace(op: str, a, *args, **kwargs):
