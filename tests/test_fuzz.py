@@ -275,6 +275,29 @@ def test_foreach_spellings_keep_every_stream(monkeypatch):
     assert spelled >= 3
 
 
+def test_augmented_assignment_spellings_keep_every_stream(monkeypatch):
+    # Note [augmented assignments keep the stream] (gen_dtype.py, session 18): without them, the same programs,
+    # some in-place statements of the dtype generator written as augmented assignments (``//=`` among them)
+    cases = [(None, 20123, 12), (("dtype",), 20150, 40), (("dtype",), 7, 20)]
+    drawn = {c: [fuzz.generate_program(c[1], i, generators=c[0] or fuzz.GENERATORS) for i in range(c[2])]
+             for c in cases}
+    code = "\n".join(s.code for ps in drawn.values() for p in ps for s in p.stmts)
+    for op in (" += ", " *= ", " //= "):
+        assert op in code, op
+    monkeypatch.setattr(fuzz.gen_dtype.DtypeGen, "augmented_spelling", lambda self, e, x: e)
+    spelled = 0
+    for c, ps in drawn.items():
+        for i, p in enumerate(ps):
+            plain = fuzz.generate_program(c[1], i, generators=c[0] or fuzz.GENERATORS)
+            shape = [[(s.target, s.writes, s.reads, s.view_of, s.inplace_result) for s in q.stmts] for q in (p, plain)]
+            assert shape[0] == shape[1] and p.returns == plain.returns and p.args == plain.args, (c, i)
+            for a, b in zip(p.stmts, plain.stmts):
+                if a.code != b.code:
+                    assert re.fullmatch(r"\w+ (\+|-|\*|//)= .+", a.code) and a.code.split()[0] == b.code.split(".")[0], (a, b)
+            spelled += p.stmts != plain.stmts
+    assert spelled >= 5
+
+
 def test_dtype_generator_covers_dtypes_division_and_promotion():
     ps = _programs("dtype")
     dtypes = {d for p in ps for _, d in p.dtypes}
