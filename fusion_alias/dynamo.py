@@ -27,10 +27,12 @@ to shape=()``).
 
 from __future__ import annotations
 
+import contextlib
 from functools import partial
 
 import torch
 
+from fusion_alias import inplace_lookasides
 from fusion_alias.api import jit as _fusion_alias_jit
 
 
@@ -61,6 +63,33 @@ class AliasJitModule(torch.nn.Module):
     @property
     def _lc_transforms(self):
         return self.jitted._lc_transforms
+
+
+@contextlib.contextmanager
+def _inplace_ops_we_add_supported():
+    """ThunderFX's splitter, told that the in-place ops fusion_alias adds are traceable (inplace_lookasides.py,
+    Note [in-place ops fusion_alias adds, under torch.compile]): each such node is run on proxies as the
+    splitter runs Thunder's own symbols, and kept in the piece where that succeeds."""
+    from thunder.dynamo import splitter
+    from thunder.dynamo.utils import try_execute_thunder_symbol
+
+    thunders = splitter.is_node_supported_by_thunder
+
+    def supported(node, thunder_options):
+        answer = thunders(node, thunder_options)
+        if answer[0]:
+            return answer
+        ours = inplace_lookasides.traced_for_fx_node(node.op, node.target)
+        if ours is None:
+            return answer
+        ran, reason = try_execute_thunder_symbol(ours, node, thunder_options)
+        return (True, None) if ran else answer
+
+    splitter.is_node_supported_by_thunder = supported
+    try:
+        yield
+    finally:
+        splitter.is_node_supported_by_thunder = thunders
 
 
 def _thunder_compiler_class():
@@ -108,9 +137,10 @@ class FusionAliasCompiler(_thunder_compiler_class()):
             current_thunder_options=self.thunder_options,
             is_torch_compile_without_dynamic=is_in_torch_compile() and not is_dynamic_inputs(sample_args),
         )
-        split_module, subgraph_info = _splitter(
-            gm, partial(self._jit_piece, **options), torch._inductor.compile, sample_args, options
-        )
+        with _inplace_ops_we_add_supported():
+            split_module, subgraph_info = _splitter(
+                gm, partial(self._jit_piece, **options), torch._inductor.compile, sample_args, options
+            )
         self.subgraph_infos.append(subgraph_info)
         return split_module
 

@@ -349,5 +349,35 @@ def register(executor) -> None:
             executor._lookasides[method] = partial(_augmented, dunder)
 
 
+def traced_for_fx_node(op: str, target):
+    """What fusion_alias traces for a Dynamo FX node (``op`` "call_function" with a callable ``target``,
+    or "call_method" with a method name) among the in-place ops this module adds, or None.
+
+    Note [in-place ops fusion_alias adds, under torch.compile]: ThunderFX's splitter asks Thunder's own
+    op table whether a node is traceable and sends the others to Inductor, so ``torch.sigmoid_(y)`` (which
+    Thunder 0.2.6 lacks) cut the graph in two, and each piece was checked alone (dynamo.py asks this first).
+    """
+    if op == "call_method":
+        if target == "fill_":
+            return fill_
+        if target in _OUT_OF_PLACE:
+            return _inplace_symbol(target)
+        return None
+    if op != "call_function":
+        return None
+    if target is torch.fill_ or target is torch.Tensor.fill_:
+        return fill_
+    if target is torch.Tensor.copy_:
+        return copy_
+    if target is torch.nn.functional.leaky_relu_:
+        return _leaky_relu_
+    if target is torch.nn.functional.elu_:
+        return _elu_
+    name = getattr(target, "__name__", None)
+    if name in _OUT_OF_PLACE and getattr(torch, name, None) is target:
+        return _inplace_symbol(name)
+    return None
+
+
 def _call_inplace(op: str, a, *args, **kwargs):
     return _inplace_symbol(op)(a, *args, **kwargs)

@@ -133,3 +133,43 @@ def test_module_with_inplace_ops_grad():
 def test_executors_option_refused():
     with pytest.raises(TypeError, match="executors"):
         fusion_alias.dynamo_backend(executors=[])
+
+
+def _added_inplace_ops(x, y):
+    h = x * 2
+    torch.sigmoid_(h)  # Thunder 0.2.6 lacks both; fusion_alias traces them (inplace_lookasides.py)
+    h[0].fill_(0.5)
+    y.clamp_min_(0.1)
+    return h + y
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_inplace_ops_fusion_alias_adds_stay_in_one_piece(schedule):
+    """Note [in-place ops fusion_alias adds, under torch.compile]: ThunderFX's splitter sent them to Inductor."""
+    backend = fusion_alias.dynamo_backend(backend="reference", schedule=schedule)
+    compiled = torch.compile(_added_inplace_ops, backend=backend)
+    for seed in (0, 1):
+        g = torch.Generator().manual_seed(seed)
+        x, y = torch.randn(3, 4, generator=g), torch.randn(3, 4, generator=g)
+        xc, yc = x.clone(), y.clone()
+        want, got = _added_inplace_ops(x, y), compiled(xc, yc)
+        torch.testing.assert_close(got, want)
+        torch.testing.assert_close(yc, y)
+    assert len(backend.compiled_pieces) == 1
+    assert not any(r.split_reasons for r in backend.subgraph_infos)
+
+
+def test_saved_tensor_write_across_added_inplace_op_is_refused_as_in_fusion_alias_jit():
+    """With the graph cut at ``torch.sigmoid_``, the pieces were checked alone: eager's backward error
+    ("modified by an inplace operation") was missed. In one piece, fusion_alias refuses it as its jit does."""
+    def fn(x):
+        y = x.clone()
+        torch.relu_(y)
+        torch.sigmoid_(y)
+        return y
+
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        fn(torch.randn(4, requires_grad=True)).sum().backward()
+    compiled = torch.compile(fn, backend=fusion_alias.dynamo_backend(backend="reference"))
+    with pytest.raises(Exception, match="saves .* for the backward"):
+        compiled(torch.randn(4, requires_grad=True)).sum().backward()
