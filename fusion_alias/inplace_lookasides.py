@@ -34,6 +34,7 @@ trace reads as the program and the refusal checks find the user's op by its name
 from __future__ import annotations
 
 from functools import partial
+import operator
 from numbers import Number
 
 import torch
@@ -156,6 +157,9 @@ _AUGMENTED_METHODS = {
     "__ifloordiv__": "floor_divide_", "__imod__": "remainder_", "__iand__": "bitwise_and_", "__ior__": "bitwise_or_",
     "__ixor__": "bitwise_xor_", "__ilshift__": "bitwise_left_shift_", "__irshift__": "bitwise_right_shift_",
 }
+
+
+_AUGMENTED_OPERATORS = {getattr(operator, "i" + d[3:-2]): d for d in _AUGMENTED_METHODS}
 
 
 def _augmented(dunder: str, a, b):
@@ -373,6 +377,9 @@ def traced_for_fx_node(op: str, target):
         return _leaky_relu_
     if target is torch.nn.functional.elu_:
         return _elu_
+    dunder = _AUGMENTED_OPERATORS.get(target)
+    if dunder is not None:  # ``x //= 2`` in Dynamo's graph: ``operator.ifloordiv(x, 2)``
+        return partial(_augmented, dunder)
     name = getattr(target, "__name__", None)
     if name in _OUT_OF_PLACE and getattr(torch, name, None) is target:
         return _inplace_symbol(name)

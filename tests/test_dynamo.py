@@ -143,16 +143,25 @@ def _added_inplace_ops(x, y):
     return h + y
 
 
+def _augmented_assignments(x, y):
+    m = x > 0
+    m &= y < 1  # Dynamo's graph: operator.iand(m, lt); Thunder's proxy lacks __iand__
+    y //= 0.5
+    y %= 3
+    return x * m + y
+
+
 @pytest.mark.parametrize("schedule", SCHEDULES)
-def test_inplace_ops_fusion_alias_adds_stay_in_one_piece(schedule):
+@pytest.mark.parametrize("fn", [_added_inplace_ops, _augmented_assignments], ids=lambda fn: fn.__name__)
+def test_inplace_ops_fusion_alias_adds_stay_in_one_piece(fn, schedule):
     """Note [in-place ops fusion_alias adds, under torch.compile]: ThunderFX's splitter sent them to Inductor."""
     backend = fusion_alias.dynamo_backend(backend="reference", schedule=schedule)
-    compiled = torch.compile(_added_inplace_ops, backend=backend)
+    compiled = torch.compile(fn, backend=backend)
     for seed in (0, 1):
         g = torch.Generator().manual_seed(seed)
         x, y = torch.randn(3, 4, generator=g), torch.randn(3, 4, generator=g)
         xc, yc = x.clone(), y.clone()
-        want, got = _added_inplace_ops(x, y), compiled(xc, yc)
+        want, got = fn(x, y), compiled(xc, yc)
         torch.testing.assert_close(got, want)
         torch.testing.assert_close(yc, y)
     assert len(backend.compiled_pieces) == 1
