@@ -32,7 +32,7 @@ from functools import partial
 
 import torch
 
-from fusion_alias import inplace_lookasides
+from fusion_alias import foreach_lookasides, inplace_lookasides
 from fusion_alias.api import jit as _fusion_alias_jit
 
 
@@ -79,7 +79,8 @@ def _inplace_ops_we_add_supported():
         answer = thunders(node, thunder_options)
         if answer[0]:
             return answer
-        ours = inplace_lookasides.traced_for_fx_node(node.op, node.target)
+        ours = (inplace_lookasides.traced_for_fx_node(node.op, node.target)
+                or foreach_lookasides.traced_for_fx_node(node.op, node.target))
         if ours is None:
             return answer
         ran, reason = try_execute_thunder_symbol(ours, node, thunder_options)

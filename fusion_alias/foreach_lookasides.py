@@ -215,9 +215,23 @@ def _lookaside(executor, method: str, name: str, *args, **kwargs):
     if compile_data is None or executor not in compile_data.executors_list:
         raise NotImplementedError(f"Trying to call function torch.{name}, but it is not yet supported. "
                                   "Please file an issue requesting support.")
+    return _traced(method, *args, **kwargs)
+
+
+def _traced(method: str, *args, **kwargs):
     if method == "copy_":  # (``non_blocking`` changes when the copy runs, not what it writes)
         kwargs.pop("non_blocking", None)
     return _foreach(method, *args, **kwargs)
+
+
+def traced_for_fx_node(op: str, target):
+    """What fusion_alias traces for a Dynamo FX node calling ``torch._foreach_*``, or None (inplace_lookasides.py,
+    Note [in-place ops fusion_alias adds, under torch.compile]: Thunder 0.2.6 has none of them, so ThunderFX's
+    splitter sent every one to Inductor, a foreach optimizer step whole)."""
+    name = getattr(target, "__name__", None) if op == "call_function" else None
+    if name is None or not name.startswith("_foreach_") or getattr(torch, name, None) is not target:
+        return None
+    return partial(_traced, name[len("_foreach_"):])
 
 
 def _addc_by_tensor(method: str, tensors, args, scalars: TensorProxy, grad_writes: bool = False):

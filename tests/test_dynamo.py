@@ -182,3 +182,41 @@ def test_saved_tensor_write_across_added_inplace_op_is_refused_as_in_fusion_alia
     compiled = torch.compile(fn, backend=fusion_alias.dynamo_backend(backend="reference"))
     with pytest.raises(Exception, match="saves .* for the backward"):
         compiled(torch.randn(4, requires_grad=True)).sum().backward()
+
+
+def _adam_foreach(ps, gs, ms, vs):
+    torch._foreach_mul_(ms, 0.9)
+    torch._foreach_add_(ms, gs, alpha=0.1)
+    torch._foreach_mul_(vs, 0.999)
+    torch._foreach_addcmul_(vs, gs, gs, value=0.001)
+    den = torch._foreach_sqrt(vs)
+    torch._foreach_add_(den, 1e-8)
+    torch._foreach_addcdiv_(ps, ms, den, value=-0.01)
+    return ps
+
+
+def _adam_state(seed):
+    g = torch.Generator().manual_seed(seed)
+    flat = torch.randn(7, generator=g)  # the parameters: views of one flat buffer
+    return ([flat[:3], flat[3:].view(2, 2)], [torch.randn(3, generator=g), torch.randn(2, 2, generator=g)],
+            [torch.zeros(3), torch.zeros(2, 2)], [torch.zeros(3), torch.zeros(2, 2)])
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_foreach_optimizer_step_is_one_fusion_alias_piece(schedule):
+    """Thunder 0.2.6 has no ``torch._foreach_*``: ThunderFX's splitter sent the whole step to Inductor, and no
+    fusion_alias piece ran (inplace_lookasides.py, Note [in-place ops fusion_alias adds, under torch.compile])."""
+    backend = fusion_alias.dynamo_backend(backend="reference", schedule=schedule)
+    compiled = torch.compile(_adam_foreach, backend=backend)
+    for seed in (0, 1):
+        want_state, got_state = _adam_state(seed), _adam_state(seed)
+        want, got = _adam_foreach(*want_state), compiled(*got_state)
+        torch.testing.assert_close(got, want)
+        for a, b in zip(got_state, want_state):
+            torch.testing.assert_close(a, b)
+        torch.testing.assert_close(got_state[0][0]._base, want_state[0][0]._base)  # the flat buffer
+    assert len(backend.compiled_pieces) == 1
+    assert not any(r.split_reasons for r in backend.subgraph_infos)
+    jitted = fusion_alias.jit(_adam_foreach, backend="reference", schedule=schedule)
+    jitted(*_adam_state(0))
+    assert backend.region_count() == region_count(jitted)
