@@ -143,6 +143,10 @@ def _requires_grad(flat, info, tensor_inputs, step_outputs=frozenset()):
             src, dst = b.args[0], b.args[1]
             if isinstance(src, TensorProxy) and requires(src.name) and b.kwargs.get("grad_enabled", True):
                 memory.add(root.get(dst.name, dst.name))
+            elif isinstance(dst, TensorProxy) and dst.name in detached_names:
+                # eager's ``t.neg_()`` of a detached ``t`` returns ``t`` itself: no grad (fuzz seed 20602 #39,
+                # --grad: ``t2 = h.sin().detach(); return t2.neg_()`` came back requiring grad)
+                detached_names.update(o.name for o in b.flat_outs if isinstance(o, TensorProxy))
             continue
         if detaches(b, detached_names):
             detached_names.update(o.name for o in b.flat_outs if isinstance(o, TensorProxy))
