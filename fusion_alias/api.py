@@ -10,7 +10,7 @@ import torch
 from thunder.core.pytree import tree_flatten
 from thunder.core.trace import is_tracing
 
-from fusion_alias import context
+from fusion_alias import context, tensor_identity
 from fusion_alias.autograd_functionalize import FunctionalizeForAutograd, WrittenInputs, write_back
 from fusion_alias.backends.reference import SCHEDULES
 from fusion_alias.executor import BACKENDS, AliasInputError, executor
@@ -131,17 +131,22 @@ def _enables_grad(traced) -> bool:
 
 
 class _GuardedComputation:
-    """A cache entry's computation that first checks the key of everything it reads."""
+    """A cache entry's computation that first checks the key of everything it reads, and the identity
+    pattern of the tensors its ``is``/``id()`` answers were read from (``identity``: the records, or
+    None; tensor_identity.py, Note [identity answers are guarded])."""
 
-    __slots__ = ("fn", "key", "needs_grad")
+    __slots__ = ("fn", "key", "needs_grad", "identity")
 
-    def __init__(self, fn, key, needs_grad: bool):
+    def __init__(self, fn, key, needs_grad: bool, identity=None):
         self.fn = fn
         self.key = key
         self.needs_grad = needs_grad
+        self.identity = identity
 
     def __call__(self, *inps):
         key, grad = guard_key(inps)
+        if self.identity is not None:
+            key = (key, tensor_identity.identity_pattern(self.identity, context.current()))
         needs_grad = grad and torch.is_grad_enabled()
         if key != self.key or (needs_grad and not self.needs_grad):
             raise _ReadsAliasDifferently(key, needs_grad)
@@ -378,13 +383,16 @@ class AliasSpecializedFunction:
                 continue
             if ctx.written_positions is not None:  # functionalized: it returns final values to write back
                 entry = cache[pos] = entry._replace(computation_fn=WrittenInputs(entry.computation_fn, ctx.written_positions))
-            if not _reads_beyond_arguments(entry.prologue_traces[-1], args, kwargs):
+            identity = list(ctx.identity_records) or None  # Note [identity answers are guarded]
+            if identity is None and not _reads_beyond_arguments(entry.prologue_traces[-1], args, kwargs):
                 continue
             key = ctx.seen_inputs
             if key is None:  # the pass did not report (nothing to fuse?): ask the prologue
                 inps, _ = entry.prologue_fn(*args, **kwargs)
                 key = guard_key(inps)[0]
-            cache[pos] = entry._replace(computation_fn=_GuardedComputation(entry.computation_fn, key, needs_grad))
+            if identity is not None:
+                key = (key, tensor_identity.recorded_pattern(identity))
+            cache[pos] = entry._replace(computation_fn=_GuardedComputation(entry.computation_fn, key, needs_grad, identity))
         self._entries_seen[id(jfn)] = len(cache)
 
     # thunder.last_traces / compile_stats / compile_data look these up

@@ -143,6 +143,10 @@ def _requires_grad(flat, info, tensor_inputs, step_outputs=frozenset()):
             src, dst = b.args[0], b.args[1]
             if isinstance(src, TensorProxy) and requires(src.name) and b.kwargs.get("grad_enabled", True):
                 memory.add(root.get(dst.name, dst.name))
+            elif isinstance(dst, TensorProxy) and dst.name in detached_names:
+                # eager's ``t.neg_()`` of a detached ``t`` returns ``t`` itself: no grad (fuzz seed 20602 #39,
+                # --grad: ``t2 = h.sin().detach(); return t2.neg_()`` came back requiring grad)
+                detached_names.update(o.name for o in b.flat_outs if isinstance(o, TensorProxy))
             continue
         if detaches(b, detached_names):
             detached_names.update(o.name for o in b.flat_outs if isinstance(o, TensorProxy))
@@ -410,6 +414,7 @@ def functionalize(prologue_trc, trace, epilogue_trc):
     # time"; hostile probes 2026-12-02). Such a write-back runs under no_grad, as eager's writes did.
     requires = _requires_grad(flat, info, tensor_inputs, rewriter.step_outputs)
     _eager_store_flags(new_epilogue, epilogue_trc, outs, requires)
+    _refuse_stores_of_input_views(new_epilogue, epilogue_trc, outs, info, tensor_inputs)
     modes = {p.name: bool(rewriter.mode_of(p.name)) and requires(p.name) for p in written}
     written_positions = tuple((positions[p.name], modes[p.name], narrowed.get(p.name, ())) for p in written)
     ctx.written_positions = written_positions
@@ -434,6 +439,31 @@ def _eager_store_flags(epilogue, epilogue_trc, outs, requires) -> None:
     for i, b in enumerate(epilogue.bound_symbols):
         if b.sym.name in STORES and len(b.args) == 4 and getattr(b.args[2], "name", None) in eager:
             epilogue.bound_symbols[i] = b.from_bsym(args=(*b.args[:3], eager[b.args[2].name]))
+
+
+def _refuse_stores_of_input_views(epilogue, epilogue_trc, outs, info, tensor_inputs) -> None:
+    """Note [a buffer rebound to a view of an input, functionalized]
+    A buffer of the module called rebound in ``forward`` to a view of a tensor the call reads
+    (``self.run_mean = a[0].detach()`` with ``a = m.w[0:2]``, a view of the flat Parameter): eager's buffer
+    shares that memory after the call, and a later write into it (an optimizer step) changes the buffer too.
+    A call that computes gradients and writes in place is functionalized, and the value stored is the
+    computation's output, a new tensor: the buffer came back a copy (fuzz seed 20616 #13, ``modules --grad``;
+    after ``flat.add_(100)`` eager's buffer read ``[100, 101, 102]``, fusion_alias's ``[0, 1, 2]``). Refused
+    until the store replays the view on the caller's tensor. The input itself stored (``self.kv = a``) is the
+    caller's tensor and runs."""
+    args = list(epilogue_trc.args)[len(epilogue_trc.args) - len(outs):] if outs else []
+    inputs = {p.name for p in tensor_inputs}
+    input_roots = {info.root.get(n, n) for n in inputs}
+    of_input = {a.name: o.name for a, o in zip(args, outs)
+                if isinstance(a, TensorProxy) and isinstance(o, TensorProxy) and o.name not in inputs
+                and info.root.get(o.name, o.name) in input_roots}
+    for b in epilogue.bound_symbols:
+        if b.sym.name in STORES and len(b.args) >= 3 and getattr(b.args[2], "name", None) in of_input:
+            raise AliasInputError(
+                f"fusion_alias: in a call that computes gradients and writes in place, the program rebinds "
+                f"the buffer {str(b.args[1]).lstrip('.')!r} to a view of memory the call was given (eager's "
+                "buffer then shares that memory after the call): not supported (a functionalized call would "
+                "store a copy). Workaround: store a copy (`.clone()`), or write into the buffer in place")
 
 
 def _epilogue_returning_finals(epilogue_trc, finals, constants=(), differentiable=(), n_outputs=0):

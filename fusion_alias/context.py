@@ -31,6 +31,7 @@ class CompileContext:
         "written_positions",
         "foreach_writes",
         "fn",
+        "identity_records",
     )
 
     def __init__(
@@ -62,6 +63,9 @@ class CompileContext:
         self.foreach_writes: list[tuple[str, tuple[str, ...]]] = []
         # the function or module called (tensor_identity.py: where a proxy's provenance starts)
         self.fn = None
+        # (provenance, tensor) of each call tensor an `is`/id() answer was read from
+        # (tensor_identity.py, Note [identity answers are guarded])
+        self.identity_records: list = []
 
     def saw_inputs(self, inputs) -> None:
         """The fusion pass learnt the actual tensors (and other values) the program reads."""

@@ -20,10 +20,12 @@ of the call: an argument's proxy records where the interpreter found it (its pro
 looked up in the call's arguments (and the function or module called) and compared as eager compares
 them. The compiled program then holds that answer, so the guard key says which of the call's
 overlapping tensors are the very same object (guard.py, Note [what the guard key holds]): ``f(x,
-x)`` and ``f(x, x.view(2))`` (one memory, one layout) get a program each. Not followed (Thunder's
-answer, False, stays; docs/limits.md): tensors found elsewhere (globals, closures), tensors of no
-elements (the guard does not see them overlap), and tensors eager returns as themselves
-(``x.contiguous() is x`` of a contiguous ``x``, ``x.to(x.dtype)``).
+x)`` and ``f(x, x.view(2))`` (one memory, one layout) get a program each. Globals and closure cells
+are found too (through the function's ``__globals__`` and ``__closure__``), and every answer read from
+a call's tensor is guarded (Note [identity answers are guarded]: the key above covers only tensors
+the computation reads, and overlapping ones). Not followed (Thunder's answer, False, stays;
+docs/limits.md): tensors eager returns as themselves (``x.contiguous() is x`` of a contiguous ``x``,
+``x.to(x.dtype)``).
 
 ``id(t)`` of a tensor follows the same two facts (the id of the call's tensor, or of the proxy an
 in-place result leads back to), so ``id(x) == id(y)`` answers as ``x is y``. The handler replaces
@@ -72,10 +74,56 @@ def _tensor_of(p: TensorProxy, producers: dict) -> TensorProxy:
 
 def _stands_for(p: TensorProxy, producers: dict, ctx):
     """What ``p`` is in eager: the call's tensor it stands for, followed back through in-place results
-    (Note [tensor identity in a trace]), or else the proxy it leads back to."""
+    (Note [tensor identity in a trace]), or else the proxy it leads back to. A call's tensor found is
+    recorded on ``ctx`` (Note [identity answers are guarded])."""
     p = _tensor_of(p, producers)
     found = _in_call(p, ctx)
-    return found if isinstance(found, torch.Tensor) else p
+    if isinstance(found, torch.Tensor):
+        ctx.identity_records.append((getattr(p, "history", None), found))
+        return found
+    return p
+
+
+# Note [identity answers are guarded]
+# -----------------------------------
+# An ``is`` (or ``id()``) answer is a Python bool the trace holds: the compiled program runs one side
+# of the branch on every later call it is used for. The guard key relates only the tensors the
+# *computation* reads, and Thunder's prologue hands the computation none that the program merely
+# compares:
+#
+#     G = x
+#     def f(a): return a * 2 if a is G else a * 3
+#
+# unpacks ``G`` in the prologue but passes only ``a`` on, so ``f(x)`` then ``f(y)`` (a new tensor,
+# ``a is G`` now False) reused the program of ``f(x)`` and returned ``2 y`` (session 18 hand probe;
+# also a module's parameter tied or untied between calls, ``self.w is self.v``; arguments are keyed
+# whole, so ``f(x, x)``/``f(x, y)`` were right). So each compilation records every call tensor an
+# identity answer was read from, by its provenance (``ctx.identity_records``), and the program is
+# kept only for calls where the same provenances reach tensors that are the same objects in the
+# same pattern (``identity_pattern``; ``api._GuardedComputation`` checks it before anything runs).
+
+
+def identity_pattern(records, ctx) -> tuple:
+    """For each provenance of ``records`` (``(record, tensor)`` pairs), the index of the first one that
+    reaches the same tensor object in the call of ``ctx`` (Note [identity answers are guarded])."""
+    found = [_follow(record, ctx, 8) for record, _ in records]
+    return _pattern(found)
+
+
+def recorded_pattern(records) -> tuple:
+    """``identity_pattern`` of the tensors the compilation read the answers from."""
+    return _pattern([t for _, t in records])
+
+
+def _pattern(objs) -> tuple:
+    first: dict[int, int] = {}
+    out = []
+    for i, o in enumerate(objs):
+        if not isinstance(o, torch.Tensor):
+            out.append(-1)
+        else:
+            out.append(first.setdefault(id(o), i))
+    return tuple(out)
 
 
 def same_tensor(a: TensorProxy, b: TensorProxy) -> bool:

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import fusion_alias
+from fusion_alias.backends.reference import SCHEDULES
 from tests.grad_helpers import assert_matches_eager
 
 
@@ -392,3 +393,33 @@ def test_a_reshape_of_a_detached_tensor_starts_no_backward():
         outs[1].sum().backward()
         results.append((outs[0], outs[1].detach(), [w.grad if w.grad is not None else torch.zeros_like(w) for w in ws]))
     torch.testing.assert_close(results[1], results[0])  # (a leaf no gradient reaches: None in eager, zeros here)
+
+
+def _written_through_its_detached_result(a, h):
+    t0 = h.sin()
+    h.copy_(h)
+    t2 = t0.detach().view(1)
+    t3 = h.zero_()
+    t6 = t2.neg_()  # eager returns t2 itself: no grad
+    return t2, t6, a.t(), t3
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_an_inplace_result_of_a_detached_tensor_requires_no_grad(schedule):
+    # Note [outputs no gradient reaches]: the copy_ result of a write into a detached tensor was not read as
+    # detached, so ``t2.neg_()`` came back requiring grad where eager's (t2 itself) does not, and a loss over
+    # the outputs that require grad weighted the others differently (fuzz seed 20602 #39, all --grad, hidden)
+    jitted = fusion_alias.jit(_written_through_its_detached_result, backend="reference", schedule=schedule)
+    sides = []
+    for fn in (_written_through_its_detached_result, jitted):
+        ws = _leaves((2, 4), (1,))
+        inputs = [w * 1 for w in ws]
+        outs = fn(*inputs)
+        flags = [o.requires_grad for o in outs]
+        weights = torch.Generator().manual_seed(1)
+        sum((o * torch.rand(o.shape, generator=weights)).sum() for o in outs if o.requires_grad).backward()
+        grads = [torch.zeros_like(w) if w.grad is None else w.grad for w in ws]
+        sides.append(([o.detach() for o in outs] + [i.detach() for i in inputs] + grads, flags))
+    assert sides[0][1] == sides[1][1] == [False, False, True, True]
+    for g, w in zip(sides[1][0], sides[0][0]):
+        torch.testing.assert_close(g, w)

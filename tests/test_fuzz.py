@@ -298,6 +298,38 @@ def test_augmented_assignment_spellings_keep_every_stream(monkeypatch):
     assert spelled >= 5
 
 
+def test_identity_and_list_key_spellings_keep_every_stream(monkeypatch):
+    # Note [identity and list-key spellings keep the stream] (identity_spellings.py, session 18): `is`, `is not`
+    # and id() tests between tensors and list keys, drawn on purpose; without them, the same programs
+    cases = [(None, 20123, 12), (("basic",), 20250, 30), (("order",), 20132, 12), (("hidden",), 1, 8),
+             (("calls",), 777, 15), (("layout",), 7, 10), (("fresh",), 5, 10), (("modules",), 20101, 8)]
+    drawn = {c: [fuzz.generate_program(c[1], i, generators=c[0] or fuzz.GENERATORS) for i in range(c[2])]
+             for c in cases}
+    code = "\n".join(s.code for ps in drawn.values() for p in ps for s in p.stmts)
+    assert re.search(r"\(-?[\d.]+ if \w+ is \w+ else -?[\d.]+\)", code)  # (2.0 if a is b else 0.5)
+    assert re.search(r" if m\.w is m\.(lin\.weight|head) else ", code)  # gen_modules.py, Note [identity tests of the state]
+    assert re.search(r" if \w+ is not \w+ else ", code) and re.search(r" if id\(\w+\) == id\(\w+\) else ", code)
+    assert re.search(r"^\w+\.\w+_\(\w+\[(:, )?\[\d+(, \d+)+\]\]", code, re.M)  # x.add_(y[[1, 0]])
+    assert re.search(r"^\w+ = .*\w+\[(:, )?\[\d+(, \d+)+\]\]", code, re.M)  # t = x[[2, 0, 1]].sin()
+    assert re.search(r"\w+\.\w+_\(\(-?[\d.]+ if ", code)  # x.mul_((0.5 if a is b else 2.0))
+    spellings = fuzz.identity_spellings
+    monkeypatch.setattr(spellings, "identity_number", lambda ident, env, names, same_as, number: number)
+    monkeypatch.setattr(spellings, "identity_factor", lambda ident, env, names, same_as, e: e)
+    monkeypatch.setattr(spellings, "gathered", lambda ident, env, v, p: None)
+    monkeypatch.setattr(spellings, "gather_in", lambda ident, env, e, v: e)
+    monkeypatch.setattr(fuzz.gen_modules._Body, "identity_factor", lambda self, form: form)
+    spelled = 0
+    for c, ps in drawn.items():
+        for i, p in enumerate(ps):
+            plain = fuzz.generate_program(c[1], i, generators=c[0] or fuzz.GENERATORS)
+            shape = [[(s.target, s.writes, s.reads, s.view_of, s.inplace_result) for s in q.stmts] for q in (p, plain)]
+            assert shape[0] == shape[1] and p.returns == plain.returns and p.args == plain.args, (c, i)
+            for a, b in zip(p.stmts, plain.stmts):
+                assert a.code == b.code or re.search(r" is | if id\(|\[\[|\[:, \[", a.code), (a.code, b.code)
+            spelled += p.stmts != plain.stmts
+    assert spelled >= 10
+
+
 def test_dtype_generator_covers_dtypes_division_and_promotion():
     ps = _programs("dtype")
     dtypes = {d for p in ps for _, d in p.dtypes}

@@ -131,3 +131,65 @@ def test_ids_of_tensors_compare_as_is(schedule):
         a_e, a_j = make(x_e), make(x_j)
         torch.testing.assert_close(jitted(*a_j), _ids(*a_e))
         torch.testing.assert_close(x_j, x_e)
+
+
+# Note [identity answers are guarded] (tensor_identity.py): an `is` answer read from a tensor the computation
+# does not take (a global, a closure cell, a module's parameter it only compares) was kept for later calls
+# where the answer differs (session 18 hand probe: `f(x)` then `f(y)` with `a is G` returned `2 y`).
+
+
+def _holder_program(kind):
+    """(function, holder) where the function compares its argument with the tensor the holder names."""
+    holder = {"G": None}
+    if kind == "global":
+        scope = {"H": holder}
+        exec("def f(a):\n    G = H['G']\n    return a.mul_(2) * (2.0 if a is G else 3.0)", scope)
+        return scope["f"], holder
+    if kind == "id":
+        def f(a):
+            return a.mul_(2) * (2.0 if id(holder["G"]) == id(a) else 3.0)
+        return f, holder
+    cell = [None]
+
+    def f(a):
+        b = a.add_(1)
+        return b * (2.0 if b is cell[0] else 3.0) + (5.0 if cell[0] is not a else 7.0)
+    return f, cell
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("kind", ["global", "id", "closure"])
+def test_an_identity_answer_from_a_tensor_the_computation_does_not_read_is_guarded(kind, schedule):
+    fn_e, hold_e = _holder_program(kind)
+    fn_j, hold_j = _holder_program(kind)
+    jitted = fusion_alias.jit(fn_j, backend="reference", schedule=schedule)
+    key = "G" if kind != "closure" else 0
+    g_e, g_j = torch.ones(3), torch.ones(3)
+    hold_e[key], hold_j[key] = g_e, g_j
+    # the held tensor itself, then another, then a view of it, then itself again
+    for pick in [lambda g: g, lambda g: torch.ones(3), lambda g: g.view(3), lambda g: g, lambda g: torch.ones(3)]:
+        a_e, a_j = pick(g_e), pick(g_j)
+        torch.testing.assert_close(jitted(a_j), fn_e(a_e))
+        torch.testing.assert_close(a_j, a_e)
+        torch.testing.assert_close(g_j, g_e)
+
+
+class _TwoParams(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.ones(3))
+        self.v = torch.nn.Parameter(torch.ones(3))
+
+    def forward(self, a):
+        return a * (2.0 if self.w is self.v else 3.0)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_parameters_tied_and_untied_between_calls_are_compared_as_eager(schedule):
+    m_e, m_j = _TwoParams(), _TwoParams()
+    jitted = fusion_alias.jit(m_j, backend="reference", schedule=schedule)
+    with torch.no_grad():
+        for tie in (False, True, False, True):
+            for m in (m_e, m_j):
+                m.v = m.w if tie else torch.nn.Parameter(torch.ones(3))
+            torch.testing.assert_close(jitted(torch.ones(3)), m_e(torch.ones(3)))

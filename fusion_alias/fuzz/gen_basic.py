@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from typing import Sequence
 
 import torch
 
-from fusion_alias.fuzz import foreach_spellings
+from fusion_alias.fuzz import foreach_spellings, identity_spellings
 from fusion_alias.fuzz.hazard import _has_internal_overlap, _overlaps
 from fusion_alias.fuzz.program import CONSTANTS, PARAM_NAMES, Stmt
 
@@ -134,6 +135,9 @@ class _Gen:
         self.side = random.Random(str(rng.getstate()[1][:16]))  # Note [detach spellings keep the stream]
         self.spell = random.Random(str(rng.getstate()[1][:16]) + ":spell")  # Note [mask spellings keep the stream]
         self.foreach_spell = random.Random(str(rng.getstate()[1][:16]) + ":foreach")  # foreach_spellings.py
+        # identity_spellings.py, Note [identity and list-key spellings keep the stream]
+        self.ident = random.Random(str(rng.getstate()[1][:16]) + ":identity")
+        self.same_as: dict[str, str] = {}  # the result of an in-place op -> the tensor it was called on
 
     def detach_drawn(self, p: float) -> bool:
         """Whether to read a tensor through ``.detach()``: probability ``p``, drawn from ``side`` (Note
@@ -277,6 +281,10 @@ class _Gen:
                 (3, 3, 3, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1),
             )[0]
             e = f"{x}.{op}"
+            if (number := re.fullmatch(r"(\w+_)\((-?[\d.]+)\)", op)) is not None:  # (Note [identity and list-key
+                spelled = identity_spellings.identity_number(self.ident, self.env, self.names, self.same_as,  # spellings
+                                                             number.group(2))  # keep the stream])
+                e = f"{x}.{number.group(1)}({spelled})"
         elif kind == "binary":
             y = self.operand(x, inplace=True)
             op = rng.choices(("add_", "mul_", "sub_", "add_alpha", "copy_", "hypot_"), (3, 2, 2, 1, 2, 1))[0]
@@ -290,9 +298,18 @@ class _Gen:
                 e = f"{x}.{op}({y})"
             if self._is_var(y) and self.detach_drawn(0.5 if y == x else 0.15):
                 e = e.replace(f"({y}", f"({y}.detach()", 1)  # (x.mul_(x.detach()): the same memory and index)
+            masked = False
             if self.spell_drawn(0.3) and self._is_var(y) and self._maskable(x, y):
                 y_text = f"{y}.detach()" if f"({y}.detach()" in e else y  # (Note [mask spellings keep the stream])
                 e = e.replace(f"({y_text}", f"({self._mask_chain(x, y_text)}", 1)
+                masked = True
+            # Note [identity and list-key spellings keep the stream] (identity_spellings.py)
+            if not self._is_var(y):
+                spelled = identity_spellings.identity_number(self.ident, self.env, self.names, self.same_as, y)
+                e = e.replace(f"({y}", f"({spelled}", 1)
+            elif not masked and self._maskable(x, y):
+                if (g := identity_spellings.gathered(self.ident, self.env, y, 0.2)) is not None:
+                    e = e.replace(f"({y}", f"({g}", 1)
             if op == "copy_":
                 reads = (y,)
             else:
@@ -323,6 +340,7 @@ class _Gen:
             return Stmt(self._detach_prefix(f"{x}{idx} = {y}", x, 0.1), reads=(y,) if self._is_var(y) else (), writes=x)
         if rng.random() < 0.3:
             t = self.fresh()
+            self.same_as[t] = x  # (identity_spellings.predicate: one object)
             return Stmt(f"{t} = {e}", target=t, reads=reads, writes=x, inplace_result=True)
         return Stmt(self._detach_prefix(e, x, 0.1), reads=reads, writes=x)  # (a write through x.detach())
 
@@ -446,6 +464,11 @@ class _Gen:
             d = rng.randrange(-nd, nd)
             e = rng.choice((f"{x}.sum()", f"{x}.sum({d}, keepdim=True)", f"{x}.amax({d}, keepdim=True)",
                             f"{x}.mean({d})", f"{x}.sum({d})", f"{x}.amax({d})"))
+        # Note [identity and list-key spellings keep the stream] (identity_spellings.py)
+        spelled = identity_spellings.gather_in(self.ident, self.env, e, x)
+        if self.env[x].is_floating_point():
+            spelled = identity_spellings.identity_factor(self.ident, self.env, self.names, self.same_as, spelled)
+        e = identity_spellings.if_same_result(self.env, e, spelled)
         t = self.fresh()
         return Stmt(f"{t} = {e}", target=t, reads=reads)
 

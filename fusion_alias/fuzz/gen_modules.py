@@ -72,6 +72,15 @@ Note [rebinding a buffer]
     differently after it: which later statements eager rejects or leaves ill-defined depends on the
     memory the state now has.
 
+Note [identity tests of the state]
+    Session 18: a compute statement's value may be spelled times a choice on an identity test (``(x @ m.w.t() +
+    k) * (2.0 if m.w is m.lin.weight else 1.0)``, ``id(k) == id(m.b)``, ``GT is not k``): of a tied weight and its
+    other name (tied, untied and tied again between calls: Note [state rebound between calls]), of an argument
+    and the state or another argument (one object in the later variants that pass ``m.b`` or ``a[0]``), or of two
+    names of the state. Only the value changes; it is drawn from ``_Body.ident``, a generator seeded from
+    ``rng``'s state without drawing from it, so every program is the one it was but for these spellings (the
+    tensor_identity.py classes, Note [identity answers are guarded]).
+
 Note [state rebound between calls]
     Session 17: before the calls of variants 1 and 2 (after their arguments are made), some programs rebind
     a parameter or buffer of the module, or of its submodule ``lin``, outside the compiled function
@@ -199,6 +208,7 @@ class _Body:
         self.batch_vals = ["a"]  # (B, c) values
         self.counter = 0
         self.spell = random.Random(str(rng.getstate()[1][:16]) + ":spell")  # Note [rebinding a buffer]
+        self.ident = random.Random(str(rng.getstate()[1][:16]) + ":identity")  # Note [identity tests of the state]
 
     def rebind(self, kind: str, form: str) -> str:
         """``form``, or, drawn from ``spell``, a statement of the same kind that rebinds the state it updates
@@ -230,6 +240,29 @@ class _Body:
             forms += [f"m.kv = m.kv.index_copy(0, torch.tensor([{i}]), k.detach()[None])", "m.kv = m.kv * 0.5",
                       f"m.kv = torch.cat([m.kv[1:], {s.choice(self.batch_vals)}[0:1].detach()])"]
         return s.choice(forms) if forms else form
+
+    def identity_factor(self, form: str) -> str:
+        """``form`` (a float result), or, drawn from ``ident``, ``form`` times a choice on an identity test of two
+        tensors of the state or the arguments (Note [identity tests of the state])."""
+        mod, s = self.mod, self.ident
+        if s.random() >= 0.25:
+            return form
+        tied = [("m.w", "m.lin.weight")] if mod.tie == "lin" else [("m.w", "m.head")] if mod.tie == "head" else []
+        state = ["m.w", "m.b", "m.u"] + [f"m.{b}" for b in mod.buffers if b != "steps"] + [v for _, v in tied]
+        args = ["a", "k"] + (["GT"] if self.has_global else [])
+        r = s.random()
+        if tied and r < 0.4:
+            v, w = s.choice(tied)
+        elif r < 0.8:
+            v, w = s.choice(args), s.choice(state + args)
+        else:
+            v, w = s.sample(state, 2)
+        if v == w:
+            w = "m.b" if v != "m.b" else "m.u"
+        if s.random() < 0.5:
+            v, w = w, v
+        test = s.choice((f"{v} is {w}", f"{v} is not {w}", f"id({v}) == id({w})"))
+        return f"({form}) * ({s.choice((2.0, -1.0, 3.0))} if {test} else 1.0)"
 
     def tmp(self) -> str:
         t = f"t{self.counter}"
@@ -263,7 +296,8 @@ class _Body:
             if "kv" in mod.buffers:
                 forms.append(f"({x} @ m.kv.t()).softmax(-1) @ m.kv")
             t = self.tmp()
-            return Stmt(f"{self.mode(0.3)}{t} = {rng.choice(forms)}", target=t), t
+            mode, form = self.mode(0.3), rng.choice(forms)
+            return Stmt(f"{mode}{t} = {self.identity_factor(form)}", target=t), t
         if kind == "ema" and ("ema" in mod.buffers or "mom" in mod.buffers):
             if "ema" in mod.buffers:
                 src = mod.weight(rng) if mod.ema_shape == "mat" else rng.choice(("m.b", "m.u", "k"))

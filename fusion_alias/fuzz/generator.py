@@ -159,12 +159,17 @@ def _grow(p: Program, rng: random.Random, gen_class: type, max_stmts: int, error
     return p.replace(stmts=tuple(stmts), returns=tuple(rets))
 
 
+# an identity test of identity_spellings.py: compares two tensors, reads no value of either
+_IDENTITY_TEST = re.compile(r"\bif (?:id\(\w+\) == id\(\w+\)|\w+ is (?:not )?\w+) else\b")
+
+
 def _sinks(stmts: list[Stmt], intermediates: list[str]) -> list[str]:
     """The intermediates no later statement reads or views, last first: values that
     would otherwise be computed and never compared with eager."""
     used = set()
     for s in stmts:
-        used |= set(re.findall(r"\b\w+\b", s.code.split(" = ", 1)[-1] if s.target else s.code))
+        code = _IDENTITY_TEST.sub("", s.code)  # (Note [identity and list-key spellings keep the stream])
+        used |= set(re.findall(r"\b\w+\b", code.split(" = ", 1)[-1] if s.target else code))
     return [v for v in reversed(intermediates) if v not in used]
 
 
