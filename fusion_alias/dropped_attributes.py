@@ -212,7 +212,7 @@ STORES = frozenset({_REBIND_BUFFER.name, _SET_ATTRIBUTE.name})
 # eager's does (or raises "Trying to backward through the graph a second time"; fuzz seed 20504 #2,
 # ``modules --grad``; plain ``thunder.jit`` too). A call that computes gradients and writes in place is
 # functionalized, which knows eager's flag of every name after the program (Note [outputs no gradient
-# reaches]); it sets the flag of each store (``STORES``) to that (``autograd_functionalize._eager_store_flags``).
+# reaches]); it sets the flag of each store (``STORES``) to that (``functionalized_epilogue.eager_store_flags``).
 # A call that writes nothing in place keeps the traced flag, which no write can have changed.
 
 

@@ -1,0 +1,92 @@
+"""The epilogue of a functionalized call (``autograd_functionalize.functionalize``): Thunder's epilogue taking
+the final values of the inputs written, and the stores of values that outlive the call (a rebound buffer:
+``dropped_attributes.STORES``) with eager's ``requires_grad``, or refused where eager's store is a view."""
+
+from __future__ import annotations
+
+import thunder.core.dtypes as dtypes
+import thunder.core.prims as prims
+from thunder.core.proxies import TensorProxy
+from thunder.core.trace import from_trace, tracectx
+
+from fusion_alias.dropped_attributes import STORES
+from fusion_alias.errors import AliasInputError
+
+
+def eager_store_flags(epilogue, epilogue_trc, outs, requires) -> None:
+    """Each store of a value that outlives the call (a rebound buffer: ``dropped_attributes.STORES``) in
+    ``epilogue`` given eager's ``requires_grad`` of the value after the program (dropped_attributes.py, Note [a
+    write after the value was made]): the traced flag is the value's before later writes into its memory."""
+    args = list(epilogue_trc.args)[len(epilogue_trc.args) - len(outs):] if outs else []
+    eager = {a.name: bool(requires(o.name)) and dtypes.is_inexact_dtype(o.dtype)
+             for a, o in zip(args, outs) if isinstance(a, TensorProxy) and isinstance(o, TensorProxy)}
+    for i, b in enumerate(epilogue.bound_symbols):
+        if b.sym.name in STORES and len(b.args) == 4 and getattr(b.args[2], "name", None) in eager:
+            epilogue.bound_symbols[i] = b.from_bsym(args=(*b.args[:3], eager[b.args[2].name]))
+
+
+def refuse_stores_of_input_views(epilogue, epilogue_trc, outs, info, tensor_inputs) -> None:
+    """Note [a buffer rebound to a view of an input, functionalized]
+    A buffer of the module called rebound in ``forward`` to a view of a tensor the call reads
+    (``self.run_mean = a[0].detach()`` with ``a = m.w[0:2]``, a view of the flat Parameter): eager's buffer
+    shares that memory after the call, and a later write into it (an optimizer step) changes the buffer too.
+    A call that computes gradients and writes in place is functionalized, and the value stored is the
+    computation's output, a new tensor: the buffer came back a copy (fuzz seed 20616 #13, ``modules --grad``;
+    after ``flat.add_(100)`` eager's buffer read ``[100, 101, 102]``, fusion_alias's ``[0, 1, 2]``). Refused
+    until the store replays the view on the caller's tensor. The input itself stored (``self.kv = a``) is the
+    caller's tensor and runs."""
+    args = list(epilogue_trc.args)[len(epilogue_trc.args) - len(outs):] if outs else []
+    inputs = {p.name for p in tensor_inputs}
+    input_roots = {info.root.get(n, n) for n in inputs}
+    of_input = {a.name: o.name for a, o in zip(args, outs)
+                if isinstance(a, TensorProxy) and isinstance(o, TensorProxy) and o.name not in inputs
+                and info.root.get(o.name, o.name) in input_roots}
+    for b in epilogue.bound_symbols:
+        if b.sym.name in STORES and len(b.args) >= 3 and getattr(b.args[2], "name", None) in of_input:
+            raise AliasInputError(
+                f"fusion_alias: in a call that computes gradients and writes in place, the program rebinds "
+                f"the buffer {str(b.args[1]).lstrip('.')!r} to a view of memory the call was given (eager's "
+                "buffer then shares that memory after the call): not supported (a functionalized call would "
+                "store a copy). Workaround: store a copy (`.clone()`), or write into the buffer in place")
+
+
+def epilogue_returning_finals(epilogue_trc, finals, constants=(), differentiable=(), n_outputs=0):
+    """Thunder's epilogue (flat outputs -> the program's return structure), taking the final values
+    after the outputs and returning ``(structure, finals, the outputs at positions constants, the
+    outputs at positions differentiable)``."""
+    if epilogue_trc is None:
+        raise AliasInputError("fusion_alias: a call that computes gradients and writes in place needs Thunder's epilogue")
+    from thunder.core.codeutils import SigInfo
+
+    new = from_trace(epilogue_trc)
+    *body, ret = epilogue_trc.bound_symbols
+    with tracectx(new):
+        taken = set(new.names) | {name for name, _ in epilogue_trc.siginfo().args}
+        taken |= {getattr(a, "name", None) for a in epilogue_trc.args}
+        names = []
+        for i in range(len(finals)):
+            name, k = f"final{i}", 0
+            while name in taken:
+                k += 1
+                name = f"final{i}_{k}"
+            taken.add(name)
+            names.append(name)
+        params = [TensorProxy(name=n, like=f) for n, f in zip(names, finals)]
+        new.bound_symbols = list(body)
+        unpacks = []
+        for p in params:
+            new.push_scope(unpacks)
+            prims.unpack_trivial(p, name=p.name)
+            new.pop_scope()
+    outputs = list(epilogue_trc.args)[len(epilogue_trc.args) - n_outputs:] if n_outputs else []
+    constant_params = tuple(outputs[i] for i in constants if i < len(outputs))
+    differentiable_params = tuple(outputs[i] for i in differentiable if i < len(outputs))
+    marks = (ret.args[0], tuple(params), constant_params, differentiable_params)
+    new.bound_symbols = unpacks + list(body) + [ret.from_bsym(args=(marks,))]
+    si = SigInfo(epilogue_trc.siginfo().name)
+    si.args = list(epilogue_trc.siginfo().args) + [(p.name, None) for p in params]
+    new._siginfo = si
+    new.args = list(epilogue_trc.args) + params
+    return new
+
+
