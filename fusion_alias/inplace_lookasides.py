@@ -166,7 +166,7 @@ def _augmented(dunder: str, a, b):
     """``type(a).<dunder>(a, b)``: eager's in-place method for a tensor (Note [augmented assignments Thunder
     lacks]), Thunder's own answer for anything else."""
     if not isinstance(a, TensorProxy):
-        return getattr(_PROXY_DUNDERS, dunder)(a, b)
+        return getattr(Proxy, dunder)(a, b)  # (Thunder's own: "Inplace operators like ... are not supported")
     if dunder == "__imatmul__":
         return NotImplemented
     return proxy_method(a, _AUGMENTED_METHODS[dunder])(b)
@@ -206,7 +206,6 @@ def _inplace_symbol(op: str) -> Symbol:
 
 
 _proxy_getattr = TensorProxy.__getattr__
-_PROXY_DUNDERS = Proxy  # (the class whose augmented-assignment methods raise "Inplace operators like ...")
 
 
 def _tensor_unfold(a, dimension, size, step):
@@ -349,7 +348,7 @@ def register(executor) -> None:
     executor._lookasides[torch.Tensor.to] = _tensor_to
     for dunder in (*_AUGMENTED_METHODS, "__imatmul__"):
         method = getattr(TensorProxy, dunder)
-        if method is getattr(_PROXY_DUNDERS, dunder):  # (one Thunder did not give the tensor proxy itself)
+        if method is getattr(Proxy, dunder):  # (one Thunder did not give the tensor proxy itself)
             executor._lookasides[method] = partial(_augmented, dunder)
 
 
