@@ -231,6 +231,12 @@ def _tensor_to(a, *args, **kwargs):
             f"fusion_alias: Tensor.to(memory_format={memory_format}) is not supported: Thunder 0.2.6 decides "
             "whether it copies without looking at the layout, unlike eager. Workaround: "
             f".contiguous(memory_format={memory_format})")
+    # Note [non_blocking is dropped]: Thunder 0.2.6's ``to`` has no ``non_blocking`` and raised a
+    # TypeError for ``x.to(device, non_blocking=True)``, a common spelling in training loops. It only lets a
+    # copy between devices run asynchronously to the host; a trace orders every copy by its data edges, so
+    # the values are eager's without it.
+    if "non_blocking" in kwargs:
+        kwargs = {k: v for k, v in kwargs.items() if k != "non_blocking"}
     return ltorch.to(a, *args, **kwargs)
 
 

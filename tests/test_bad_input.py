@@ -695,6 +695,25 @@ def test_to_with_a_memory_format_is_refused():
         assert torch.equal(got, want) and got.dtype == want.dtype
 
 
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_to_with_non_blocking_runs_as_in_eager(schedule):
+    # inplace_lookasides, Note [non_blocking is dropped]: Thunder 0.2.6's to() raised a TypeError on it.
+    # The same dtype and device is the tensor itself in eager, so the write lands in x; another dtype copies.
+    def f(x):
+        y = x.to("cpu", non_blocking=True)
+        y.add_(1)
+        z = x.to(torch.float64, non_blocking=True)
+        z.mul_(2)
+        return x * 1, z, x.to(dtype=torch.float16, non_blocking=False)
+
+    x = torch.arange(6.0).reshape(2, 3)
+    x_jit, x_eager = x.clone(), x.clone()
+    got, want = fusion_alias.jit(f, backend="reference", schedule=schedule)(x_jit), f(x_eager)
+    for g, w in zip(got, want):
+        assert torch.equal(g, w) and g.dtype == w.dtype
+    assert torch.equal(x_jit, x_eager)
+
+
 def test_bool_add_with_alpha_runs_as_in_eager():
     # dtype_rules: Thunder computes b + 2 * c in int8, eager in bool; the store was refused with a false
     # "eager rejects this too" (hostile probe 12, X09)
