@@ -26,7 +26,7 @@ from thunder.core.trace import TraceCtx, TraceProvenance
 from thunder.extend import FusionExecutor, register_executor
 import thunder.core.prims as prims
 
-from fusion_alias import (context, data_attribute, tensor_identity, dropped_attributes, foreach_lookasides, inplace_lookasides, ops, pipeline,
+from fusion_alias import (context, data_attribute, tensor_identity, dropped_attributes, foreach_lookasides, inplace_lookasides, ops, out_arguments, pipeline,
                           untraceable_calls)
 from fusion_alias.refusals import bool_keys
 from fusion_alias.refusals.bool_keys import refuse_bool_key
@@ -366,6 +366,7 @@ def make_callable(spec, backend: str, schedule: str):
 executor = FusionAliasExecutor()
 inplace_lookasides.register(executor)  # fill_, broadcasting copy_, sigmoid_, ... (Thunder 0.2.6 lacks them)
 foreach_lookasides.register(executor)  # torch._foreach_* as one op per tensor
+out_arguments.register(executor)  # torch.add(a, b, out=o) as the write into o it is
 untraceable_calls.register(executor)  # torch.manual_seed & co.: a clear error, not a tracer that never finishes
 bool_keys.register(executor)  # x[True]: refused as traced (Note [a bool key refused as it is traced])
 dropped_attributes.register(executor)  # attributes set in forward, which Thunder drops: refused

@@ -1,0 +1,151 @@
+"""``out=`` arguments of torch's elementwise functions, traced as the write they are.
+
+Note [out= is an in-place op]
+-----------------------------
+``torch.add(a, b, out=o)`` computes ``a + b`` and stores it into ``o``'s memory, as ``o.copy_(a + b)``
+would, with eager's checks for a store: the result must be castable to ``o``'s dtype (``torch.can_cast``),
+``o`` may not partially overlap an operand (TensorIterator's ``assert_no_partial_overlap``:
+``torch.add(x, x, out=x)`` runs, ``torch.add(x, x[0], out=x)`` raises), and no argument may require grad
+where grad mode is on. Thunder 0.2.6's symbols take no ``out`` and raised ``TypeError: add() got an
+unexpected keyword argument 'out'``. Here each such call is one composite symbol, ``add_out``, whose
+first argument is ``o``, and whose decomposition is the op and a ``copy_`` into ``o``: the shape the
+in-place ops of ``inplace_lookasides.py`` have, so the pass's checks of in-place ops (their operands'
+overlap with the written tensor, ``refusals/operands.py``; the store's dtype) read it as the write it is.
+Worked example::
+
+    def f(x, buf):
+        torch.mul(x, 2, out=buf)     # buf_1 = mul_out(buf, x, 2): mul(x, 2), copy_ into buf
+        return x + buf               # reads buf's new value (buf_1), as after buf.copy_(x * 2)
+
+With ``buf = x[0]`` eager raises (``x`` and ``buf`` overlap partly) and so does fusion_alias; with
+``buf = x`` both compute ``x = 2 x`` and return ``4 x``.
+
+Eager resizes an ``out`` of another shape (with a warning unless it is empty): that changes the
+tensor's shape in place, which a trace cannot express, so it is refused with a message that names the
+workaround. Only elementwise functions are covered (``_ELEMENTWISE``): their ``out`` rules are the
+in-place ops' rules above; any other function keeps Thunder's error.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import torch
+import thunder.torch as ltorch
+from thunder.core.compile_data import get_compile_data
+from thunder.core.langctxs import Languages, langctx
+from thunder.core.proxies import TensorProxy
+from thunder.core.symbol import Symbol
+from thunder.core.trace import get_tracectx
+from thunder.core import dtypes
+
+from fusion_alias.inplace_lookasides import _as_inplace, _type_name
+
+_ELEMENTWISE = (
+    "add", "sub", "mul", "div", "true_divide", "remainder", "fmod", "pow", "float_power", "atan2", "hypot",
+    "copysign", "nextafter", "minimum", "maximum", "lerp", "addcmul", "addcdiv", "clamp", "clamp_min", "clamp_max",
+    "where", "exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "rsqrt", "square", "sin", "cos", "tan", "tanh",
+    "sigmoid", "abs", "neg", "reciprocal", "floor", "ceil", "round", "trunc", "sign", "erf", "erfc",
+    "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "logical_not",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
+)
+
+# Note [out dtypes eager takes exactly]: most of these store a result into an ``out`` of any dtype it can be
+# cast to (``torch.can_cast``, as an in-place op does); these take only the result's own dtype (checked on torch
+# 2.9.1: ``torch.where(c, x, y, out=o)`` of float32 values into a float64 ``o`` raises "Expected out type to be
+# Float but got Double", ``torch.add`` runs).
+_EXACT_DTYPE = frozenset({
+    "clamp", "clamp_min", "clamp_max", "where", "abs", "neg", "floor", "ceil", "round", "trunc", "sign",
+    "bitwise_not", "float_power",
+})
+
+_OUT_SYMBOLS: dict[str, Symbol] = {}
+
+
+class OutArgumentError(NotImplementedError):
+    """An ``out=`` argument fusion_alias cannot trace as eager runs it (module Note)."""
+
+
+def _out_symbol(name: str, traced) -> Symbol:
+    """The composite symbol ``<name>_out(out, *args, **kwargs)``: ``traced(*args, **kwargs)`` stored into ``out``."""
+    sym = _OUT_SYMBOLS.get(name)
+    if sym is None:
+
+        def meta(out, *args, **kwargs):
+            result = traced(*args, **kwargs)
+            if tuple(result.shape) != tuple(out.shape):
+                raise OutArgumentError(
+                    f"fusion_alias: torch.{name}(..., out=o) with o of shape {list(out.shape)} and a result of "
+                    f"shape {list(result.shape)} is not supported: eager resizes o in place, which a trace cannot "
+                    f"express. Workaround: o = torch.{name}(...) without out=, or an o of the result's shape")
+            if name in _EXACT_DTYPE and result.dtype is not out.dtype:
+                want, have = dtypes.to_torch_dtype(result.dtype), dtypes.to_torch_dtype(out.dtype)
+                raise RuntimeError(f"{name}(): expected out type to be {_type_name(want)} but got {_type_name(have)}")
+            return _as_inplace(out, result, name)
+
+        sym = _OUT_SYMBOLS[name] = Symbol(name=f"{name}_out", meta=langctx(Languages.TORCH)(meta),
+                                          id=f"fusion_alias.{name}_out")
+    return sym
+
+
+def _tensors(xs) -> list:
+    found = []
+    for x in xs:
+        if isinstance(x, TensorProxy):
+            found.append(x)
+        elif isinstance(x, (tuple, list)):
+            found.extend(_tensors(x))
+    return found
+
+
+def _may_require_grad(tensors) -> bool:
+    """Whether one of ``tensors`` may require grad: Note [which values require grad while tracing]."""
+    if any(t.requires_grad for t in tensors):
+        return True
+    trace = get_tracectx()
+    if trace is None:
+        return False
+    wanted = {t.name for t in tensors}
+    grad_names: set[str] = set()
+    for b in trace.bound_symbols:
+        if b.sym.name == "detach":
+            continue
+        if any(isinstance(a, TensorProxy) and (a.requires_grad or a.name in grad_names) for a in b.flat_args):
+            for o in b.flat_outs:
+                if isinstance(o, TensorProxy) and (dtypes.is_float_dtype(o.dtype) or dtypes.is_complex_dtype(o.dtype)):
+                    grad_names.add(o.name)
+    return not wanted.isdisjoint(grad_names)
+
+
+# Note [which values require grad while tracing]
+# ----------------------------------------------
+# Eager refuses ``torch.add(y, 1, out=o)`` when ``y`` requires grad, and ``y = x * 2`` of an ``x`` that
+# requires grad does. Thunder 0.2.6 sets ``requires_grad`` on the proxies of the inputs only: ``y``'s proxy
+# says False while tracing, and the call ran where eager raises (session 19 probe). So the trace recorded so
+# far is walked from the proxies that require grad through every op whose result is floating or complex,
+# ``detach`` aside. Ops under a ``no_grad`` block earlier in the program are followed too: such a value counts
+# as requiring grad, and the call is refused where eager would run it (loud, never a silent difference).
+
+
+def _with_out(name: str, traced, *args, out=None, **kwargs):
+    """``torch.<name>(*args, out=out, **kwargs)`` under the interpreter (module Note); without ``out``, Thunder's own."""
+    if out is None:
+        return traced(*args, **kwargs)
+    if not isinstance(out, TensorProxy):
+        raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    operands = _tensors([*args, *kwargs.values()])
+    compile_data = get_compile_data()  # (grad mode as the program sets it: ``with torch.no_grad()`` inside it too)
+    grad_enabled = compile_data.is_grad_enabled if compile_data is not None else torch.is_grad_enabled()
+    if grad_enabled and _may_require_grad([out, *operands]):
+        raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic differentiation, "
+                           "but one of the arguments requires grad.")
+    return _out_symbol(name, traced)(out, *args, **kwargs)
+
+
+def register(executor) -> None:
+    """Lend ``executor`` a lookaside per function of ``_ELEMENTWISE`` that traces its ``out=`` (module Note)."""
+    for name in _ELEMENTWISE:
+        fn = getattr(torch, name, None)
+        traced = ltorch._torch_to_thunder_function_map.get(fn) if fn is not None else None
+        if traced is not None and fn not in executor._lookasides:
+            executor._lookasides[fn] = partial(_with_out, name, traced)
