@@ -320,6 +320,26 @@ def test_identity_and_list_key_spellings_keep_every_stream(monkeypatch):
     assert _spelled_apart(drawn, lambda a, b: re.search(r" is | if id\(|\[\[|\[:, \[", a)) >= 10
 
 
+def test_out_spellings_keep_every_stream(monkeypatch):
+    # Note [out= spellings keep the stream] (out_spellings.py, session 19): in-place statements written as
+    # ``torch.op(x, ..., out=x)``, drawn on purpose; without them, the same programs; none with --grad
+    drawn = _drawn([(None, 20123, 12), (("basic",), 20250, 30), (("order",), 20132, 12), (("hidden",), 1, 8),
+                    (("calls",), 777, 15), (("fresh",), 5, 10)])
+    code = "\n".join(s.code for ps in drawn.values() for p in ps for s in p.stmts)
+    assert re.search(r"^torch\.\w+\((\w+), .*out=\1\)$", code, re.M)  # torch.add(b, b, alpha=0.5, out=b)
+    assert re.search(r"^\w+ = torch\.\w+\((\w+)(, .*)?, out=\1\)$", code, re.M)  # t0 = torch.sin(a, out=a)
+    assert re.search(r"out=(\w+)\.detach\(\)\)$", code, re.M)
+    grad_code = [s.code for i in range(12) for s in fuzz.generate_program(20123, i, grad=True).stmts]
+    assert not any("out=" in c for c in grad_code)
+    monkeypatch.setattr(fuzz.out_spellings, "out_form", lambda out_spell, env, code: code)
+
+    def out_spelled(a: str, b: str) -> bool:
+        m = re.fullmatch(r"(\w+ = )?torch\.(\w+)\(([\w.()]+?)(?:, (.*))?, out=\3\)", a)
+        return m is not None and b == f"{m[1] or ''}{m[3]}.{m[2]}_({m[4] or ''})"
+
+    assert _spelled_apart(drawn, out_spelled) >= 8
+
+
 def test_dtype_generator_covers_dtypes_division_and_promotion():
     ps = _programs("dtype")
     dtypes = {d for p in ps for _, d in p.dtypes}

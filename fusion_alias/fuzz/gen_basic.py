@@ -11,7 +11,7 @@ from typing import Sequence
 
 import torch
 
-from fusion_alias.fuzz import foreach_spellings, identity_spellings
+from fusion_alias.fuzz import foreach_spellings, identity_spellings, out_spellings
 from fusion_alias.fuzz.hazard import _has_internal_overlap, _overlaps
 from fusion_alias.fuzz.program import CONSTANTS, PARAM_NAMES, Stmt
 
@@ -137,6 +137,7 @@ class _Gen:
         self.foreach_spell = random.Random(str(rng.getstate()[1][:16]) + ":foreach")  # foreach_spellings.py
         # identity_spellings.py, Note [identity and list-key spellings keep the stream]
         self.ident = random.Random(str(rng.getstate()[1][:16]) + ":identity")
+        self.out_spell = random.Random(str(rng.getstate()[1][:16]) + ":out")  # Note [out= spellings keep the stream]
         self.same_as: dict[str, str] = {}  # the result of an in-place op -> the tensor it was called on
 
     def detach_drawn(self, p: float) -> bool:
@@ -341,8 +342,10 @@ class _Gen:
         if rng.random() < 0.3:
             t = self.fresh()
             self.same_as[t] = x  # (identity_spellings.predicate: one object)
-            return Stmt(f"{t} = {e}", target=t, reads=reads, writes=x, inplace_result=True)
-        return Stmt(self._detach_prefix(e, x, 0.1), reads=reads, writes=x)  # (a write through x.detach())
+            code = out_spellings.out_form(self.out_spell, self.env, f"{t} = {e}")  # (out_spellings.py, Note [out=
+            return Stmt(code, target=t, reads=reads, writes=x, inplace_result=True)  # spellings keep the stream])
+        code = out_spellings.out_form(self.out_spell, self.env, self._detach_prefix(e, x, 0.1))  # (a write through
+        return Stmt(code, reads=reads, writes=x)  # x.detach())
 
     def _maskable(self, x: str, y: str) -> bool:
         """Whether the operand ``y`` of an in-place op into ``x`` may be spelled as a mask chain (Note [mask

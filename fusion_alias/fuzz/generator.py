@@ -23,7 +23,7 @@ from typing import Sequence
 import torch
 
 from fusion_alias.fuzz import (gen_aliasing, gen_dtype, gen_edges, gen_fresh, gen_layout, gen_modules, gen_order,
-                               gen_strided, gen_train)
+                               gen_strided, gen_train, out_spellings)
 from fusion_alias.fuzz.gen_basic import _gen_inputs, _Gen
 from fusion_alias.fuzz.hazard import _exec_stmt, _ill_defined, eager_env
 from fusion_alias.fuzz.program import GENERATORS, Program, Stmt
@@ -88,6 +88,15 @@ def generate_program(
         if not any(weights):
             raise ValueError(f"fuzz: generators {sorted(generators)} are drawn among others only with grad=True")
         kind = rng.choices(list(generators), weights)[0]
+    token = out_spellings.GRAD.set(grad)  # (out_spellings.py, Note [out= spellings keep the stream])
+    try:
+        return _program_of_kind(kind, seed, index, rng, max_stmts, error_rate, grad)
+    finally:
+        out_spellings.GRAD.reset(token)
+
+
+def _program_of_kind(kind: str, seed: int, index: int, rng: random.Random, max_stmts: int, error_rate: float,
+                     grad: bool) -> Program:
     if kind == "train":  # Note [training calls in the fuzzer]: whole programs of one class, not grown
         return gen_train.train_program(f"seed {seed} #{index}", rng)
     if kind == "modules":  # Note [module programs]: a module class, a forward, calls on one module object
