@@ -220,3 +220,25 @@ def test_foreach_optimizer_step_is_one_fusion_alias_piece(schedule):
     jitted = fusion_alias.jit(_adam_foreach, backend="reference", schedule=schedule)
     jitted(*_adam_state(0))
     assert backend.region_count() == region_count(jitted)
+
+
+def _fuzz_dynamo_script():
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parent.parent / "scripts" / "fuzz_dynamo.py"
+    spec = importlib.util.spec_from_file_location("fuzz_dynamo", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_fuzz_dynamo_script_runs_programs_through_torch_compile():
+    """scripts/fuzz_dynamo.py's core (the campaign of docs/testing.md, session 19) on 3 programs of one seed."""
+    script = _fuzz_dynamo_script()
+    report = script.run_dynamo_fuzz(programs=3, seed=20731, generators=("basic",))
+    assert report.programs == 3 and report.runs == 3
+    assert report.failures == [], [f.detail for f in report.failures]
+    assert report.ok >= 1
+    compared = script.compare_backends(20731, 0, ("basic",), False, "reads-first", backends=("eager",))
+    assert compared["eager"][0] in ("ok", "both-raised"), compared
