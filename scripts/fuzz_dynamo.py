@@ -178,6 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                   + f.detail.strip().splitlines()[-1][:300])
             if ns.verbose:
                 print(f.detail)
+        print(report.summary())
         print(_summary(report), flush=True)
         failed = len(report.failures)
         indices = [int(f.program.name.rsplit("#", 1)[-1]) for f in report.failures]
