@@ -18,9 +18,11 @@ Note [fuzz programs are exec'd source, Dynamo wants their module]
     is not in ``sys.modules``, and Dynamo looks the module up there (inlining the program's helpers,
     guarding the globals it reads). ``make_dynamo_jit`` registers a ``types.ModuleType`` under that name,
     filled from the function's ``__globals__`` before each program (every program uses the same name).
-    A global rebound between calls (the ``hidden`` generator) is rebound in the program's namespace, not
-    in that copy: Dynamo's own ``hidden`` mismatches (docs/testing.md, session 18) are of that kind
-    whichever backend runs.
+    Dynamo reads the program's globals from that module, not from ``fn.__globals__``. A copy made once
+    (session 18's script) went stale: the driver rebinds a ``hidden`` global before each call
+    (``install_hidden``), eager's tensor first, so the compiled call read and wrote eager's tensor. Each call
+    of the compiled function refreshes the copy first. Session 18's ``hidden`` mismatches, attributed to
+    Dynamo because ``backend="eager"`` had them too, were this copy (docs/testing.md, session 19).
 """
 
 from __future__ import annotations
@@ -78,8 +80,13 @@ def make_dynamo_jit(which: str = "fusion_alias") -> Callable[[Callable, str], Ca
 
     def make_jit(fn, schedule):
         torch._dynamo.reset()
-        _register_module(fn)
-        return torch.compile(fn, backend=_backend(which, schedule))
+        compiled = torch.compile(fn, backend=_backend(which, schedule))
+
+        def call(*args, **kwargs):
+            _register_module(fn)  # the globals as the program rebinds them between calls: the Note
+            return compiled(*args, **kwargs)
+
+        return call
 
     return make_jit
 

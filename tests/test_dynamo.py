@@ -234,11 +234,20 @@ def _fuzz_dynamo_script():
 
 
 def test_fuzz_dynamo_script_runs_programs_through_torch_compile():
-    """scripts/fuzz_dynamo.py's core (the campaign of docs/testing.md, session 19) on 3 programs of one seed."""
+    """scripts/fuzz_dynamo.py's core (the campaign of docs/testing.md, session 19) on 2 programs of one seed."""
     script = _fuzz_dynamo_script()
-    report = script.run_dynamo_fuzz(programs=3, seed=20731, generators=("basic",))
-    assert report.programs == 3 and report.runs == 3
+    report = script.run_dynamo_fuzz(programs=2, seed=20731, generators=("basic",))
+    assert report.programs == 2 and report.runs == 2
     assert report.failures == [], [f.detail for f in report.failures]
     assert report.ok >= 1
-    compared = script.compare_backends(20731, 0, ("basic",), False, "reads-first", backends=("eager",))
-    assert compared["eager"][0] in ("ok", "both-raised"), compared
+
+
+def test_fuzz_dynamo_script_reads_globals_rebound_between_calls():
+    """Seed 20735 #21 (``hidden``: ``GLOBAL_h0`` rebound before each call, then written in place): the module
+    Dynamo reads the program's globals from is refreshed on each call (Note [fuzz programs are exec'd source,
+    Dynamo wants their module]); a copy made once let the compiled call write eager's tensor, under every
+    backend, Dynamo's own ``eager`` included."""
+    script = _fuzz_dynamo_script()
+    compared = script.compare_backends(20735, 21, ("calls", "hidden"), False, "reads-first",
+                                       backends=("eager", "fusion_alias"))
+    assert {which: status for which, (status, _) in compared.items()} == {"eager": "ok", "fusion_alias": "ok"}, compared
