@@ -251,3 +251,51 @@ def test_fuzz_dynamo_script_reads_globals_rebound_between_calls():
     compared = script.compare_backends(20735, 21, ("calls", "hidden"), False, "reads-first",
                                        backends=("eager", "fusion_alias"))
     assert {which: status for which, (status, _) in compared.items()} == {"eager": "ok", "fusion_alias": "ok"}, compared
+
+
+def _view_written_by_next_piece(a):
+    t0 = a.t()
+    t1 = t0.sort(-2)[0]
+    t0.add_(t0.roll(1, -2))  # ThunderFX cuts the graph at roll: t0 is one piece's output, the next writes it
+    return (t1,)
+
+
+def _grad_run(fn, seed):
+    leaf = torch.randn(4, 6, generator=torch.Generator().manual_seed(seed)).requires_grad_()
+    a = leaf * 1
+    out = as_tuple(fn(a))
+    sum((o * (i + 1)).sum() for i, o in enumerate(out)).backward()
+    return [o.detach() for o in out], a.detach(), leaf.grad
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_output_view_of_an_input_written_by_a_later_piece_with_grad(schedule):
+    """Fuzz seed 20737 #12 (``--grad``): a fusion_alias piece returned the view ``t0`` of its input through
+    Thunder's autograd Function and the next piece's write into it raised PyTorch's "is a view and is being
+    modified inplace" (Note [an output view of an argument, written in place later])."""
+    compiled = torch.compile(_view_written_by_next_piece,
+                             backend=fusion_alias.dynamo_backend(backend="reference", schedule=schedule))
+    for seed in (0, 1):
+        got, want = _grad_run(compiled, seed), _grad_run(_view_written_by_next_piece, seed)
+        for g, w in zip(got, want):  # outputs, the input after the call, the leaf's gradient
+            torch.testing.assert_close(g, w)
+
+
+def test_output_view_of_an_input_written_by_the_caller_with_grad():
+    """The same class under fusion_alias.jit: ``a.t()`` returned, then written in place by the caller."""
+
+    def fn(a):
+        return a.t(), a * 2
+
+    def use(f):
+        def run(a):
+            v, w = f(a)
+            v.mul_(3)  # eager: a write into ``a`` through its view
+            return v, w, a * 1
+
+        return run
+
+    got = _grad_run(use(fusion_alias.jit(fn, backend="reference")), 2)
+    want = _grad_run(use(fn), 2)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w)
