@@ -299,3 +299,33 @@ def test_output_view_of_an_input_written_by_the_caller_with_grad():
     want = _grad_run(use(fn), 2)
     for g, w in zip(got, want):
         torch.testing.assert_close(g, w)
+
+
+def _views_of_a_written_input(a, b, c):
+    t0 = c.view(-1)
+    t1 = t0[1::2]
+    t2 = b * a
+    c.clip_(-0.3, 0.3)
+    t4 = t1.unsqueeze(1)
+    t0.detach()[1] = -1.5  # in the next piece: eager's write into c, through the view
+    return (t1, a, t4, t2)
+
+
+def test_output_views_of_a_written_input_written_by_a_later_piece_with_grad():
+    """Fuzz seed 20739 #3 (``--grad``), less its return of ``c`` itself: the piece's outputs ``t0``, ``t1``,
+    ``t4`` were views of ``c``'s final value, a copy ``write_back`` copies into ``c``, and the next piece's
+    write through ``t0.detach()`` raised "its base ... has been modified inplace" (Note [an output view of
+    an argument, written in place later])."""
+
+    def run(fn):
+        g = torch.Generator().manual_seed(0)
+        x0_leaf = torch.rand(4, 4, generator=g).requires_grad_()
+        x2_leaf = torch.rand(4, generator=g).requires_grad_()
+        x0, x2 = x0_leaf * 1, x2_leaf * 1
+        out = fn(x0, x0, x2)
+        sum((o * (i + 1)).sum() for i, o in enumerate(out)).backward()
+        return [o.detach() for o in out] + [x0.detach(), x2.detach(), x0_leaf.grad, x2_leaf.grad]
+
+    compiled = torch.compile(_views_of_a_written_input, backend=fusion_alias.dynamo_backend(backend="reference"))
+    for g, w in zip(run(compiled), run(_views_of_a_written_input)):
+        torch.testing.assert_close(g, w)
