@@ -17,6 +17,7 @@ from fusion_alias.executor import BACKENDS, AliasInputError, executor
 from fusion_alias.guard import guard_key
 from fusion_alias.leaked_proxies import proxy_left_in, refuse_leak
 from fusion_alias.refusals.inplace_ops import _traced_program
+from fusion_alias.view_outputs import argument_views_outside_function
 
 # Note [the guard covers every tensor the program reads]
 # -----------------------------------------------------
@@ -346,6 +347,7 @@ class AliasSpecializedFunction:
                 result = write_back(result, ctx.writebacks)
             if needs_grad and self._options.get("is_differentiable_outputs") is not None:
                 result = _mark_non_differentiable(result, self._options["is_differentiable_outputs"])
+            result = argument_views_outside_function(result, flat) if needs_grad else result  # (its Note)
         finally:
             context.reset(token)
             self._last = jfn

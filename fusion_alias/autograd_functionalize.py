@@ -62,6 +62,7 @@ from fusion_alias.errors import AliasInputError
 from fusion_alias.functional_rewrite import Rewriter
 from fusion_alias.functionalized_epilogue import eager_store_flags, epilogue_returning_finals, refuse_stores_of_input_views
 from fusion_alias.leaf_views import detached_names, detaches
+from fusion_alias.view_outputs import remade_outputs
 
 
 class FunctionalizeForAutograd(Transform):
@@ -91,6 +92,8 @@ def write_back(result, writebacks: WriteBacks):
     for (tensor, grad_mode), value in zip(writebacks.targets, finals):
         with torch.set_grad_enabled(grad_mode):
             tensor.copy_(value)
+    # Note [an output view of an argument, written in place later]: views of a final value, of the input
+    out = remade_outputs(out, [(tensor, value) for (tensor, _), value in zip(writebacks.targets, finals)])
     # Note [outputs no gradient reaches]: eager's requires_grad on each output
     constant_ids = {id(t) for t in constants}
     differentiable_ids = {id(t) for t in differentiable if not t.requires_grad and t.grad_fn is None}

@@ -220,3 +220,112 @@ def test_foreach_optimizer_step_is_one_fusion_alias_piece(schedule):
     jitted = fusion_alias.jit(_adam_foreach, backend="reference", schedule=schedule)
     jitted(*_adam_state(0))
     assert backend.region_count() == region_count(jitted)
+
+
+def _fuzz_dynamo_script():
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parent.parent / "scripts" / "fuzz_dynamo.py"
+    spec = importlib.util.spec_from_file_location("fuzz_dynamo", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_fuzz_dynamo_script_runs_programs_through_torch_compile():
+    """scripts/fuzz_dynamo.py's core (the campaign of docs/testing.md, session 19) on 2 programs of one seed."""
+    script = _fuzz_dynamo_script()
+    report = script.run_dynamo_fuzz(programs=2, seed=20731, generators=("basic",))
+    assert report.programs == 2 and report.runs == 2
+    assert report.failures == [], [f.detail for f in report.failures]
+    assert report.ok >= 1
+
+
+def test_fuzz_dynamo_script_reads_globals_rebound_between_calls():
+    """Seed 20735 #21 (``hidden``: ``GLOBAL_h0`` rebound before each call, then written in place): the module
+    Dynamo reads the program's globals from is refreshed on each call (Note [fuzz programs are exec'd source,
+    Dynamo wants their module]); a copy made once let the compiled call write eager's tensor, under every
+    backend, Dynamo's own ``eager`` included."""
+    script = _fuzz_dynamo_script()
+    compared = script.compare_backends(20735, 21, ("calls", "hidden"), False, "reads-first",
+                                       backends=("eager", "fusion_alias"))
+    assert {which: status for which, (status, _) in compared.items()} == {"eager": "ok", "fusion_alias": "ok"}, compared
+
+
+def _view_written_by_next_piece(a):
+    t0 = a.t()
+    t1 = t0.sort(-2)[0]
+    t0.add_(t0.roll(1, -2))  # ThunderFX cuts the graph at roll: t0 is one piece's output, the next writes it
+    return (t1,)
+
+
+def _grad_run(fn, seed):
+    leaf = torch.randn(4, 6, generator=torch.Generator().manual_seed(seed)).requires_grad_()
+    a = leaf * 1
+    out = as_tuple(fn(a))
+    sum((o * (i + 1)).sum() for i, o in enumerate(out)).backward()
+    return [o.detach() for o in out], a.detach(), leaf.grad
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_output_view_of_an_input_written_by_a_later_piece_with_grad(schedule):
+    """Fuzz seed 20737 #12 (``--grad``): a fusion_alias piece returned the view ``t0`` of its input through
+    Thunder's autograd Function and the next piece's write into it raised PyTorch's "is a view and is being
+    modified inplace" (Note [an output view of an argument, written in place later])."""
+    compiled = torch.compile(_view_written_by_next_piece,
+                             backend=fusion_alias.dynamo_backend(backend="reference", schedule=schedule))
+    for seed in (0, 1):
+        got, want = _grad_run(compiled, seed), _grad_run(_view_written_by_next_piece, seed)
+        for g, w in zip(got, want):  # outputs, the input after the call, the leaf's gradient
+            torch.testing.assert_close(g, w)
+
+
+def test_output_view_of_an_input_written_by_the_caller_with_grad():
+    """The same class under fusion_alias.jit: ``a.t()`` returned, then written in place by the caller."""
+
+    def fn(a):
+        return a.t(), a * 2
+
+    def use(f):
+        def run(a):
+            v, w = f(a)
+            v.mul_(3)  # eager: a write into ``a`` through its view
+            return v, w, a * 1
+
+        return run
+
+    got = _grad_run(use(fusion_alias.jit(fn, backend="reference")), 2)
+    want = _grad_run(use(fn), 2)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w)
+
+
+def _views_of_a_written_input(a, b, c):
+    t0 = c.view(-1)
+    t1 = t0[1::2]
+    t2 = b * a
+    c.clip_(-0.3, 0.3)
+    t4 = t1.unsqueeze(1)
+    t0.detach()[1] = -1.5  # in the next piece: eager's write into c, through the view
+    return (t1, a, t4, t2)
+
+
+def test_output_views_of_a_written_input_written_by_a_later_piece_with_grad():
+    """Fuzz seed 20739 #3 (``--grad``), less its return of ``c`` itself: the piece's outputs ``t0``, ``t1``,
+    ``t4`` were views of ``c``'s final value, a copy ``write_back`` copies into ``c``, and the next piece's
+    write through ``t0.detach()`` raised "its base ... has been modified inplace" (Note [an output view of
+    an argument, written in place later])."""
+
+    def run(fn):
+        g = torch.Generator().manual_seed(0)
+        x0_leaf = torch.rand(4, 4, generator=g).requires_grad_()
+        x2_leaf = torch.rand(4, generator=g).requires_grad_()
+        x0, x2 = x0_leaf * 1, x2_leaf * 1
+        out = fn(x0, x0, x2)
+        sum((o * (i + 1)).sum() for i, o in enumerate(out)).backward()
+        return [o.detach() for o in out] + [x0.detach(), x2.detach(), x0_leaf.grad, x2_leaf.grad]
+
+    compiled = torch.compile(_views_of_a_written_input, backend=fusion_alias.dynamo_backend(backend="reference"))
+    for g, w in zip(run(compiled), run(_views_of_a_written_input)):
+        torch.testing.assert_close(g, w)
