@@ -15,6 +15,7 @@ from thunder.core.proxies import ProxyTag, TensorProxy, variableify
 from fusion_alias import ops
 from fusion_alias.aliasing import may_write
 from fusion_alias.errors import AliasInputError
+from fusion_alias.overlap import may_overlap_itself
 from fusion_alias.refusals.storage_views import STORAGE_VIEWS, refuse_storage_view
 
 
@@ -431,11 +432,15 @@ def _positions(t: torch.Tensor, lo: int, device) -> TensorProxy:
 
 
 def _overlaps_itself(t: torch.Tensor) -> bool:
-    """Whether two elements of ``t`` share a memory location (a stride 0 over a size above 1, say)."""
+    """Whether two elements of ``t`` may share a memory location (a stride 0 over a size above 1, say).
+    Torch's "cannot tell" (2: every layout that is not dense, ``x0[:, 1]``) is decided by the strides,
+    as the write refusals decide it (overlap.py, Note [a tensor whose elements overlap each other]):
+    read as "may", a written column of a non-leaf was refused as sharing memory with itself (session 19)."""
     try:
-        return torch._debug_has_internal_overlap(t) != 0  # 0: no overlap, 1: overlap, 2: cannot tell
+        verdict = torch._debug_has_internal_overlap(t)  # 0: no overlap, 1: overlap, 2: cannot tell
     except Exception:
         return True
+    return verdict == 1 or (verdict == 2 and may_overlap_itself(t))
 
 
 def _storage_of(t):
