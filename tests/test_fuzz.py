@@ -775,3 +775,14 @@ def test_order_generator_bounded():
         assert not report.failures, msgs
         assert report.unsupported, report.summary()
         assert report.ok > 0 or seed == 20132, report.summary()
+
+
+def test_scatter_spellings_keep_every_stream(monkeypatch):
+    # Note [scatter spellings keep the stream] (gen_fresh.py, session 19): some fresh operands spelled as a
+    # functional scatter into the tensor they were computed from; without them, the same programs
+    drawn = _drawn([(None, 20123, 12), (("fresh",), 20712, 30), (("fresh",), 5, 10)])
+    code = "\n".join(s.code for ps in drawn.values() for p in ps for s in p.stmts)
+    for piece in ("torch.select_scatter(", "torch.slice_scatter(", "torch.diagonal_scatter("):
+        assert piece in code, piece
+    monkeypatch.setattr(fuzz.gen_fresh.FreshGen, "scatter_spelling", lambda self, e, src, out_shape: e)
+    assert _spelled_apart(drawn, lambda a, b: re.search(r"torch\.(select_|slice_|diagonal_)scatter\(|torch\.diag_embed\(", a)) >= 5
