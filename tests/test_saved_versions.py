@@ -631,3 +631,77 @@ def test_an_inplace_op_fusion_alias_traces_saves_as_eager():
         f(w).sum().backward()
     with pytest.raises(AliasInputError, match="sigmoid_"):
         fusion_alias.jit(f, backend="reference")(torch.randn(3, 4, requires_grad=True))
+
+
+# ---- Note [writes into views made under no_grad] (session 19 probe: these ran, eager raises)
+def _no_grad_view_scaled(a, o):
+    with torch.no_grad():
+        v = a[0]
+    v.mul_(2)
+    return a * 1
+
+
+def _no_grad_view_written_with_a_value_that_requires_grad(a, o):
+    with torch.no_grad():
+        v = a.t()
+    v[1].add_(o[:3])
+    return a * 1
+
+
+def _view_of_a_no_grad_view(a, o):
+    v = a[0]
+    with torch.no_grad():
+        u = v.unsqueeze(0)
+    w = u[:, 1:]
+    torch._foreach_mul_([w], 2.0)
+    return a * 1
+
+
+def _no_grad_view_written_under_no_grad(a, o):
+    with torch.no_grad():
+        v = a[0]
+        v.mul_(2)
+    return a * o
+
+
+def _no_grad_detached_view(a, o):
+    with torch.no_grad():
+        v = a.detach()[0]
+    v.mul_(2)
+    return a * o
+
+
+def _no_grad_copy_by_list_key(a, o):
+    with torch.no_grad():
+        v = a[[0, 1]]
+    v.mul_(2)
+    return a * v.sum()
+
+
+def _no_grad_inputs(requires_grad=True):
+    w, o = _rnd(3, 4).requires_grad_(), _rnd(4, seed=1).requires_grad_()
+    return [w, o], ((w * 1) if requires_grad else _rnd(3, 4, seed=2), o)
+
+
+@pytest.mark.parametrize("prog", [_no_grad_view_scaled, _no_grad_view_written_with_a_value_that_requires_grad,
+                                  _view_of_a_no_grad_view])
+@pytest.mark.parametrize("base_requires_grad", [True, False])
+def test_a_write_into_a_view_made_under_no_grad_is_refused(prog, base_requires_grad):
+    _, args = _no_grad_inputs(base_requires_grad)
+    try:
+        prog(*args)
+    except RuntimeError as e:
+        assert "no_grad mode" in str(e)
+    else:  # eager runs it only where neither the view nor the value written requires grad
+        assert not base_requires_grad and prog is not _no_grad_view_written_with_a_value_that_requires_grad
+        _, args = _no_grad_inputs(base_requires_grad)
+        fusion_alias.jit(prog, backend="reference")(*args)  # and so does fusion_alias
+        return
+    _, args = _no_grad_inputs(base_requires_grad)
+    with pytest.raises(AliasInputError, match="made under torch.no_grad"):
+        fusion_alias.jit(prog, backend="reference")(*args)
+
+
+@pytest.mark.parametrize("prog", [_no_grad_view_written_under_no_grad, _no_grad_detached_view, _no_grad_copy_by_list_key])
+def test_eager_valid_writes_near_no_grad_views_match_eager(prog):
+    assert_matches_eager(prog, _no_grad_inputs)

@@ -206,6 +206,7 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
     detached: set = set()
     written_with_grad: set = set()  # memories a differentiable in-place op writes through a detached tensor
     multi: set = set()
+    no_grad_views: set = set()  # Note [writes into views made under no_grad]
     views = _views_only()
     detaching_views = views | _views_maybe()
 
@@ -250,6 +251,8 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
         for t in written:
             if grad and t.name in multi and (requires(t) or differentiable):
                 _refuse_multi_output_write(name, t.name)
+            if grad and t.name in no_grad_views and (requires(t) or differentiable):
+                _refuse_no_grad_view_write(name, t.name)
             k = memory(t)
             writes.setdefault(k, []).append((i, name))
             if differentiable and of_self:  # (batch_norm's running stats do not carry a gradient)
@@ -266,6 +269,8 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
             multi.update(o.name for o in outs)
         elif b.sym in views and args and getattr(args[0], "name", None) in multi:
             multi.update(o.name for o in outs)
+        if b.sym in views and _is_a_view(b) and (not grad or getattr(args[0], "name", None) in no_grad_views):
+            no_grad_views.update(o.name for o in outs if o.name not in detached)
         for what, needs in saved:
             if what == "out" and any(requires(args[p]) for p in needs if isinstance(args[p], TensorProxy)):
                 for o in outs[:1]:
@@ -347,6 +352,38 @@ def _refuse_stale_save(save: _Save, write) -> None:
         "backward: \"one of the variables needed for gradient computation has been modified by an inplace "
         "operation\". Workarounds: clone before the in-place op (or the saved tensor: "
         f"{save.op}(x.clone())), or use the out-of-place op"
+    )
+
+
+# Note [writes into views made under no_grad]
+# -------------------------------------------
+# A view made under ``torch.no_grad()`` (Thunder tags its result ``DETACHED_AUTOGRAD_GRAPH``) (of any tensor, or a view of such a view made later) and then
+# written in place under grad mode, where the view or the value written requires grad, is an error in
+# eager: "A view was created in no_grad mode and is being modified inplace with grad mode enabled"::
+#
+#     with torch.no_grad():
+#         v = a[0]
+#     v.mul_(2)            # raises in eager; the functional program ran it (session 19 probe)
+#
+# Not refused (eager runs them, checked): a write under ``no_grad``, into ``a.detach()[0]``, into a copy
+# (``a * 1``, ``a[[0, 1]]``). Views that may be copies (``reshape``, ``flatten``) are not checked.
+def _is_a_view(b) -> bool:
+    """Whether a view op's result is a view: not ``detach`` (no gradient), not a getitem with a list or
+    tensor key (a copy)."""
+    if b.sym.name == "detach":
+        return False
+    if b.sym.name == "getitem" and len(b.args) > 1:
+        key = b.args[1] if isinstance(b.args[1], tuple) else (b.args[1],)
+        return not any(isinstance(k, (list, TensorProxy)) for k in key)
+    return True
+
+
+def _refuse_no_grad_view_write(op: str, name: str) -> None:
+    raise AliasInputError(
+        f"fusion_alias: in-place {op} into {name}, a view made under torch.no_grad(), with grad mode enabled, in a "
+        "call that computes gradients. Eager PyTorch raises: \"A view was created in no_grad mode and is being "
+        "modified inplace with grad mode enabled.\" Workarounds: make the view outside no_grad, write under "
+        "no_grad, or clone the view"
     )
 
 
