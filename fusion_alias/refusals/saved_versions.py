@@ -207,6 +207,7 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
     written_with_grad: set = set()  # memories a differentiable in-place op writes through a detached tensor
     multi: set = set()
     no_grad_views: dict[str, int] = {}  # Note [writes into views made under no_grad]: name -> writes of its memory then
+    made_without_grad: set = set()  # results of ops under no_grad: no gradient goes through them
     views = _views_only()
     detaching_views = views | _views_maybe()
 
@@ -239,6 +240,8 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
         )
         if grad and b.sym.name != "detach":
             check_no_grad_view_reads(b)
+        elif not grad and not copies:
+            made_without_grad.update(o.name for o in outs)
         args = b.args
         tensor_args = [a for a in proxy_args(b) if isinstance(a, TensorProxy)]
         differentiable = grad and any(requires(a) for a in tensor_args)
@@ -291,7 +294,9 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
     stale = [s for s in saves if len(writes.get(s.memory, ())) > s.at]
     if not stale:
         return
-    carries_none = {d for d in detached if memory_of(d) not in written_with_grad}
+    # (a result made under no_grad starts no backward either: ``with torch.no_grad(): t3 = t0.permute(1, 0)``
+    # returned kept sin's save of ``t0 = b.sin()`` live, fuzz seed 20727 #18, basic --grad)
+    carries_none = {d for d in detached if memory_of(d) not in written_with_grad} | made_without_grad
     live = _live_ops(top_bsyms[: n + 1], memory, flows, carries_none)
     for s in stale:
         if s.index in live:
