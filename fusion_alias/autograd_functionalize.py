@@ -267,6 +267,7 @@ def _checked_as_the_fusion_pass_sees_it(trace, explicit, ret, tensor_inputs, inp
     from fusion_alias.executor import executor
     from fusion_alias.flatten import _drop_update_aliases
     from fusion_alias.input_groups import identical_inputs, read_through_first
+    from fusion_alias.layout_queries import check_layout_queries
     from fusion_alias.layouts import copying_reshapes
     from fusion_alias.noop_copies import drop_copies_onto_themselves
     from fusion_alias.refusals import check_refusals
@@ -277,6 +278,10 @@ def _checked_as_the_fusion_pass_sees_it(trace, explicit, ret, tensor_inputs, inp
         full.extend(executor._flatten(b, {})[0])
     full, alias_facts, renamed = _drop_update_aliases(full + [ret])
     before = {id(b) for b in full}
+    # first, as pipeline.prepare does: a branch taken on Thunder's trace-time is_contiguous() answer may hold
+    # a view eager never runs (``a.view(-1) if a.is_contiguous() else ...`` of a column), whose layout error
+    # said "eager PyTorch rejects this too" (session 19 probe)
+    check_layout_queries(_traced_program(), full, actual)
     full = copying_reshapes(trace, full, actual, _traced_program(), contiguous=False)  # contiguous stays opaque here (_OPAQUE_VIEWS)
     copied = {  # the reshapes behind a clone copying_reshapes inserted (not the program's own clone)
         b.output.name

@@ -28,6 +28,9 @@ _FRESH_RESULTS = frozenset({
     # out-of-place forms a refusal names as the workaround for the in-place methods Thunder lacks (Note
     # [in-place methods Thunder lacks], inplace_lookasides.py): Thunder's torch executor runs them whole
     "put", "addmm", "addmv", "addr", "addbmm", "baddbmm",
+    # functional scatters and embeddings (``x.copy_(torch.select_scatter(x, v, 0, 0))`` was refused as an
+    # operand fusion_alias cannot relate to ``x``; session 19 hand probe)
+    "select_scatter", "slice_scatter", "diagonal_scatter", "diag_embed",
 })
 
 _TORCH_MODULES = frozenset({"thunder.torch", "torch", "torch.linalg"})

@@ -15,6 +15,8 @@ from thunder.core.proxies import ProxyTag, TensorProxy, variableify
 from fusion_alias import ops
 from fusion_alias.aliasing import may_write
 from fusion_alias.errors import AliasInputError
+from fusion_alias.overlap import may_overlap_itself
+from fusion_alias.refusals.storage_views import STORAGE_VIEWS, refuse_storage_view
 
 
 _ELEMENTWISE_NAMES = frozenset(
@@ -319,8 +321,8 @@ class Rewriter:
                 new = self.read(a)
                 if new is not a:
                     swap[variableify(a)] = new
-        if swap and bsym.sym.name in _STORAGE_VIEWS:
-            _refuse_storage_view(bsym)
+        if bsym.sym.name in STORAGE_VIEWS and (swap or self._input_memory_written(bsym.args[0])):
+            refuse_storage_view(bsym)  # Note [as_strided of a value the rewrite replays]
         self._broadcast_0d_operands(bsym, swap)
         if swap:  # (subsymbols too: an executor may run a composite by its decomposition)
             bsym = bsym.from_bsym_swap_proxies(swap, skip_output=True)
@@ -335,6 +337,12 @@ class Rewriter:
                     self.step_outputs.add(o.name)  # eager's result still requires grad (a zero one)
         self._emit(bsym)
         self._note_made(bsym)
+
+    def _input_memory_written(self, p) -> bool:
+        """Whether ``p`` is (a view of) the memory of an input the call writes, wherever it was made."""
+        root = self.info.root.get(p.name) if isinstance(p, TensorProxy) else None
+        mem = self.memory.get(root, root)
+        return root is not None and self.version.get(mem, 0) != 0 and (root in self.input_names or mem != root)
 
     def _broadcast_0d_operands(self, bsym, swap: dict) -> None:
         """Note [0-d operands of elementwise ops, broadcast explicitly]: Thunder 0.2.6 lets an
@@ -402,26 +410,6 @@ class Rewriter:
                 self._count_made(o.name, root)
 
 
-# Note [as_strided of a value the rewrite replays]
-# ------------------------------------------------
-# ``x.as_strided(size, stride)`` addresses ``x``'s *storage* (from ``x``'s storage offset), not ``x``'s
-# elements. A read after a write is replayed on a value the pure program computes (a view chain on the
-# memory's new value, or its elements gathered for inputs joined into one memory), whose storage is its
-# own: with ``b = x0.as_strided((2, 3), (1, 1), 1)`` and ``a = x0``, ``a.add_(0.5); return
-# b.as_strided((2,), (3,))`` is ``x0[1], x0[4]`` in eager, and the replay took elements 0 and 3 of the
-# gathered (2, 3) value, ``x0[1], x0[2]`` (fuzz seed 20119 #79, ``--grad``: a wrong value); with
-# ``b = x0[1:4]`` it raised torch's "setStorage: ... out of bounds". So such an ``as_strided`` is refused.
-_STORAGE_VIEWS = frozenset({"as_strided"})
-
-
-def _refuse_storage_view(bsym) -> None:
-    raise AliasInputError(
-        f"fusion_alias: in a call that computes gradients, {bsym.sym.name} reads a tensor whose memory the call "
-        "writes: it addresses the tensor's storage, which the call's pure program does not keep: not supported. "
-        "Workarounds: call it before the write, use slicing, or run under torch.no_grad() when no gradient is needed"
-    )
-
-
 def _autograd_base(t: torch.Tensor) -> torch.Tensor:
     """The tensor whose history ``t``'s gradient goes into: the base it is a view of, or itself."""
     return t._base if t._base is not None else t
@@ -444,11 +432,15 @@ def _positions(t: torch.Tensor, lo: int, device) -> TensorProxy:
 
 
 def _overlaps_itself(t: torch.Tensor) -> bool:
-    """Whether two elements of ``t`` share a memory location (a stride 0 over a size above 1, say)."""
+    """Whether two elements of ``t`` may share a memory location (a stride 0 over a size above 1, say).
+    Torch's "cannot tell" (2: every layout that is not dense, ``x0[:, 1]``) is decided by the strides,
+    as the write refusals decide it (overlap.py, Note [a tensor whose elements overlap each other]):
+    read as "may", a written column of a non-leaf was refused as sharing memory with itself (session 19)."""
     try:
-        return torch._debug_has_internal_overlap(t) != 0  # 0: no overlap, 1: overlap, 2: cannot tell
+        verdict = torch._debug_has_internal_overlap(t)  # 0: no overlap, 1: overlap, 2: cannot tell
     except Exception:
         return True
+    return verdict == 1 or (verdict == 2 and may_overlap_itself(t))
 
 
 def _storage_of(t):

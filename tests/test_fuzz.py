@@ -1,6 +1,7 @@
 """The differential alias fuzzer: the harness itself, and bounded runs against
 ``fusion_alias.jit`` (skipped until the core exposes it)."""
 
+import random
 import re
 
 import pytest
@@ -795,3 +796,36 @@ def test_order_generator_bounded():
         assert not report.failures, msgs
         assert report.unsupported, report.summary()
         assert report.ok > 0 or seed == 20132, report.summary()
+
+
+def test_scatter_spellings_keep_every_stream(monkeypatch):
+    # Note [scatter spellings keep the stream] (gen_fresh.py, session 19): some fresh operands spelled as a
+    # functional scatter into the tensor they were computed from; without them, the same programs
+    drawn = _drawn([(None, 20123, 12), (("fresh",), 20712, 30), (("fresh",), 5, 10)])
+    code = "\n".join(s.code for ps in drawn.values() for p in ps for s in p.stmts)
+    for piece in ("torch.select_scatter(", "torch.slice_scatter(", "torch.diagonal_scatter("):
+        assert piece in code, piece
+    monkeypatch.setattr(fuzz.gen_fresh.FreshGen, "scatter_spelling", lambda self, e, src, out_shape: e)
+    assert _spelled_apart(drawn, lambda a, b: re.search(r"torch\.(select_|slice_|diagonal_)scatter\(|torch\.diag_embed\(", a)) >= 5
+
+
+def test_no_grad_view_spellings_keep_every_stream(monkeypatch):
+    # Note [views made under no_grad keep the stream] (gen_basic.py, session 19): some views made under
+    # torch.no_grad(); without them, the same programs
+    drawn = _drawn([(None, 20123, 12), (("basic",), 20250, 30), (("order",), 20132, 12), (("hidden",), 1, 8),
+                    (("calls",), 777, 15), (("fresh",), 5, 10)])
+    code = "\n".join(s.code for ps in drawn.values() for p in ps for s in p.stmts)
+    assert re.search(r"^with torch\.no_grad\(\): \w+ = \w+", code, re.M)
+
+    class _Never(random.Random):
+        def random(self):
+            return 1.0
+
+    real_init = fuzz.gen_basic._Gen.__init__
+
+    def init(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        self.grad_mode_spell = _Never()
+
+    monkeypatch.setattr(fuzz.gen_basic._Gen, "__init__", init)
+    assert _spelled_apart(drawn, lambda a, b: a == "with torch.no_grad(): " + b) >= 5

@@ -631,3 +631,175 @@ def test_an_inplace_op_fusion_alias_traces_saves_as_eager():
         f(w).sum().backward()
     with pytest.raises(AliasInputError, match="sigmoid_"):
         fusion_alias.jit(f, backend="reference")(torch.randn(3, 4, requires_grad=True))
+
+
+# ---- Note [writes into views made under no_grad] (session 19 probe: these ran, eager raises)
+def _no_grad_view_scaled(a, o):
+    with torch.no_grad():
+        v = a[0]
+    v.mul_(2)
+    return a * 1
+
+
+def _no_grad_view_written_with_a_value_that_requires_grad(a, o):
+    with torch.no_grad():
+        v = a.t()
+    v[1].add_(o[:3])
+    return a * 1
+
+
+def _view_of_a_no_grad_view(a, o):
+    v = a[0]
+    with torch.no_grad():
+        u = v.unsqueeze(0)
+    w = u[:, 1:]
+    torch._foreach_mul_([w], 2.0)
+    return a * 1
+
+
+def _no_grad_view_written_under_no_grad(a, o):
+    with torch.no_grad():
+        v = a[0]
+        v.mul_(2)
+    return a * o
+
+
+def _no_grad_detached_view(a, o):
+    with torch.no_grad():
+        v = a.detach()[0]
+    v.mul_(2)
+    return a * o
+
+
+def _no_grad_copy_by_list_key(a, o):
+    with torch.no_grad():
+        v = a[[0, 1]]
+    v.mul_(2)
+    return a * v.sum()
+
+
+def _no_grad_inputs(requires_grad=True):
+    w, o = _rnd(3, 4).requires_grad_(), _rnd(4, seed=1).requires_grad_()
+    return [w, o], ((w * 1) if requires_grad else _rnd(3, 4, seed=2), o)
+
+
+@pytest.mark.parametrize("prog", [_no_grad_view_scaled, _no_grad_view_written_with_a_value_that_requires_grad,
+                                  _view_of_a_no_grad_view])
+@pytest.mark.parametrize("base_requires_grad", [True, False])
+def test_a_write_into_a_view_made_under_no_grad_is_refused(prog, base_requires_grad):
+    _, args = _no_grad_inputs(base_requires_grad)
+    try:
+        prog(*args)
+    except RuntimeError as e:
+        assert "no_grad mode" in str(e)
+    else:  # eager runs it only where neither the view nor the value written requires grad
+        assert not base_requires_grad and prog is not _no_grad_view_written_with_a_value_that_requires_grad
+        _, args = _no_grad_inputs(base_requires_grad)
+        fusion_alias.jit(prog, backend="reference")(*args)  # and so does fusion_alias
+        return
+    _, args = _no_grad_inputs(base_requires_grad)
+    with pytest.raises(AliasInputError, match="made under torch.no_grad"):
+        fusion_alias.jit(prog, backend="reference")(*args)
+
+
+@pytest.mark.parametrize("prog", [_no_grad_view_written_under_no_grad, _no_grad_detached_view, _no_grad_copy_by_list_key])
+def test_eager_valid_writes_near_no_grad_views_match_eager(prog):
+    assert_matches_eager(prog, _no_grad_inputs)
+
+
+def _no_grad_view_read_after_a_write_into_its_base(a, o):
+    with torch.no_grad():
+        v = a[0]
+    a.mul_(2)
+    return v * 1
+
+
+def _no_grad_view_read_after_a_write_through_a_sibling(a, o):
+    with torch.no_grad():
+        v = a[0]
+    a[1].mul_(o)  # makes a require grad where it did not
+    return v + 1
+
+
+def _no_grad_view_returned_after_a_no_grad_write(a, o):
+    with torch.no_grad():
+        v = a[0]
+        a.mul_(2)
+    return v
+
+
+def _no_grad_view_read_before_the_write(a, o):
+    with torch.no_grad():
+        v = a[0]
+    r = v * 2  # (v * o would save v for o's gradient: eager raises at backward)
+    a.mul_(2)
+    return r, a * o
+
+
+def _no_grad_view_read_through_detach(a, o):
+    with torch.no_grad():
+        v = a[0]
+    a.mul_(2)
+    return a * 1, v.detach() * o
+
+
+@pytest.mark.parametrize("prog", [_no_grad_view_read_after_a_write_into_its_base,
+                                  _no_grad_view_read_after_a_write_through_a_sibling,
+                                  _no_grad_view_returned_after_a_no_grad_write])
+@pytest.mark.parametrize("base_requires_grad", [True, False])
+def test_a_read_of_a_no_grad_view_after_a_write_into_its_memory_is_refused(prog, base_requires_grad):
+    # Note [writes into views made under no_grad]: eager raises "A view was created in no_grad mode and its
+    # base or another view of its base has been modified inplace" where the view requires grad by then
+    _, args = _no_grad_inputs(base_requires_grad)
+    try:
+        outs = prog(*args)
+        [t * 1 for t in (outs if isinstance(outs, tuple) else (outs,))]  # a returned view raises where it is used
+    except RuntimeError as e:
+        assert "no_grad mode" in str(e)
+    else:
+        assert not base_requires_grad and prog is not _no_grad_view_read_after_a_write_through_a_sibling
+        _, args = _no_grad_inputs(base_requires_grad)
+        fusion_alias.jit(prog, backend="reference")(*args)  # and so does fusion_alias
+        return
+    _, args = _no_grad_inputs(base_requires_grad)
+    with pytest.raises(AliasInputError, match="made under torch.no_grad.*written in place since"):
+        fusion_alias.jit(prog, backend="reference")(*args)
+
+
+@pytest.mark.parametrize("prog", [_no_grad_view_read_before_the_write, _no_grad_view_read_through_detach])
+def test_eager_valid_reads_of_no_grad_views_match_eager(prog):
+    assert_matches_eager(prog, _no_grad_inputs)
+
+
+def _saving_op_read_only_under_no_grad(a, b, c):  # an eager-valid neighbour of fuzz seed 20727 #18 (it ran before too)
+    t0 = b.sin()  # saves b, whose version c.add_ bumps (one base)
+    c.add_(c)
+    with torch.no_grad():
+        t3 = t0.permute(1, 0)  # no gradient goes through it: sin's backward never runs
+    return t3, b.transpose(0, 1)
+
+
+def _saving_op_overwritten_then_read_under_no_grad(a, b, c):  # fuzz seed 20727 #18 (basic --grad), as drawn
+    t0 = b.sin()
+    t1 = b.sum(0)
+    t0.copy_(t0.detach())
+    t2 = c.add_(c)
+    with torch.no_grad():
+        t3 = t0.permute(1, 0)
+    t4 = b.transpose(0, 1)
+    t5 = (t4 * c) * (-1.0 if id(b) == id(t2) else 1.0)
+    t6 = t2.add(a, alpha=0.5)
+    return (t3, t4,)
+
+
+@pytest.mark.parametrize("prog", [_saving_op_read_only_under_no_grad, _saving_op_overwritten_then_read_under_no_grad])
+def test_a_save_read_only_under_no_grad_is_not_refused(prog):
+    # the stale-save refusal said "Eager PyTorch raises at backward" because the returned t3 kept sin live;
+    # a result made under no_grad starts no backward (refusals/saved_versions.py, Note [a detached tensor
+    # starts no backward])
+    def make():
+        w = _rnd(4, 6).requires_grad_()
+        x0 = w * 1
+        return [w], (x0, x0[:, ::2], x0[2, 1])
+
+    assert_matches_eager(prog, make)

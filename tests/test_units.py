@@ -362,6 +362,10 @@ def test_torch_functions_trusted_to_return_new_memory_do_so_in_eager():
         "addmv": lambda x: x[:, 0].addmv(x, x[0]), "addr": lambda x: x.addr(x[:, 0], x[0]),
         "addbmm": lambda x: x.addbmm(torch.zeros(1, x.shape[0], 1), torch.zeros(1, 1, x.shape[1])),
         "baddbmm": lambda x: x[None].baddbmm(torch.zeros(1, x.shape[0], 1), torch.zeros(1, 1, x.shape[1])),
+        "select_scatter": lambda x: torch.select_scatter(x, x[0], 0, 0),
+        "slice_scatter": lambda x: torch.slice_scatter(x, x, 0, 0, x.shape[0]),
+        "diagonal_scatter": lambda x: torch.diagonal_scatter(x, x.diagonal(), 0),
+        "diag_embed": lambda x: torch.diag_embed(x),
     }
     # elementwise ops whose result may equal the argument's values (the out-of-place halves of
     # inplace_lookasides.py's in-place ops): one or two tensor arguments

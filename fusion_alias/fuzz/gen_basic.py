@@ -138,6 +138,10 @@ class _Gen:
         # identity_spellings.py, Note [identity and list-key spellings keep the stream]
         self.ident = random.Random(str(rng.getstate()[1][:16]) + ":identity")
         self.out_spell = random.Random(str(rng.getstate()[1][:16]) + ":out")  # Note [out= spellings keep the stream]
+        # Note [views made under no_grad keep the stream]: some views are made under ``torch.no_grad()``
+        # (values unchanged; with --grad, eager raises at a later write into one: saved_versions.py,
+        # Note [writes into views made under no_grad]), drawn from a stream of their own (session 19)
+        self.grad_mode_spell = random.Random(str(rng.getstate()[1][:16]) + ":no_grad")
         self.same_as: dict[str, str] = {}  # the result of an in-place op -> the tensor it was called on
 
     def detach_drawn(self, p: float) -> bool:
@@ -265,7 +269,8 @@ class _Gen:
             e = f"{x}.unsqueeze({rng.randint(-nd - 1, nd)})"
         e = self._detach_prefix(e, x, 0.2)
         t = self.fresh()
-        return Stmt(f"{t} = {e}", target=t, view_of=x)
+        no_grad = "with torch.no_grad(): " if self.grad_mode_spell.random() < 0.15 else ""
+        return Stmt(f"{no_grad}{t} = {e}", target=t, view_of=x)
 
     def inplace(self) -> Stmt:
         rng, x = self.rng, self.pick(writable=True)

@@ -74,6 +74,27 @@ def _fresh_ops(v: str, nd: int, rng: random.Random) -> list[tuple[str, bool]]:
 class FreshGen(_Gen):
     """In-place ops reading a fresh result of (often) the tensor they write, among views and reads."""
 
+    def __init__(self, rng: random.Random, env: dict, names: list[str]):
+        super().__init__(rng, env, names)
+        self.scatter_spell = random.Random(str(rng.getstate()[1][:16]) + ":scatter")  # Note [scatter spellings keep the stream]
+
+    def scatter_spelling(self, e: str, src: str, out_shape: tuple) -> str:
+        """Note [scatter spellings keep the stream]: a fresh operand of ``src``'s own shape, sometimes
+        spelled as a functional scatter of it into ``src`` (``torch.select_scatter(x, (x.cumsum(0))[0], 0,
+        0)``, ``slice_scatter``, ``diagonal_scatter``, ``diag_embed``): new memory too, which fusion_alias
+        refused as an operand it could not relate to ``x`` until session 19. Drawn from a stream of its
+        own, for operands that are not positive scalars (the ops drawn do not depend on it), keeping the
+        shape: every seed's programs are the ones they were, some operands spelled otherwise."""
+        shape = tuple(self.env[src].shape)
+        if not shape or out_shape != shape or self.scatter_spell.random() >= 0.3:
+            return e
+        forms = [f"torch.select_scatter({src}, ({e})[0], 0, 0)", f"torch.slice_scatter({src}, ({e})[:1], 0, 0, 1)"]
+        if len(shape) == 2:
+            forms.append(f"torch.diagonal_scatter({src}, ({e}).diagonal(), 0)")
+            if shape[0] == shape[1]:
+                forms.append(f"torch.diag_embed(({e})[0])")
+        return self.scatter_spell.choice(forms)
+
     def fresh_write(self) -> Stmt:
         rng = self.rng
         dst = self.pick(writable=True)
@@ -98,6 +119,8 @@ class FreshGen(_Gen):
         if not candidates:
             return self.inplace()
         e, positive, out_shape = rng.choice(candidates)
+        if not positive:
+            e = self.scatter_spelling(e, src, out_shape)
         ops = ["add_", "sub_", "mul_", "add_alpha"] + (["div_", "div_"] if positive else [])
         if out_shape == shape:
             ops += ["copy_", "setitem"] if shape else ["copy_"]

@@ -17,7 +17,7 @@ Note [out= spellings keep the stream]
     program (eager validates statements without gradients), so ``generate_program(grad=True)`` sets
     :data:`GRAD` and nothing is spelled then: every ``--grad`` program is the one it was.
 
-    The draws come from ``out_spell``, a sixth generator seeded from ``rng``'s state without drawing from it,
+    The draws come from ``out_spell``, a generator of its own seeded from ``rng``'s state without drawing from it,
     after every other draw of the statement (``_detach_prefix`` included). So every program of every seed is
     the one it was, with some in-place statements spelled so
     (``tests/test_fuzz.py::test_out_spellings_keep_every_stream``).

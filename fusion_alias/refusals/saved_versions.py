@@ -206,6 +206,8 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
     detached: set = set()
     written_with_grad: set = set()  # memories a differentiable in-place op writes through a detached tensor
     multi: set = set()
+    no_grad_views: dict[str, int] = {}  # Note [writes into views made under no_grad]: name -> writes of its memory then
+    made_without_grad: set = set()  # results of ops under no_grad: no gradient goes through them
     views = _views_only()
     detaching_views = views | _views_maybe()
 
@@ -216,8 +218,15 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
     saves: list[_Save] = []
     flows: dict[int, bool] = {}  # top-level index -> whether a gradient goes through it
     n = len(top_bsyms)
+    def check_no_grad_view_reads(b) -> None:
+        for a in proxy_args(b):
+            if (isinstance(a, TensorProxy) and a.name in no_grad_views and requires(a)
+                    and len(writes.get(memory(a), ())) > no_grad_views[a.name]):
+                _refuse_no_grad_view_read("the return" if b.sym.id is prims.PrimIDs.RETURN else b.sym.name, a.name)
+
     for i, b in enumerate(top_bsyms):
         if b.sym.id is prims.PrimIDs.RETURN:
+            check_no_grad_view_reads(b)
             n = i
             break
         if b.sym.id is prims.PrimIDs.UNPACK_TRIVIAL:
@@ -229,6 +238,10 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
         grad = not any(ProxyTag.DETACHED_AUTOGRAD_GRAPH in o.tags for o in outs) and all(
             c.kwargs.get("grad_enabled", True) for c in copies
         )
+        if grad and b.sym.name != "detach":
+            check_no_grad_view_reads(b)
+        elif not grad and not copies:
+            made_without_grad.update(o.name for o in outs)
         args = b.args
         tensor_args = [a for a in proxy_args(b) if isinstance(a, TensorProxy)]
         differentiable = grad and any(requires(a) for a in tensor_args)
@@ -250,6 +263,8 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
         for t in written:
             if grad and t.name in multi and (requires(t) or differentiable):
                 _refuse_multi_output_write(name, t.name)
+            if grad and t.name in no_grad_views and (requires(t) or differentiable):
+                _refuse_no_grad_view_write(name, t.name)
             k = memory(t)
             writes.setdefault(k, []).append((i, name))
             if differentiable and of_self:  # (batch_norm's running stats do not carry a gradient)
@@ -266,6 +281,8 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
             multi.update(o.name for o in outs)
         elif b.sym in views and args and getattr(args[0], "name", None) in multi:
             multi.update(o.name for o in outs)
+        if b.sym in views and _is_a_view(b) and (not grad or getattr(args[0], "name", None) in no_grad_views):
+            no_grad_views.update((o.name, len(writes.get(memory(o), ()))) for o in outs if o.name not in detached)
         for what, needs in saved:
             if what == "out" and any(requires(args[p]) for p in needs if isinstance(args[p], TensorProxy)):
                 for o in outs[:1]:
@@ -277,7 +294,9 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
     stale = [s for s in saves if len(writes.get(s.memory, ())) > s.at]
     if not stale:
         return
-    carries_none = {d for d in detached if memory_of(d) not in written_with_grad}
+    # (a result made under no_grad starts no backward either: ``with torch.no_grad(): t3 = t0.permute(1, 0)``
+    # returned kept sin's save of ``t0 = b.sin()`` live, fuzz seed 20727 #18, basic --grad)
+    carries_none = {d for d in detached if memory_of(d) not in written_with_grad} | made_without_grad
     live = _live_ops(top_bsyms[: n + 1], memory, flows, carries_none)
     for s in stale:
         if s.index in live:
@@ -347,6 +366,51 @@ def _refuse_stale_save(save: _Save, write) -> None:
         "backward: \"one of the variables needed for gradient computation has been modified by an inplace "
         "operation\". Workarounds: clone before the in-place op (or the saved tensor: "
         f"{save.op}(x.clone())), or use the out-of-place op"
+    )
+
+
+# Note [writes into views made under no_grad]
+# -------------------------------------------
+# A view made under ``torch.no_grad()`` (Thunder tags its result ``DETACHED_AUTOGRAD_GRAPH``) (of any tensor, or a view of such a view made later) and then
+# written in place under grad mode, where the view or the value written requires grad, is an error in
+# eager: "A view was created in no_grad mode and is being modified inplace with grad mode enabled"::
+#
+#     with torch.no_grad():
+#         v = a[0]
+#     v.mul_(2)            # raises in eager; the functional program ran it (session 19 probe)
+#
+# So is a read of such a view under grad mode (or returning it) after its memory was written in place in
+# either mode, where it requires grad: "A view was created in no_grad mode and its base or another view of
+# its base has been modified inplace with grad mode enabled" (``a.mul_(2); return v * 1``).
+# Not refused (eager runs them, checked): a write under ``no_grad``, into ``a.detach()[0]``, into a copy
+# (``a * 1``, ``a[[0, 1]]``); a read before the write, under ``no_grad``, or through ``v.detach()``. Views
+# that may be copies (``reshape``, ``flatten``) are not checked.
+def _is_a_view(b) -> bool:
+    """Whether a view op's result is a view: not ``detach`` (no gradient), not a getitem with a list or
+    tensor key (a copy)."""
+    if b.sym.name == "detach":
+        return False
+    if b.sym.name == "getitem" and len(b.args) > 1:
+        key = b.args[1] if isinstance(b.args[1], tuple) else (b.args[1],)
+        return not any(isinstance(k, (list, TensorProxy)) for k in key)
+    return True
+
+
+def _refuse_no_grad_view_write(op: str, name: str) -> None:
+    raise AliasInputError(
+        f"fusion_alias: in-place {op} into {name}, a view made under torch.no_grad(), with grad mode enabled, in a "
+        "call that computes gradients. Eager PyTorch raises: \"A view was created in no_grad mode and is being "
+        "modified inplace with grad mode enabled.\" Workarounds: make the view outside no_grad, write under "
+        "no_grad, or clone the view"
+    )
+
+
+def _refuse_no_grad_view_read(op: str, name: str) -> None:
+    raise AliasInputError(
+        f"fusion_alias: {op} reads {name}, a view made under torch.no_grad() whose memory was written in place "
+        "since, with grad mode enabled, in a call that computes gradients. Eager PyTorch raises: \"A view was "
+        "created in no_grad mode and its base or another view of its base has been modified inplace with grad "
+        "mode enabled.\" Workarounds: make the view after the write, or read it through .detach()"
     )
 
 
