@@ -39,6 +39,7 @@ from thunder.core.symbol import Symbol
 from thunder.core.trace import get_tracectx
 from thunder.core import dtypes
 
+from fusion_alias.aliasing import _proxies
 from fusion_alias.inplace_lookasides import _as_inplace, _type_name
 
 _ELEMENTWISE = (
@@ -88,16 +89,6 @@ def _out_symbol(name: str, traced) -> Symbol:
     return sym
 
 
-def _tensors(xs) -> list:
-    found = []
-    for x in xs:
-        if isinstance(x, TensorProxy):
-            found.append(x)
-        elif isinstance(x, (tuple, list)):
-            found.extend(_tensors(x))
-    return found
-
-
 def _may_require_grad(tensors) -> bool:
     """Whether one of ``tensors`` may require grad: Note [which values require grad while tracing]."""
     if any(t.requires_grad for t in tensors):
@@ -133,9 +124,9 @@ def _with_out(name: str, traced, *args, out=None, **kwargs):
         return traced(*args, **kwargs)
     if not isinstance(out, TensorProxy):
         raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
-    operands = _tensors([*args, *kwargs.values()])
     compile_data = get_compile_data()  # (grad mode as the program sets it: ``with torch.no_grad()`` inside it too)
     grad_enabled = compile_data.is_grad_enabled if compile_data is not None else torch.is_grad_enabled()
+    operands = [p for p in _proxies((args, kwargs), []) if isinstance(p, TensorProxy)] if grad_enabled else []
     if grad_enabled and _may_require_grad([out, *operands]):
         raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic differentiation, "
                            "but one of the arguments requires grad.")
