@@ -83,5 +83,9 @@ def remade_outputs(result, sources: list):
 
 
 def argument_views_outside_function(result, flat_args):
-    """``remade_outputs`` for outputs that share memory with an argument."""
+    """``remade_outputs`` for outputs that share memory with an argument. It runs on every call that computes
+    gradients: the arguments are looked through only where an output is a custom Function's view."""
+    outs = result if type(result) in (tuple, list) else (result,)
+    if not any(_custom_function_view(o) for o in outs):
+        return result
     return remade_outputs(result, _sources_of(flat_args))
