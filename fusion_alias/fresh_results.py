@@ -31,6 +31,10 @@ _FRESH_RESULTS = frozenset({
     # functional scatters and embeddings (``x.copy_(torch.select_scatter(x, v, 0, 0))`` was refused as an
     # operand fusion_alias cannot relate to ``x``; session 19 hand probe)
     "select_scatter", "slice_scatter", "diagonal_scatter", "diag_embed",
+    # elementwise functions whose ``out=`` fusion_alias traces (out_arguments.py) that it does not claim:
+    # ``torch.fmax(x, y, out=x)`` was refused as an operand it cannot relate to ``x`` (session 20)
+    "fmax", "fmin", "gcd", "lcm", "logaddexp", "logaddexp2", "acos", "acosh", "asinh", "atan", "atanh",
+    "cosh", "sinh", "angle", "signbit", "isneginf", "isposinf", "bitwise_left_shift", "bitwise_right_shift",
 })
 
 _TORCH_MODULES = frozenset({"thunder.torch", "torch", "torch.linalg"})

@@ -23,7 +23,8 @@ With ``buf = x[0]`` eager raises (``x`` and ``buf`` overlap partly) and so does 
 Eager resizes an ``out`` of another shape (with a warning unless it is empty): that changes the
 tensor's shape in place, which a trace cannot express, so it is refused with a message that names the
 workaround. Only elementwise functions are covered (``_ELEMENTWISE``): their ``out`` rules are the
-in-place ops' rules above; any other function keeps Thunder's error.
+in-place ops' rules above. Any other function Thunder traces (``torch.cat``, ``torch.matmul``, ``torch.sum``,
+``torch.zeros``, ...) raises ``OutArgumentError`` naming it and the workaround (Note [out= of other functions]).
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ from functools import partial
 
 import torch
 import thunder.torch as ltorch
+from thunder.core import jit_ext
 from thunder.core.compile_data import get_compile_data
+from thunder.core.interpreter import interpreter_needs_wrap
 from thunder.core.langctxs import Languages, langctx
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import Symbol
@@ -49,6 +52,11 @@ _ELEMENTWISE = (
     "sigmoid", "abs", "neg", "reciprocal", "floor", "ceil", "round", "trunc", "sign", "erf", "erfc",
     "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "logical_not",
     "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
+    # (session 20: TensorIterator ops too, each checked on torch 2.9.1 to refuse an out that partly overlaps its
+    # operand and to run with out being the operand itself, as the ones above)
+    "acos", "acosh", "asin", "asinh", "atan", "atanh", "cosh", "sinh", "angle", "deg2rad", "rad2deg", "fmax",
+    "fmin", "gcd", "lcm", "heaviside", "ldexp", "lgamma", "logaddexp", "logaddexp2", "sgn", "signbit",
+    "isneginf", "isposinf", "nan_to_num", "floor_divide", "bitwise_left_shift", "bitwise_right_shift",
 )
 
 # Note [out dtypes eager takes exactly]: most of these store a result into an ``out`` of any dtype it can be
@@ -57,7 +65,7 @@ _ELEMENTWISE = (
 # Float but got Double", ``torch.add`` runs).
 _EXACT_DTYPE = frozenset({
     "clamp", "clamp_min", "clamp_max", "where", "abs", "neg", "floor", "ceil", "round", "trunc", "sign",
-    "bitwise_not", "float_power",
+    "bitwise_not", "float_power", "heaviside", "sgn", "signbit", "isneginf", "isposinf", "nan_to_num",
 })
 
 _OUT_SYMBOLS: dict[str, Symbol] = {}
@@ -133,10 +141,53 @@ def _with_out(name: str, traced, *args, out=None, **kwargs):
     return _out_symbol(name, traced)(out, *args, **kwargs)
 
 
+# Note [out= of other functions]
+# ------------------------------
+# ``torch.cat([a, b], out=buf[:6])`` or ``torch.matmul(x, w, out=o)`` raised Thunder's
+# ``TypeError: cat() got an unexpected keyword argument 'out'``, which names neither the argument's meaning nor a
+# way out. Their eager rules differ from the in-place ops' (checked on torch 2.9.1: ``cat`` refuses an out that
+# overlaps an input at all, ``mm`` and ``sum`` run with an out that is their operand, ``mm`` takes only its
+# result's dtype, ``zeros`` resizes silently), so rather than guess them they are refused, by name, with the
+# spelling that means the same where eager runs: ``o.copy_(torch.cat([a, b]))``. Every ``torch.<name>`` Thunder
+# traces is wrapped (a function eager takes no ``out`` for is refused by the same words, where eager raises a
+# TypeError); ``out=None`` spelled out is eager's default and is dropped.
+
+
+def _refusing_out(executor, name: str, thunders):
+    """Thunder's lookaside for ``torch.<name>`` (``thunders``), refusing an ``out`` by name where fusion_alias's
+    executor is asked for (Note [out= of other functions]); any other ``thunder.jit`` keeps Thunder's own error."""
+
+    def refuse(*args, **kwargs):
+        raise OutArgumentError(
+            f"fusion_alias: torch.{name}(..., out=o) is not supported: Thunder 0.2.6 traces torch.{name} without "
+            f"out=, and eager's rules for an out that overlaps an input differ by function. "
+            f"Workaround: o.copy_(torch.{name}(...))")
+
+    def lookaside(*args, **kwargs):  # (interpreter values: the call's arguments wrapped)
+        if "out" in kwargs:
+            compile_data = get_compile_data()
+            if compile_data is not None and executor in compile_data.executors_list:
+                if getattr(kwargs["out"], "value", kwargs["out"]) is not None:
+                    return interpreter_needs_wrap(refuse)(*args, **kwargs)
+                kwargs = {k: v for k, v in kwargs.items() if k != "out"}  # (eager's default, spelled out)
+        return thunders(*args, **kwargs)
+
+    return lookaside
+
+
 def register(executor) -> None:
-    """Lend ``executor`` a lookaside per function of ``_ELEMENTWISE`` that traces its ``out=`` (module Note)."""
+    """Lend ``executor`` a lookaside per function of ``_ELEMENTWISE`` that traces its ``out=`` (module Note), and
+    refuse ``out=`` by name for every other ``torch.<name>`` Thunder traces (Note [out= of other functions])."""
     for name in _ELEMENTWISE:
         fn = getattr(torch, name, None)
         traced = ltorch._torch_to_thunder_function_map.get(fn) if fn is not None else None
         if traced is not None and fn not in executor._lookasides:
             executor._lookasides[fn] = partial(_with_out, name, traced)
+    # (around Thunder's own lookaside of each function, so that its calls without ``out`` are traced exactly as
+    # before: foreach_lookasides.py, Note [foreach lookasides are Thunder's, asked for fusion_alias's executor])
+    lookasides = jit_ext._general_jit_lookaside_map
+    for fn in list(ltorch._torch_to_thunder_function_map):
+        name = getattr(fn, "__name__", None)
+        if (name and name not in _ELEMENTWISE and getattr(torch, name, None) is fn and fn not in executor._lookasides
+                and fn in lookasides):
+            lookasides[fn] = _refusing_out(executor, name, lookasides[fn])

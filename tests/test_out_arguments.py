@@ -174,3 +174,87 @@ def test_out_of_another_dtype_where_eager_takes_only_the_results_own(name):
         fusion_alias.jit(f, backend="reference")(x, torch.zeros(4, dtype=torch.float64))
     got, o = fusion_alias.jit(f, backend="reference")(x, torch.zeros(4)), torch.zeros(4)
     torch.testing.assert_close(got, f(x, o))
+
+
+_MORE_ELEMENTWISE = {  # session 20's additions to _ELEMENTWISE: name -> (positive float operands, or ints)
+    "acos": "unit", "asinh": "unit", "atanh": "unit", "cosh": "unit", "sinh": "unit", "atan": "unit",
+    "deg2rad": "unit", "rad2deg": "unit", "fmax": "pair", "fmin": "pair", "logaddexp": "pair",
+    "logaddexp2": "pair", "floor_divide": "pair", "lgamma": "unit", "gcd": "ints", "lcm": "ints",
+    "bitwise_left_shift": "ints", "heaviside": "pair", "nan_to_num": "unit", "sgn": "unit",
+}
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("name", sorted(_MORE_ELEMENTWISE))
+def test_more_elementwise_functions_take_out_as_in_eager(name, schedule):
+    kind = _MORE_ELEMENTWISE[name]
+    fn = getattr(torch, name)
+
+    def f(x, y, o):
+        args = (x,) if kind == "unit" else (x, y)
+        fn(*args, out=o)
+        fn(*args, out=x)  # out is the operand itself: eager's in-place op
+        return o * 1, x * 1
+
+    def inputs():
+        torch.manual_seed(0)
+        if kind == "ints":
+            b = torch.randint(1, 6, (8,))
+            return b[:4], torch.randint(1, 4, (4,)), b[4:]  # o: the other half of x's buffer
+        b = torch.rand(8) * 0.8 + 0.1
+        return b[:4], torch.rand(4) + 0.5, b[4:]
+
+    want, got = inputs(), inputs()
+    expected = f(*want)
+    result = fusion_alias.jit(f, backend="reference", schedule=schedule)(*got)
+    for g, w in zip((*result, *got), (*expected, *want)):
+        torch.testing.assert_close(g, w)
+
+
+def test_more_elementwise_functions_refuse_a_partly_overlapping_out():
+    def f(x):
+        torch.cosh(x[:4], out=x[1:5])
+        return x
+
+    with pytest.raises(RuntimeError, match="single memory location"):
+        f(torch.rand(6))
+    with pytest.raises(AliasInputError, match="single memory location"):
+        fusion_alias.jit(f, backend="reference")(torch.rand(6))
+
+
+@pytest.mark.parametrize("call", [
+    lambda a, b, o: torch.cat([a, b], out=o),
+    lambda a, b, o: torch.matmul(a.view(2, 2), b.view(2, 2), out=o.view(2, 2)),
+    lambda a, b, o: torch.sum(torch.stack([a, b]), 0, out=o),
+    lambda a, b, o: torch.zeros(4, out=o),
+], ids=["cat", "matmul", "sum", "zeros"])
+def test_out_of_other_functions_is_refused_by_name(call):
+    # out_arguments.py, Note [out= of other functions]: eager runs each; Thunder raised a TypeError
+    def f(a, b, o):
+        call(a, b, o)
+        return o + 1
+
+    args = (torch.randn(2), torch.randn(2), torch.empty(4)) if "cat" in call.__code__.co_names else \
+        (torch.randn(4), torch.randn(4), torch.empty(4))
+    f(*[t.clone() for t in args])  # eager runs it
+    name = [n for n in ("cat", "matmul", "sum", "zeros") if n in call.__code__.co_names][0]
+    with pytest.raises(OutArgumentError, match=rf"torch\.{name}\(\.\.\., out=o\) is not supported.*o\.copy_"):
+        fusion_alias.jit(f, backend="reference")(*args)
+
+
+def test_plain_thunder_keeps_its_own_error_for_out_of_other_functions():
+    import thunder
+
+    def f(a, b, o):
+        return torch.cat([a, b], out=o)
+
+    with pytest.raises(TypeError, match="unexpected keyword argument 'out'"):
+        thunder.jit(f)(torch.ones(2), torch.ones(2), torch.empty(4))
+
+
+def test_out_none_spelled_out_is_eagers_default():
+    def f(a, b):
+        return torch.sum(a, 0, out=None) + torch.cat([a, b], out=None).sum() + torch.add(a, b, out=None)
+
+    a, b = torch.randn(3), torch.randn(3)
+    torch.testing.assert_close(fusion_alias.jit(f, backend="reference")(a, b), f(a, b))
