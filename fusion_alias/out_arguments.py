@@ -104,16 +104,28 @@ def _may_require_grad(tensors) -> bool:
     trace = get_tracectx()
     if trace is None:
         return False
-    wanted = {t.name for t in tensors}
-    grad_names: set[str] = set()
-    for b in trace.bound_symbols:
+    return not {t.name for t in tensors}.isdisjoint(_grad_names(trace))
+
+
+def _grad_names(trace) -> set[str]:
+    """The names of the values of ``trace`` recorded so far that may require grad (Note [which values require
+    grad while tracing]). The walk goes on from where the last call for this trace stopped (the trace's list of
+    symbols is only appended to while it is recorded): a program of many ``out=`` calls was quadratic."""
+    bsyms = trace.bound_symbols
+    walk = getattr(trace, "_fusion_alias_grad_walk", None)
+    if walk is None or walk[0] is not bsyms or walk[1] > len(bsyms):
+        walk = [bsyms, 0, set()]
+        trace._fusion_alias_grad_walk = walk
+    grad_names = walk[2]
+    for b in bsyms[walk[1]:]:
         if b.sym.name == "detach":
             continue
         if any(isinstance(a, TensorProxy) and (a.requires_grad or a.name in grad_names) for a in b.flat_args):
             for o in b.flat_outs:
                 if isinstance(o, TensorProxy) and (dtypes.is_float_dtype(o.dtype) or dtypes.is_complex_dtype(o.dtype)):
                     grad_names.add(o.name)
-    return not wanted.isdisjoint(grad_names)
+    walk[1] = len(bsyms)
+    return grad_names
 
 
 # Note [which values require grad while tracing]
