@@ -32,7 +32,7 @@ from functools import partial
 
 import torch
 
-from fusion_alias import foreach_lookasides, inplace_lookasides
+from fusion_alias import foreach_lookasides, inplace_lookasides, out_arguments
 from fusion_alias.api import jit as _fusion_alias_jit
 
 
@@ -80,7 +80,8 @@ def _inplace_ops_we_add_supported():
         if answer[0]:
             return answer
         ours = (inplace_lookasides.traced_for_fx_node(node.op, node.target)
-                or foreach_lookasides.traced_for_fx_node(node.op, node.target))
+                or foreach_lookasides.traced_for_fx_node(node.op, node.target)
+                or out_arguments.traced_for_fx_node(node))  # (out_arguments.py, Note [out= under torch.compile])
         if ours is None:
             return answer
         ran, reason = try_execute_thunder_symbol(ours, node, thunder_options)

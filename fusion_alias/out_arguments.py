@@ -187,6 +187,23 @@ def _refusing_out(executor, name: str, thunders):
     return lookaside
 
 
+def traced_for_fx_node(node):
+    """What fusion_alias traces for a Dynamo FX node ``torch.<name>(..., out=o)`` of ``_ELEMENTWISE``, or None.
+
+    Note [out= under torch.compile]: ThunderFX's splitter asks Thunder's op table whether a node is traceable,
+    and Thunder's ``add`` takes no ``out``: the node went to Inductor, which ran ``torch.add(x, x.t(), out=x)``
+    where eager raises (a partial overlap; fuzz seed 20764 #11, session 20). Told that fusion_alias traces
+    it (dynamo.py), the splitter keeps the node in the piece, whose operand check raises eager's error.
+    """
+    if node.op != "call_function" or node.kwargs.get("out") is None:
+        return None
+    name = getattr(node.target, "__name__", None)
+    if name not in _ELEMENTWISE or getattr(torch, name, None) is not node.target:
+        return None
+    traced = ltorch._torch_to_thunder_function_map.get(node.target)
+    return partial(_with_out, name, traced) if traced is not None else None
+
+
 def register(executor) -> None:
     """Lend ``executor`` a lookaside per function of ``_ELEMENTWISE`` that traces its ``out=`` (module Note), and
     refuse ``out=`` by name for every other ``torch.<name>`` Thunder traces (Note [out= of other functions])."""

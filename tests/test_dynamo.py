@@ -329,3 +329,35 @@ def test_output_views_of_a_written_input_written_by_a_later_piece_with_grad():
     compiled = torch.compile(_views_of_a_written_input, backend=fusion_alias.dynamo_backend(backend="reference"))
     for g, w in zip(run(compiled), run(_views_of_a_written_input)):
         torch.testing.assert_close(g, w)
+
+
+def _out_arguments(a, b):
+    torch.add(a, b, out=a)
+    torch.exp(b[0], out=b[1])
+    return a * 2, b.sum()
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_out_arguments_stay_in_the_piece_and_run_as_eager(schedule):
+    """out_arguments.py, Note [out= under torch.compile]: the splitter sent each out= node to Inductor."""
+    backend = fusion_alias.dynamo_backend(backend="reference", schedule=schedule)
+    compiled = torch.compile(_out_arguments, backend=backend)
+    make = [lambda base: (base[:2], base[2:4]), lambda base: (base, base[:, :1].expand(5, 5).clone())]
+    for seed, make_inputs in enumerate(make):
+        _check_call(_out_arguments, compiled, make_inputs, seed)
+    assert not any(r.split_reasons for r in backend.subgraph_infos)
+
+
+def test_out_that_partly_overlaps_an_operand_is_refused_under_torch_compile():
+    def f(a, b):
+        torch.add(a, b, out=a)
+        return a * 1
+
+    x = torch.randn(4, 4)
+    with pytest.raises(RuntimeError, match="single memory location"):
+        f(x.clone(), x.clone().t())  # (no overlap: runs) ...
+        f(x, x.t())  # ... eager refuses a partial overlap
+    compiled = torch.compile(f, backend=fusion_alias.dynamo_backend(backend="reference"))
+    compiled(x.clone(), torch.randn(4, 4))
+    with pytest.raises(fusion_alias.AliasInputError, match="single memory location"):
+        compiled(x, x.t())
