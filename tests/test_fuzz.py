@@ -845,3 +845,15 @@ def test_conj_and_identity_spellings_of_dtype_programs_keep_every_stream(monkeyp
     monkeypatch.setattr(fuzz.dtype_spellings, "conj_view", lambda dtype_spell, code: code)
     monkeypatch.setattr(fuzz.dtype_spellings, "identity_factor", lambda dtype_spell, env, names, same_as, e: e)
     assert _spelled_apart(drawn, lambda a, b: ".conj()" in a or " is " in a or "id(" in a) >= 10
+
+
+def test_list_key_destinations_keep_every_stream(monkeypatch):
+    # Note [list keys as write destinations keep the stream] (identity_spellings.py, session 20): some setitem
+    # statements write through a Python-list key (`x[[2, 1], 0] = y`); without them, the same programs
+    drawn = _drawn([(None, 20123, 12), (("basic",), 20250, 60), (("order",), 20132, 12), (("hidden",), 1, 8),
+                    (("calls",), 777, 15), (("fresh",), 5, 10)])
+    code = "\n".join(s.code for ps in drawn.values() for p in ps for s in p.stmts)
+    assert re.search(r"^\w+(\.detach\(\))?\[\[\d+(, \d+)*\](, [^\]]+)?\] = ", code, re.M)
+    assert re.search(r"^\w+(\.detach\(\))?\[\[\d+(, \d+)+\](, [^\]]+)?\] = ", code, re.M)  # more than one row
+    monkeypatch.setattr(fuzz.identity_spellings, "list_key_destination", lambda list_dst, env, code: code)
+    assert _spelled_apart(drawn, lambda a, b: re.match(r"^\w+(\.detach\(\))?\[\[", a)) >= 4
