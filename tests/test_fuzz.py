@@ -835,9 +835,12 @@ def test_conj_and_identity_spellings_of_dtype_programs_keep_every_stream(monkeyp
     # Note [conjugate views and identity tests in dtype programs keep the stream] (dtype_spellings.py, session 20):
     # views through x.conj() (of complex tensors too) and identity tests, one side a conversion eager may answer
     # with the tensor itself (`t0.conj() is b`); without them, the same programs
-    drawn = _drawn([(None, 20123, 12), (("dtype",), 20150, 40), (("dtype",), 7, 20), (("dtype",), 20710, 30)])
+    drawn = _drawn([(None, 20123, 12), (("dtype",), 20150, 40), (("dtype",), 7, 20), (("dtype",), 20710, 30),
+                    (("edges",), 7, 15), (("edges",), 20711, 30)])
     code = "\n".join(s.code for ps in drawn.values() for p in ps for s in p.stmts)
     assert re.search(r"^(with torch\.no_grad\(\): )?\w+ = \w+(\.detach\(\))?\.conj\(\)[.\[]", code, re.M)
+    edges = [s.code for c, ps in drawn.items() if c[0] == ("edges",) for p in ps for s in p.stmts]
+    assert any(re.search(r" if .*(\bis\b|id\()", c) for c in edges)  # identity tests in edges programs too
     assert re.search(r" if (id\()?\w+\.(conj\(\)|to\(torch\.\w+\)|type_as\(\w+\)|real)\)? (is|==) ", code)
     complex_conj = [p for ps in drawn.values() for p in ps if any(dt == "complex64" for _, dt in p.dtypes)
                     and any(".conj()" in s.code for s in p.stmts)]
