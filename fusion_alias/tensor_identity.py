@@ -41,7 +41,7 @@ from thunder.core.interpreter import PseudoInst
 from thunder.core.proxies import TensorProxy
 from thunder.core.trace import get_tracectx
 
-from fusion_alias import context
+from fusion_alias import context, out_arguments
 from fusion_alias.errors import AliasInputError
 
 
@@ -57,9 +57,11 @@ def _producers() -> dict:
 
 
 def _returns_its_first_argument(bsym) -> bool:
-    """An in-place method: eager returns the tensor it was called on (Note [tensor identity in a trace])."""
+    """An in-place method, or a function given ``out=`` (out_arguments.py: its symbol's first argument is
+    ``out``): eager returns the tensor it wrote (Note [tensor identity in a trace])."""
     name = bsym.sym.name
-    return (name.endswith("_") and not name.startswith("_") and bool(bsym.args)
+    is_out = name.endswith("_out") and out_arguments._OUT_SYMBOLS.get(name[:-4]) is bsym.sym
+    return ((is_out or (name.endswith("_") and not name.startswith("_"))) and bool(bsym.args)
             and isinstance(bsym.args[0], TensorProxy) and isinstance(bsym.output, TensorProxy))
 
 
@@ -71,6 +73,7 @@ def _returns_its_first_argument(bsym) -> bool:
 #     x.conj() is x                 # True: a real tensor has no conjugate view
 #     x.to(torch.float32) is x      # True (``type_as``, ``type``, ``cpu``, ``to(device)`` alike)
 #     x.real is x, x.resolve_conj() is x, x.sum_to_size(4) is x, x.flatten(0, 0) is x
+#     torch.atleast_1d(x) is x, x.to_dense() is x, torch.clamp(x, 0, 1, out=x) is x   # (an out= result: its out)
 #
 # Thunder traces each as a symbol with a new proxy, so ``x.conj() is x`` answered False and a program
 # branching on it took eager's other branch (session 20 hand probe, a silent wrong value; plain
@@ -80,7 +83,8 @@ def _returns_its_first_argument(bsym) -> bool:
 # complex tensor) the identity test is refused: the guard keys neither for a tensor the program only
 # compares.
 _SAME_DTYPE_DEVICE = frozenset({"to", "type_as", "torch_type", "cpu", "float", "double", "half", "bfloat16",
-                                "int", "long", "short", "bool", "byte", "char"})
+                                "int", "long", "short", "bool", "byte", "char", "to_dense"})
+_AT_LEAST = {"atleast_1d": 1, "atleast_2d": 2, "atleast_3d": 3}  # (of a tensor with as many dims: itself)
 _REAL_ONLY = frozenset({"conj", "real", "resolve_conj"})
 _BY_LAYOUT = frozenset({"contiguous", "resolve_neg", "resolve_conj"})
 
@@ -104,6 +108,8 @@ def _returns_itself(bsym) -> bool:
                 and not bsym.kwargs.get("copy", False) and bsym.kwargs.get("memory_format") in (None, torch.preserve_format))
     if name == "sum_to_size":
         return tuple(out.shape) == tuple(a.shape)
+    if name in _AT_LEAST:
+        return a.ndim >= _AT_LEAST[name]
     if name == "flatten" and a.ndim >= 1 and len(args) >= 3 and all(isinstance(d, int) for d in args[1:3]):
         return args[1] % a.ndim == args[2] % a.ndim
     return False

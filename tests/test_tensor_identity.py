@@ -205,6 +205,8 @@ _RETURNS_ITSELF = {
     "resolve_conj": lambda x: x.resolve_conj(), "sum_to_size": lambda x: x.sum_to_size(x.shape),
     "flatten-1d": lambda x: x[0].flatten(), "flatten-dim": lambda x: x.flatten(-1, -1),
     "to-other": lambda x: x.to(torch.float32), "conj-complex": lambda x: x.conj(),
+    "atleast_1d": lambda x: torch.atleast_1d(x), "atleast_2d": lambda x: torch.atleast_2d(x),
+    "to_dense": lambda x: x.to_dense(), "out=": lambda x: torch.mul(x, 1.0, out=x),
 }
 
 
