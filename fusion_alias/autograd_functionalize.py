@@ -92,14 +92,17 @@ def write_back(result, writebacks: WriteBacks):
     for (tensor, grad_mode), value in zip(writebacks.targets, finals):
         with torch.set_grad_enabled(grad_mode):
             tensor.copy_(value)
-    # Note [an output view of an argument, written in place later]: views of a final value, of the input
-    out = remade_outputs(out, [(tensor, value) for (tensor, _), value in zip(writebacks.targets, finals)])
-    # Note [outputs no gradient reaches]: eager's requires_grad on each output
+    # Note [outputs no gradient reaches]: eager's requires_grad on each output. Marked before the views below
+    # are remade: they are found by object identity, and a remade view is a new object (fuzz seed 20754 #53,
+    # --grad: ``t2 = h.select(0, 3).detach()[1::2]`` of a written ``h`` was remade as a view of ``h`` and came
+    # back requiring grad, so a loss over the outputs that require grad summed it: wrong leaf gradients)
     constant_ids = {id(t) for t in constants}
     differentiable_ids = {id(t) for t in differentiable if not t.requires_grad and t.grad_fn is None}
     if constant_ids or differentiable_ids:
         out = tree_map(lambda t: _as_eager_marks(t, constant_ids, differentiable_ids) if isinstance(t, torch.Tensor) else t, out)
-    return out
+    # Note [an output view of an argument, written in place later]: views of a final value, of the input (an
+    # output detached above is no custom Function's view any more: left as it is)
+    return remade_outputs(out, [(tensor, value) for (tensor, _), value in zip(writebacks.targets, finals)])
 
 
 def _as_eager_marks(t: torch.Tensor, constant_ids: set, differentiable_ids: set) -> torch.Tensor:
