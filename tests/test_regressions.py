@@ -889,3 +889,26 @@ def test_the_result_of_a_function_given_out_is_its_out_tensor(schedule):
         return x0, (x0, x0[0, 4:])
 
     _check(_an_out_result_compared_with_its_out, make_inputs, schedule)
+
+
+def _write_through_a_reshape_of_a_gather(c):
+    t0 = c[:, [2, 0, 1]].sin()  # eager: strides (1, 4, 12), c's order
+    t1 = t0.transpose(0, -1).reshape(-1)  # so a view in eager
+    t1.zero_()
+    return t0.sum(0)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_a_write_through_a_reshape_of_a_list_key_gather_is_not_lost(schedule):
+    # fuzz seed 20759 #8 (layout, session 18's list-key spelling): the gather was taken for contiguous, the
+    # reshape for a copy, and the write into it lost (eager returns zeros); now eager's layout is known and the
+    # reshape a view fusion regions do not keep: refused, loud (layouts.py, Note [a gather keeps its operand's
+    # layout]). A contiguous operand keeps a contiguous gather: the reshape is a copy and the call runs
+    x = torch.linspace(-1, 1, 24).reshape(2, 3, 4)
+    want = _write_through_a_reshape_of_a_gather(x.clone().transpose(0, -1))
+    assert bool((want == 0).all())
+    jitted = fusion_alias.jit(_write_through_a_reshape_of_a_gather, backend="reference", schedule=schedule)
+    with pytest.raises(fusion_alias.AliasInputError, match="is a view in eager PyTorch only because"):
+        jitted(x.clone().transpose(0, -1))
+    c = x.clone().permute(2, 1, 0).contiguous()
+    torch.testing.assert_close(jitted(c.clone()), _write_through_a_reshape_of_a_gather(c.clone()))
