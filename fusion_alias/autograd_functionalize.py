@@ -60,6 +60,7 @@ from fusion_alias.aliasing import _made_from_args, _view_symbols, analyze, may_w
 from fusion_alias.proxies_by_name import tensor_proxies_by_name
 from fusion_alias.errors import AliasInputError
 from fusion_alias.functional_rewrite import Rewriter
+from fusion_alias.refusals.saved_versions import check_returned_no_grad_views
 from fusion_alias.functionalized_epilogue import eager_store_flags, epilogue_returning_finals, refuse_stores_of_input_views
 from fusion_alias.leaf_views import detached_names, detaches
 from fusion_alias.view_outputs import remade_outputs
@@ -70,6 +71,9 @@ class FunctionalizeForAutograd(Transform):
 
     def transform_traces_pre_prologue(self, prologue_trc, computation_trc, epilogue_trc, **kwargs):
         if not any(may_write(b) for b in computation_trc.bound_symbols):
+            if torch.is_grad_enabled():  # (refusals/saved_versions.py, Note [a view made under no_grad, returned])
+                check_returned_no_grad_views(computation_trc.bound_symbols,
+                                             [a for a in computation_trc.args if isinstance(a, TensorProxy)])
             return prologue_trc, computation_trc, epilogue_trc
         computation_trc, epilogue_trc = functionalize(prologue_trc, computation_trc, epilogue_trc)
         return prologue_trc, computation_trc, epilogue_trc
@@ -92,14 +96,17 @@ def write_back(result, writebacks: WriteBacks):
     for (tensor, grad_mode), value in zip(writebacks.targets, finals):
         with torch.set_grad_enabled(grad_mode):
             tensor.copy_(value)
-    # Note [an output view of an argument, written in place later]: views of a final value, of the input
-    out = remade_outputs(out, [(tensor, value) for (tensor, _), value in zip(writebacks.targets, finals)])
-    # Note [outputs no gradient reaches]: eager's requires_grad on each output
+    # Note [outputs no gradient reaches]: eager's requires_grad on each output. Marked before the views below
+    # are remade: they are found by object identity, and a remade view is a new object (fuzz seed 20754 #53,
+    # --grad: ``t2 = h.select(0, 3).detach()[1::2]`` of a written ``h`` was remade as a view of ``h`` and came
+    # back requiring grad, so a loss over the outputs that require grad summed it: wrong leaf gradients)
     constant_ids = {id(t) for t in constants}
     differentiable_ids = {id(t) for t in differentiable if not t.requires_grad and t.grad_fn is None}
     if constant_ids or differentiable_ids:
         out = tree_map(lambda t: _as_eager_marks(t, constant_ids, differentiable_ids) if isinstance(t, torch.Tensor) else t, out)
-    return out
+    # Note [an output view of an argument, written in place later]: views of a final value, of the input (an
+    # output detached above is no custom Function's view any more: left as it is)
+    return remade_outputs(out, [(tensor, value) for (tensor, _), value in zip(writebacks.targets, finals)])
 
 
 def _as_eager_marks(t: torch.Tensor, constant_ids: set, differentiable_ids: set) -> torch.Tensor:

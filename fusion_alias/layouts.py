@@ -38,6 +38,7 @@ import torch
 import thunder.core.prims as prims
 from thunder.core.dtypes import to_torch_dtype
 from thunder.core.proxies import NumberProxy, TensorProxy
+from thunder.core.pytree import tree_flatten
 from thunder.core.trace import tracectx
 
 from fusion_alias import ops
@@ -157,6 +158,8 @@ class _Layouts:
                     # eager's preserve_format layout
                     return torch.empty_like(base, dtype=to_torch_dtype(p.dtype))
                 return None  # an opaque view: any layout
+            if b.sym.name in ("getitem", "__getitem__"):  # Note [a gather keeps its operand's layout]
+                return _gathered(self.memo.get(getattr(b.args[0], "name", None)), b, p)
             return _meta_contiguous(p)  # a torch op's fresh result
         if info.kind == "view":
             base = self.memo.get(b.args[0].name)
@@ -193,6 +196,21 @@ class _Layouts:
 
 
 _UNKNOWN = object()
+
+
+# Note [a gather keeps its operand's layout]: a list key's result (``c[:, [2, 0, 1]]``) is new memory in the
+# operand's stride order. Of ``c = x0.transpose(0, -1)`` (strides (1, 4, 12)) it has (1, 4, 12), so ``c[:, [2, 0,
+# 1]].sin().transpose(0, -1).reshape(-1)`` is a view in eager and a write through it changes the ``sin`` result;
+# taken for contiguous, it was a copy, the write lost (fuzz seed 20759 #8, layout). Eager's meta indexing gives it.
+def _gathered(base, b, p):
+    key = b.args[1] if len(b.args) > 1 else None  # (a tensor key, or an unknown operand: unknown)
+    if base is None or any(isinstance(k, (TensorProxy, NumberProxy)) for k in tree_flatten(key)[0]):
+        return None
+    try:
+        out = base[key]
+    except Exception:  # noqa: BLE001 - a key eager's meta indexing does not take: unknown
+        return None
+    return out if isinstance(out, torch.Tensor) and tuple(out.shape) == tuple(p.shape) else None
 
 #: opaque views whose output has another dtype than their input: eager's layout of the output, from its input's
 _DTYPE_VIEWS = {

@@ -23,9 +23,8 @@ overlapping tensors are the very same object (guard.py, Note [what the guard key
 x)`` and ``f(x, x.view(2))`` (one memory, one layout) get a program each. Globals and closure cells
 are found too (through the function's ``__globals__`` and ``__closure__``), and every answer read from
 a call's tensor is guarded (Note [identity answers are guarded]: the key above covers only tensors
-the computation reads, and overlapping ones). Not followed (Thunder's answer, False, stays;
-docs/limits.md): tensors eager returns as themselves (``x.contiguous() is x`` of a contiguous ``x``,
-``x.to(x.dtype)``).
+the computation reads, and overlapping ones). Tensors eager returns as
+themselves are followed too (Note [conversions that return their own tensor]).
 
 ``id(t)`` of a tensor follows the same two facts (the id of the call's tensor, or of the proxy an
 in-place result leads back to), so ``id(x) == id(y)`` answers as ``x is y``. The handler replaces
@@ -37,11 +36,13 @@ from __future__ import annotations
 
 import torch
 import thunder.core.interpreter as interpreter
+from thunder.core import dtypes
 from thunder.core.interpreter import PseudoInst
 from thunder.core.proxies import TensorProxy
 from thunder.core.trace import get_tracectx
 
-from fusion_alias import context
+from fusion_alias import context, out_arguments
+from fusion_alias.errors import AliasInputError
 
 
 def _producers() -> dict:
@@ -56,17 +57,70 @@ def _producers() -> dict:
 
 
 def _returns_its_first_argument(bsym) -> bool:
-    """An in-place method: eager returns the tensor it was called on (Note [tensor identity in a trace])."""
+    """An in-place method, or a function given ``out=`` (out_arguments.py: its symbol's first argument is
+    ``out``): eager returns the tensor it wrote (Note [tensor identity in a trace])."""
     name = bsym.sym.name
-    return (name.endswith("_") and not name.startswith("_") and bool(bsym.args)
+    is_out = name.endswith("_out") and out_arguments._OUT_SYMBOLS.get(name[:-4]) is bsym.sym
+    return ((is_out or (name.endswith("_") and not name.startswith("_"))) and bool(bsym.args)
             and isinstance(bsym.args[0], TensorProxy) and isinstance(bsym.output, TensorProxy))
 
 
+# Note [conversions that return their own tensor]
+# ------------------------------------------------
+# Eager returns some conversions as the very tensor they were called on, where nothing needs converting:
+#
+#     x = torch.randn(4)            # float32, on the CPU
+#     x.conj() is x                 # True: a real tensor has no conjugate view
+#     x.to(torch.float32) is x      # True (``type_as``, ``type``, ``cpu``, ``to(device)`` alike)
+#     x.real is x, x.resolve_conj() is x, x.sum_to_size(4) is x, x.flatten(0, 0) is x
+#     torch.atleast_1d(x) is x, x.to_dense() is x, torch.clamp(x, 0, 1, out=x) is x   # (an out= result: its out)
+#
+# Thunder traces each as a symbol with a new proxy, so ``x.conj() is x`` answered False and a program
+# branching on it took eager's other branch (session 20 hand probe, a silent wrong value; plain
+# ``thunder.jit`` too). Where the trace tells (dtypes, devices, shapes, ``copy=True`` absent) such a
+# result is followed back to its operand, as an in-place result is. Where eager's answer depends on the
+# call's layout or conjugate/negative bits (``x.contiguous()``, ``resolve_neg``, ``resolve_conj`` of a
+# complex tensor) the identity test is refused: the guard keys neither for a tensor the program only
+# compares.
+_SAME_DTYPE_DEVICE = frozenset({"to", "type_as", "torch_type", "cpu", "float", "double", "half", "bfloat16",
+                                "int", "long", "short", "bool", "byte", "char", "to_dense"})
+_AT_LEAST = {"atleast_1d": 1, "atleast_2d": 2, "atleast_3d": 3}  # (of a tensor with as many dims: itself)
+_REAL_ONLY = frozenset({"conj", "real", "resolve_conj"})
+_BY_LAYOUT = frozenset({"contiguous", "resolve_neg", "resolve_conj"})
+
+
+def _returns_itself(bsym) -> bool:
+    """A conversion eager returns as its operand, as far as the trace tells (Note [conversions that return
+    their own tensor]); raises where eager's answer depends on what the trace does not hold."""
+    name, args, out = bsym.sym.name, bsym.args, bsym.output
+    if not args or not isinstance(args[0], TensorProxy) or not isinstance(out, TensorProxy):
+        return False
+    a = args[0]
+    if name in _REAL_ONLY and not dtypes.is_complex_dtype(a.dtype):
+        return True
+    if name in _BY_LAYOUT:
+        raise AliasInputError(
+            f"fusion_alias: an identity test (`is`, `id()`) of {name}() of a tensor is not supported: eager "
+            f"returns the tensor itself or a new one by its layout or its conjugate/negative bits, which the "
+            f"trace does not hold. Compare the tensors before the {name}() call")
+    if name in _SAME_DTYPE_DEVICE:
+        return (out.dtype == a.dtype and out.device == a.device and tuple(out.shape) == tuple(a.shape)
+                and not bsym.kwargs.get("copy", False) and bsym.kwargs.get("memory_format") in (None, torch.preserve_format))
+    if name == "sum_to_size":
+        return tuple(out.shape) == tuple(a.shape)
+    if name in _AT_LEAST:
+        return a.ndim >= _AT_LEAST[name]
+    if name == "flatten" and a.ndim >= 1 and len(args) >= 3 and all(isinstance(d, int) for d in args[1:3]):
+        return args[1] % a.ndim == args[2] % a.ndim
+    return False
+
+
 def _tensor_of(p: TensorProxy, producers: dict) -> TensorProxy:
-    """``p`` followed back through in-place results to the tensor eager returns."""
+    """``p`` followed back through in-place results and conversions that return their operand (Note
+    [conversions that return their own tensor]) to the tensor eager returns."""
     for _ in range(len(producers) + 1):
         bsym = producers.get(p.name)
-        if bsym is None or not _returns_its_first_argument(bsym):
+        if bsym is None or not (_returns_its_first_argument(bsym) or _returns_itself(bsym)):
             return p
         p = bsym.args[0]
     return p
@@ -174,7 +228,10 @@ _thunder_is_op = interpreter._default_opcode_handler_map["IS_OP"]
 def _is_op(inst, /, stack, **kwargs):
     b, a = stack[-1], stack[-2]
     if isinstance(a, TensorProxy) and isinstance(b, TensorProxy) and context.current().has_call:
-        same = same_tensor(a, b)
+        try:
+            same = same_tensor(a, b)
+        except AliasInputError as e:  # (Note [conversions that return their own tensor]: raised as the program's)
+            return interpreter.do_raise(e)
         stack.pop()
         stack.pop()
         stack.append(not same if inst.arg == 1 else same)

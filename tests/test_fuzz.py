@@ -829,3 +829,34 @@ def test_no_grad_view_spellings_keep_every_stream(monkeypatch):
 
     monkeypatch.setattr(fuzz.gen_basic._Gen, "__init__", init)
     assert _spelled_apart(drawn, lambda a, b: a == "with torch.no_grad(): " + b) >= 5
+
+
+def test_conj_and_identity_spellings_of_dtype_programs_keep_every_stream(monkeypatch):
+    # Note [conjugate views and identity tests in dtype programs keep the stream] (dtype_spellings.py, session 20):
+    # views through x.conj() (of complex tensors too) and identity tests, one side a conversion eager may answer
+    # with the tensor itself (`t0.conj() is b`); without them, the same programs
+    drawn = _drawn([(None, 20123, 12), (("dtype",), 20150, 40), (("dtype",), 7, 20), (("dtype",), 20710, 30),
+                    (("edges",), 7, 15), (("edges",), 20711, 30)])
+    code = "\n".join(s.code for ps in drawn.values() for p in ps for s in p.stmts)
+    assert re.search(r"^(with torch\.no_grad\(\): )?\w+ = \w+(\.detach\(\))?\.conj\(\)[.\[]", code, re.M)
+    edges = [s.code for c, ps in drawn.items() if c[0] == ("edges",) for p in ps for s in p.stmts]
+    assert any(re.search(r" if .*(\bis\b|id\()", c) for c in edges)  # identity tests in edges programs too
+    assert re.search(r" if (id\()?\w+\.(conj\(\)|to\(torch\.\w+\)|type_as\(\w+\)|real)\)? (is|==) ", code)
+    complex_conj = [p for ps in drawn.values() for p in ps if any(dt == "complex64" for _, dt in p.dtypes)
+                    and any(".conj()" in s.code for s in p.stmts)]
+    assert complex_conj
+    monkeypatch.setattr(fuzz.dtype_spellings, "conj_view", lambda dtype_spell, code: code)
+    monkeypatch.setattr(fuzz.dtype_spellings, "identity_factor", lambda dtype_spell, env, names, same_as, e: e)
+    assert _spelled_apart(drawn, lambda a, b: ".conj()" in a or " is " in a or "id(" in a) >= 10
+
+
+def test_list_key_destinations_keep_every_stream(monkeypatch):
+    # Note [list keys as write destinations keep the stream] (identity_spellings.py, session 20): some setitem
+    # statements write through a Python-list key (`x[[2, 1], 0] = y`); without them, the same programs
+    drawn = _drawn([(None, 20123, 12), (("basic",), 20250, 60), (("order",), 20132, 12), (("hidden",), 1, 8),
+                    (("calls",), 777, 15), (("fresh",), 5, 10)])
+    code = "\n".join(s.code for ps in drawn.values() for p in ps for s in p.stmts)
+    assert re.search(r"^\w+(\.detach\(\))?\[\[\d+(, \d+)*\](, [^\]]+)?\] = ", code, re.M)
+    assert re.search(r"^\w+(\.detach\(\))?\[\[\d+(, \d+)+\](, [^\]]+)?\] = ", code, re.M)  # more than one row
+    monkeypatch.setattr(fuzz.identity_spellings, "list_key_destination", lambda list_dst, env, code: code)
+    assert _spelled_apart(drawn, lambda a, b: re.match(r"^\w+(\.detach\(\))?\[\[", a)) >= 4

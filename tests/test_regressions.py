@@ -867,3 +867,48 @@ def test_functional_scatters_are_new_memory_with_gradients(prog):
         return [w], (x, x[1])
 
     assert_matches_eager(prog, make)
+
+
+def _an_out_result_compared_with_its_out(a, b):
+    t0 = b.detach()[0:2]
+    t1 = torch.sub(t0, t0, out=t0)  # eager returns t0 itself
+    t1.clamp_(-0.5, 0.5)
+    torch._foreach_mul_([t1, t0, t1.add_(1)], [t1, b, b])
+    a.mul_(a.detach())
+    b.add_((0.25 if id(t0) == id(t1) else 2.0))
+    return a, t0
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_the_result_of_a_function_given_out_is_its_out_tensor(schedule):
+    # fuzz seed 20753 #10 (basic, session 19's out= spellings with an identity test): `id(t0) == id(t1)` of
+    # `t1 = torch.sub(t0, t0, out=t0)` answered False where eager's t1 is t0, so b got 2.0 added for 0.25
+    # (tensor_identity.py, Note [conversions that return their own tensor]: an out= result is its out)
+    def make_inputs():
+        x0 = torch.linspace(-0.9, 0.8, 6).reshape(1, 6)
+        return x0, (x0, x0[0, 4:])
+
+    _check(_an_out_result_compared_with_its_out, make_inputs, schedule)
+
+
+def _write_through_a_reshape_of_a_gather(c):
+    t0 = c[:, [2, 0, 1]].sin()  # eager: strides (1, 4, 12), c's order
+    t1 = t0.transpose(0, -1).reshape(-1)  # so a view in eager
+    t1.zero_()
+    return t0.sum(0)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_a_write_through_a_reshape_of_a_list_key_gather_is_not_lost(schedule):
+    # fuzz seed 20759 #8 (layout, session 18's list-key spelling): the gather was taken for contiguous, the
+    # reshape for a copy, and the write into it lost (eager returns zeros); now eager's layout is known and the
+    # reshape a view fusion regions do not keep: refused, loud (layouts.py, Note [a gather keeps its operand's
+    # layout]). A contiguous operand keeps a contiguous gather: the reshape is a copy and the call runs
+    x = torch.linspace(-1, 1, 24).reshape(2, 3, 4)
+    want = _write_through_a_reshape_of_a_gather(x.clone().transpose(0, -1))
+    assert bool((want == 0).all())
+    jitted = fusion_alias.jit(_write_through_a_reshape_of_a_gather, backend="reference", schedule=schedule)
+    with pytest.raises(fusion_alias.AliasInputError, match="is a view in eager PyTorch only because"):
+        jitted(x.clone().transpose(0, -1))
+    c = x.clone().permute(2, 1, 0).contiguous()
+    torch.testing.assert_close(jitted(c.clone()), _write_through_a_reshape_of_a_gather(c.clone()))

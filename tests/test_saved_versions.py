@@ -803,3 +803,37 @@ def test_a_save_read_only_under_no_grad_is_not_refused(prog):
         return [w], (x0, x0[:, ::2], x0[2, 1])
 
     assert_matches_eager(prog, make)
+
+
+def _returns_a_no_grad_view(b):
+    with torch.no_grad():
+        t = b.transpose(0, 1)
+    return t, b * 2
+
+
+def _writes_then_returns_a_no_grad_view(a, b):
+    a.mul_(2)
+    with torch.no_grad():
+        t = b.t()[0]
+    return t, a * b
+
+
+@pytest.mark.parametrize("fn, n", [(_returns_a_no_grad_view, 1), (_writes_then_returns_a_no_grad_view, 2)])
+def test_a_returned_view_made_under_no_grad_is_refused_with_gradients(fn, n):
+    # Note [a view made under no_grad, returned] (refusals/saved_versions.py; fuzz seed 20758 #27, dtype --grad):
+    # eager's view requires grad but passes no gradient back (leaf.grad None); ours passed one through
+    # Thunder's Function or the argument view remade after the call (leaf.grad ones): refused, loud
+    leaf = torch.rand(2, 3, dtype=torch.float64, requires_grad=True)
+    out = fn(*[leaf * 1 for _ in range(n)])
+    out[0].sum().backward()
+    assert leaf.grad is None and out[0].requires_grad
+    for schedule in SCHEDULES:
+        with pytest.raises(AliasInputError, match="view made under torch.no_grad.*not supported"):
+            fusion_alias.jit(fn, backend="reference", schedule=schedule)(*[leaf * 1 for _ in range(n)])
+    with torch.no_grad():  # without gradients it runs, as eager does
+        args_e, args_j = [leaf.detach().clone() for _ in range(n)], [leaf.detach().clone() for _ in range(n)]
+        want, got = fn(*args_e), fusion_alias.jit(fn, backend="reference")(*args_j)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w)
+    for g, w in zip(args_j, args_e):
+        torch.testing.assert_close(g, w)

@@ -6,6 +6,7 @@ import torch
 
 import fusion_alias
 from fusion_alias.backends.reference import SCHEDULES
+from fusion_alias.errors import AliasInputError
 
 
 def _result_of_an_inplace_op(x):
@@ -193,3 +194,64 @@ def test_parameters_tied_and_untied_between_calls_are_compared_as_eager(schedule
             for m in (m_e, m_j):
                 m.v = m.w if tie else torch.nn.Parameter(torch.ones(3))
             torch.testing.assert_close(jitted(torch.ones(3)), m_e(torch.ones(3)))
+
+
+# Note [conversions that return their own tensor] (tensor_identity.py, session 20): eager returns these as the
+# tensor they were called on; Thunder traced a new proxy and `x.conj() is x` answered False, a silent wrong value
+_RETURNS_ITSELF = {
+    "conj": lambda x: x.conj(), "real": lambda x: x.real, "to-dtype": lambda x: x.to(x.dtype),
+    "to-device": lambda x: x.to("cpu"), "to-tensor": lambda x: x.to(x), "type_as": lambda x: x.type_as(x),
+    "type": lambda x: x.type(x.dtype), "cpu": lambda x: x.cpu(), "double": lambda x: x.double(),
+    "resolve_conj": lambda x: x.resolve_conj(), "sum_to_size": lambda x: x.sum_to_size(x.shape),
+    "flatten-1d": lambda x: x[0].flatten(), "flatten-dim": lambda x: x.flatten(-1, -1),
+    "to-other": lambda x: x.to(torch.float32), "conj-complex": lambda x: x.conj(),
+    "atleast_1d": lambda x: torch.atleast_1d(x), "atleast_2d": lambda x: torch.atleast_2d(x),
+    "to_dense": lambda x: x.to_dense(), "out=": lambda x: torch.mul(x, 1.0, out=x),
+}
+
+
+def _branch_on(conv):
+    def fn(x):
+        t = conv(x)
+        t0 = x[0]
+        u = conv(t0)
+        y = x.mul_(2)  # (the in-place result is x: followed as before)
+        return (x * (2 if t is x else 3) * (5 if id(u) == id(t0) else 7) * (11 if t is not y else 13)), t * 1
+    return fn
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("kind", sorted(_RETURNS_ITSELF))
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex64])
+def test_conversions_eager_returns_as_their_tensor_are_that_tensor(kind, dtype, schedule):
+    if kind == "resolve_conj" and dtype.is_complex:
+        pytest.skip("refused: the test below")
+    fn = _branch_on(_RETURNS_ITSELF[kind])
+    make = lambda: (torch.arange(1.0, 7.0).reshape(2, 3).to(dtype),)  # noqa: E731
+    try:
+        fn(*make())
+    except RuntimeError:
+        pytest.skip("eager rejects the conversion for this dtype")
+    jitted = fusion_alias.jit(fn, backend="reference", schedule=schedule)
+    for _ in range(2):
+        args_e, args_j = make(), make()
+        want, got = fn(*args_e), jitted(*args_j)
+        for g, w in zip(got, want):
+            torch.testing.assert_close(g.resolve_conj(), w.resolve_conj())
+        torch.testing.assert_close(args_j[0], args_e[0])
+
+
+@pytest.mark.parametrize("conv", [lambda x: x.contiguous(), lambda x: x.resolve_neg(), lambda x: x.resolve_conj()],
+                         ids=["contiguous", "resolve_neg", "resolve_conj-complex"])
+@pytest.mark.parametrize("spelling", ["is", "id"])
+def test_conversions_whose_identity_depends_on_the_layout_are_refused(conv, spelling):
+    # eager's answer follows the call's strides or conjugate/negative bits, which the guard does not key for
+    # a tensor the program only compares: refused, loud, rather than a branch kept for every later call
+    def fn(x):
+        t = conv(x)
+        same = t is x if spelling == "is" else id(t) == id(x)
+        return x * (2 if same else 3)
+
+    x = torch.ones(2, 3, dtype=torch.complex64)
+    with pytest.raises(AliasInputError, match="identity test .* not supported"):
+        fusion_alias.jit(fn, backend="reference")(x)

@@ -138,6 +138,7 @@ class _Gen:
         # identity_spellings.py, Note [identity and list-key spellings keep the stream]
         self.ident = random.Random(str(rng.getstate()[1][:16]) + ":identity")
         self.out_spell = random.Random(str(rng.getstate()[1][:16]) + ":out")  # Note [out= spellings keep the stream]
+        self.list_dst = random.Random(str(rng.getstate()[1][:16]) + ":list-dst")  # (identity_spellings.py, session 20)
         # Note [views made under no_grad keep the stream]: some views are made under ``torch.no_grad()``
         # (values unchanged; with --grad, eager raises at a later write into one: saved_versions.py,
         # Note [writes into views made under no_grad]), drawn from a stream of their own (session 19)
@@ -343,7 +344,8 @@ class _Gen:
             except Exception:  # noqa: BLE001
                 dst_shape = ()
             y = self._setitem_value(dst_shape)
-            return Stmt(self._detach_prefix(f"{x}{idx} = {y}", x, 0.1), reads=(y,) if self._is_var(y) else (), writes=x)
+            code = identity_spellings.list_key_destination(self.list_dst, self.env, f"{x}{idx} = {y}")  # (Note [list keys
+            return Stmt(self._detach_prefix(code, x, 0.1), reads=(y,) if self._is_var(y) else (), writes=x)  # as ...])
         if rng.random() < 0.3:
             t = self.fresh()
             self.same_as[t] = x  # (identity_spellings.predicate: one object)

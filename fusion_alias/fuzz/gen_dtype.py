@@ -28,11 +28,13 @@ Note [in-place type promotion]
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import re
 
 import torch
 
+from fusion_alias.fuzz import dtype_spellings
 from fusion_alias.fuzz.gen_basic import _alias_expr, _Gen, _index_expr
 from fusion_alias.fuzz.program import PARAM_NAMES, Stmt
 
@@ -76,6 +78,12 @@ class DtypeGen(_Gen):
     def __init__(self, rng: random.Random, env: dict, names: list[str]):
         super().__init__(rng, env, names)
         self.augmented = random.Random(str(rng.getstate()[1][:16]) + ":augmented")
+        # dtype_spellings.py, Note [conjugate views and identity tests in dtype programs keep the stream]
+        self.dtype_spell = random.Random(str(rng.getstate()[1][:16]) + ":dtype-spell")
+
+    def view(self) -> Stmt:
+        s = super().view()
+        return dataclasses.replace(s, code=dtype_spellings.conj_view(self.dtype_spell, s.code))
 
     def augmented_spelling(self, e: str, x: str) -> str:
         """``e``, an in-place statement into ``x``, as an augmented assignment where one means the same
@@ -165,6 +173,7 @@ class DtypeGen(_Gen):
             e = rng.choice((f"{x}.abs()", f"-{x}", f"torch.tanh({x})", f"~{x}", f"{x}.sign()", f"{x}.clone()"))
         else:
             e = rng.choice((f"{x}.sum()", f"{x}.sum(0)", f"{x}.amax(0)", f"{x}.float().mean()", f"{x}.prod()"))
+        e = dtype_spellings.identity_factor(self.dtype_spell, self.env, self.names, self.same_as, e)
         t = self.fresh()
         return Stmt(f"{t} = {e}", target=t, reads=reads)
 

@@ -51,6 +51,7 @@ import random
 
 import torch
 
+from fusion_alias.fuzz import dtype_spellings
 from fusion_alias.fuzz.gen_basic import _Gen, _index_expr
 from fusion_alias.fuzz.hazard import _has_internal_overlap, _overlaps
 from fusion_alias.fuzz.program import PARAM_NAMES, Stmt
@@ -124,6 +125,8 @@ class EdgesGen(_Gen):
         self.cls = "small_int"  # the program's class: ``configure``
         self.lists = [v for v, t in env.items() if isinstance(t, (list, dict))]
         self.functional_unfold = self.masks_only = False
+        # dtype_spellings.py, Note [conjugate views and identity tests in dtype programs keep the stream]
+        self.dtype_spell = random.Random(str(rng.getstate()[1][:16]) + ":edges-identity")
 
     def configure(self, p) -> None:
         """Take the class drawn with the program's inputs (``edges_inputs``)."""
@@ -181,6 +184,7 @@ class EdgesGen(_Gen):
         e = rng.choice((f"{x} + 0", f"{x} * 2", f"{x}.sum()", f"{x}.clone()", f"{x} > 0"))
         if e in (f"{x} + 0", f"{x} * 2") and self.dtype(x) == "float32" and self.spell_drawn(0.3):
             e = f"({x}.view(torch.int32){e[len(x):]}).view(torch.float32)"  # Note [int32 views of float32]
+        e = dtype_spellings.identity_factor(self.dtype_spell, self.env, self.names, self.same_as, e)
         return Stmt(f"{t} = {e}", target=t, reads=(x,))
 
     # --- the classes ---

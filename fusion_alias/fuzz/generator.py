@@ -169,7 +169,9 @@ def _grow(p: Program, rng: random.Random, gen_class: type, max_stmts: int, error
 
 
 # an identity test of identity_spellings.py: compares two tensors, reads no value of either
-_IDENTITY_TEST = re.compile(r"\bif (?:id\(\w+\) == id\(\w+\)|\w+ is (?:not )?\w+) else\b")
+# (one side may be a conversion eager returns as the tensor itself: dtype_spellings.py)
+_SIDE = r"\w+(?:\.conj\(\)|\.real|\.resolve_conj\(\)|\.to\(torch\.\w+\)|\.type_as\(\w+\))?"
+_IDENTITY_TEST = re.compile(rf"\bif (?:id\({_SIDE}\) == id\({_SIDE}\)|{_SIDE} is (?:not )?{_SIDE}) else\b")
 
 
 def _sinks(stmts: list[Stmt], intermediates: list[str]) -> list[str]:

@@ -127,3 +127,41 @@ def if_same_result(env: dict, e: str, spelled: str) -> str:
     if want.shape != got.shape or want.dtype != got.dtype or want.stride() != got.stride():
         return e
     return spelled
+
+
+# Note [list keys as write destinations keep the stream]
+#     Session 20. ``x[[1, 2]] = y`` writes through a Python-list key: an ``index_put_`` into ``x``, not a copy
+#     into a view (``x[[1, 2]]`` read is a gather, new memory; written, it is ``x``'s own rows). Session 18
+#     probed it by hand only. A setitem statement of the basic generator whose first key is a slice, an int or
+#     ``...`` (``x[1:3, 0] = y``, ``x[::2] = y``, ``x[2] = y``) is, with probability 0.3, spelled with its indices
+#     as a list, in their order or permuted (``x[[2, 1], 0] = y``, ``x[[2]] = y``): the same elements of ``x``
+#     written, values permuted at most (an int becomes a dim of 1, into which ``y`` broadcasts as well). Only where ``y`` is a number or shares no memory with ``x``: eager checks an overlap of
+#     ``y`` with ``x`` differently for ``copy_`` and ``index_put_``, and its verdict must not change. Drawn
+#     from ``list_dst``, a stream of its own (gen_basic._Gen), so every program of every seed is the one it was
+#     (``tests/test_fuzz.py::test_list_key_destinations_keep_every_stream``).
+_SETITEM = re.compile(r"(?P<x>\w+)\[(?P<first>[^,\]\[]*)(?P<rest>(?:, [^\]\[]*)?)\] = (?P<y>.+)")
+
+
+def list_key_destination(list_dst: random.Random, env: dict, code: str) -> str:
+    """``code`` (a setitem statement ``x[key] = y``), or (probability 0.3) the same with its first key spelled
+    as a list of its indices (Note [list keys as write destinations keep the stream])."""
+    if list_dst.random() >= 0.3:
+        return code
+    m = _SETITEM.fullmatch(code)
+    x = env.get(m["x"]) if m is not None else None
+    if m is None or not isinstance(x, torch.Tensor) or x.dim() == 0 or (m["first"] == "..." and m["rest"]):
+        return code
+    y = env.get(m["y"])
+    if isinstance(y, torch.Tensor) and _overlaps(y, x):
+        return code
+    try:
+        first = ":" if m["first"] == "..." else m["first"]
+        rows = eval(f"_r[{first}]", {"_r": list(range(x.shape[0]))})
+    except Exception:  # noqa: BLE001 - not a plain slice or an int
+        return code
+    rows = rows if isinstance(rows, list) else [rows]  # (x[2, 1:3] as x[[2], 1:3]: a dim of 1 more, y broadcasts)
+    if not rows:
+        return code
+    if list_dst.random() < 0.5:
+        list_dst.shuffle(rows)
+    return f"{m['x']}[{rows}{m['rest']}] = {m['y']}"

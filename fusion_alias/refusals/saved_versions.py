@@ -203,6 +203,7 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
         return memory_of(p.name)
 
     rg_memory = {memory(p) for p in tensor_inputs if p.requires_grad}
+    input_memory = frozenset(rg_memory)  # (Note [a view made under no_grad, returned]: of an argument only)
     detached: set = set()
     written_with_grad: set = set()  # memories a differentiable in-place op writes through a detached tensor
     multi: set = set()
@@ -227,6 +228,10 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
     for i, b in enumerate(top_bsyms):
         if b.sym.id is prims.PrimIDs.RETURN:
             check_no_grad_view_reads(b)
+            for a in proxy_args(b):  # (Note [a view made under no_grad, returned])
+                if (isinstance(a, TensorProxy) and a.name in no_grad_views and requires(a) and memory(a) in input_memory
+                        and dtypes.is_inexact_dtype(a.dtype)):
+                    _refuse_no_grad_view_output(a.name)
             n = i
             break
         if b.sym.id is prims.PrimIDs.UNPACK_TRIVIAL:
@@ -412,6 +417,50 @@ def _refuse_no_grad_view_read(op: str, name: str) -> None:
         "created in no_grad mode and its base or another view of its base has been modified inplace with grad "
         "mode enabled.\" Workarounds: make the view after the write, or read it through .detach()"
     )
+
+
+# Note [a view made under no_grad, returned]
+# -------------------------------------------
+# Eager's view of a tensor that requires grad, made under ``torch.no_grad()``, requires grad too but has no
+# ``grad_fn``: a backward through it reaches no leaf. fusion_alias's output is Thunder's autograd Function's
+# (or a view of the argument remade after the call, view_outputs.py), through which the gradient flows::
+#
+#     def f(b):                                   # b = leaf * 1
+#         with torch.no_grad(): t = b.transpose(0, 1)
+#         return t, b * 2                         # f(b)[0].sum().backward(): eager leaf.grad None, ours ones
+#
+# (fuzz seed 20758 #27, dtype --grad, session 20; plain ``thunder.jit``'s passes zeros). Refused, with gradients,
+# for views of an argument only: the remade view carries its gradient; a view of an intermediate made under
+# no_grad is Thunder's detached output, with eager's gradient (none).
+def check_returned_no_grad_views(top_bsyms, tensor_inputs) -> None:
+    """Note [a view made under no_grad, returned], for a program that writes nothing in place (the checks above
+    run for the others): refuse a returned view, made under no_grad, of a tensor that requires grad."""
+    views = _views_only()
+    input_views = {p.name for p in tensor_inputs if p.requires_grad}  # and their views made with grad
+    no_grad_views: set = set()
+    for b in top_bsyms:
+        if b.sym.id is prims.PrimIDs.RETURN:
+            for a in proxy_args(b):
+                if isinstance(a, TensorProxy) and a.name in no_grad_views and dtypes.is_inexact_dtype(a.dtype):
+                    _refuse_no_grad_view_output(a.name)
+            return
+        if not (b.sym in views and _is_a_view(b)):
+            continue
+        outs = tensor_outs(b)
+        no_grad = any(ProxyTag.DETACHED_AUTOGRAD_GRAPH in o.tags for o in outs)
+        src = getattr(b.args[0], "name", None) if b.args else None
+        if src in no_grad_views or (no_grad and src in input_views):
+            no_grad_views.update(o.name for o in outs)
+        elif src in input_views and b.sym.name != "detach":
+            input_views.update(o.name for o in outs)
+
+
+def _refuse_no_grad_view_output(name: str) -> None:
+    raise AliasInputError(
+        f"fusion_alias: the program returns {name}, a view made under torch.no_grad() of a tensor that requires "
+        "grad, in a call that computes gradients: not supported. Eager's view requires grad but passes no gradient "
+        "back; the compiled program's output would pass one. Workarounds: return it .detach()ed, or make the view "
+        "with grad mode enabled")
 
 
 def _refuse_multi_output_write(op: str, name: str) -> None:

@@ -1,0 +1,86 @@
+"""Spellings of statements of the dtype generator (``gen_dtype.DtypeGen``): conjugate views and identity tests,
+two classes no generator made before session 20.
+
+Note [conjugate views and identity tests in dtype programs keep the stream]
+    Session 20. A session-20 hand probe found ``x.conj() is x`` of a real ``x`` answered False inside a compiled
+    function, where eager returns ``x`` itself (also ``x.to(x.dtype)``, ``type_as``, ``x.real``: tensor_identity.py,
+    Note [conversions that return their own tensor]): a silent wrong branch. Docs/limits.md listed conjugate
+    views and identity tests in the ``dtype`` generator as never generated. Here:
+
+    * ``conj_view``: a view statement (``t3 = x[1:3]``, ``t3 = x.detach().t()``) with ``.conj()`` after its
+      receiver (``t3 = x.conj()[1:3]``): of a complex ``x`` a conjugate view of the same memory, sizes and
+      strides (writes through it land in ``x`` conjugated), of any other dtype ``x`` itself, so the
+      statement is the one it was. Drawn with probability 0.2;
+    * ``identity_factor``: an out-of-place result of a floating or complex dtype times a choice on an
+      identity test between two tensor variables (``identity_spellings.predicate``), one side of it, as often
+      as not, a conversion eager may return as the tensor itself (``v.conj()``, ``v.to(torch.<v's dtype>)``,
+      ``v.type_as(v)``, ``v.real``, ``v.resolve_conj()`` of a real ``v``). Drawn with probability 0.25, kept
+      only where the result has ``e``'s shape, dtype and strides (``identity_spellings.if_same_result``).
+
+    A conjugate view changes the values of a complex variable, never its shape, dtype or memory, nor (for the
+    elementwise ops of this generator) whether eager accepts a later statement; an identity factor changes
+    values only. Both are drawn from ``dtype_spell``, a generator of its own seeded from ``rng``'s state
+    without drawing from it, after every draw of ``rng`` for the statement. So every program of every seed is
+    the one it was, with some statements spelled so
+    (``tests/test_fuzz.py::test_conj_and_identity_spellings_of_dtype_programs_keep_every_stream``).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+import torch
+
+from fusion_alias.fuzz import identity_spellings
+
+# a view statement of gen_basic._Gen.view: [with torch.no_grad(): ]t = x[.detach()]<view op>
+_VIEW = re.compile(r"(?P<head>(?:with torch\.no_grad\(\): )?\w+ = )(?P<recv>\w+(?:\.detach\(\))?)(?P<rest>[.\[].*)")
+
+# conversions eager returns as the tensor itself for some dtypes (Note [conversions that return their own tensor])
+_SELF_FORMS = ("{v}.conj()", "{v}.to(torch.{dtype})", "{v}.type_as({v})", "{v}.real", "{v}.resolve_conj()")
+
+
+def conj_view(dtype_spell: random.Random, code: str) -> str:
+    """``code`` (a view statement), or (probability 0.2) the same with ``.conj()`` after its receiver."""
+    if dtype_spell.random() >= 0.2:
+        return code
+    m = _VIEW.fullmatch(code)
+    if m is None:
+        return code
+    return f"{m['head']}{m['recv']}.conj(){m['rest']}"
+
+
+def _side(dtype_spell: random.Random, env: dict, v: str) -> str:
+    """``v``, or (probability 0.5) a conversion of ``v`` eager may answer with ``v`` itself."""
+    if dtype_spell.random() >= 0.5:
+        return v
+    t = env[v]
+    forms = [f for f in _SELF_FORMS if not (t.is_complex() and f.endswith("resolve_conj()"))]
+    return dtype_spell.choice(forms).format(v=v, dtype=str(t.dtype).removeprefix("torch."))
+
+
+def identity_factor(dtype_spell: random.Random, env: dict, names: list[str], same_as: dict[str, str], e: str) -> str:
+    """``e`` (an out-of-place expression), or (probability 0.25) ``(e) * (a if <identity test> else b)`` where
+    ``e`` is of a floating or complex dtype and the spelling keeps its shape, dtype and strides."""
+    if dtype_spell.random() >= 0.25:
+        return e
+    p = identity_spellings.predicate(dtype_spell, env, names, same_as)
+    if p is None:
+        return e
+    m = re.fullmatch(r"(\w+) (is not|is) (\w+)|id\((\w+)\) == id\((\w+)\)", p)
+    if m is None:
+        return e
+    if m[1] is not None:
+        p = f"{_side(dtype_spell, env, m[1])} {m[2]} {_side(dtype_spell, env, m[3])}"
+    else:
+        p = f"id({_side(dtype_spell, env, m[4])}) == id({_side(dtype_spell, env, m[5])})"
+    a, b = dtype_spell.choice(((2.0, 0.5), (-1.0, 1.0), (3.0, 1.0)))
+    spelled = f"({e}) * ({a} if {p} else {b})"
+    try:
+        result = eval(e, dict(identity_spellings._EXEC_GLOBALS), dict(env))
+    except Exception:  # noqa: BLE001 - eager rejects e: left as it is
+        return e
+    if not isinstance(result, torch.Tensor) or not (result.is_floating_point() or result.is_complex()):
+        return e
+    return identity_spellings.if_same_result(env, e, spelled)
