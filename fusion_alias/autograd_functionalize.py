@@ -434,7 +434,7 @@ def functionalize(prologue_trc, trace, epilogue_trc):
     constants = _constant_outputs(flat, info, tensor_inputs, outs, rewriter.step_outputs)
     differentiable = [i for i, o in enumerate(outs) if isinstance(o, TensorProxy) and i not in constants]
     positions = {p.name: i for i, p in enumerate(trace.args) if isinstance(p, TensorProxy)}
-    input_outputs = outputs_of_written_inputs(outs, info, rewriter, tensor_inputs, positions)
+    input_outputs = outputs_of_written_inputs(outs, info, rewriter, tensor_inputs, positions, flat)
     new_epilogue = epilogue_returning_finals(
         epilogue_trc, finals, constants, differentiable, len(flat_out), [i for i, *_ in input_outputs]
     )

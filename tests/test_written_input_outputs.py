@@ -43,12 +43,24 @@ def _detached(c):
     return c.mul_(0.5).detach()
 
 
+def _diagonal_after_write(c):  # diagonal stays whole (a gather in Thunder): replayed by torch's own
+    return c.mul_(2).diagonal()
+
+
+def _contiguous_after_write(c):  # eager: c itself
+    return c.mul_(2).contiguous()
+
+
+def _narrowed_after_write(c):
+    return c.add_(1).narrow(0, 1, 2)
+
+
 def _other_input_untouched(a, c):
     return [c.mul_(a), a * 2]
 
 
 PROGRAMS = [_returned_mul, _returned_self, _returned_transpose, _one_tensor_twice, _self_and_a_view,
-            _a_row_then_self, _detached]
+            _a_row_then_self, _detached, _diagonal_after_write, _contiguous_after_write, _narrowed_after_write]
 
 
 def _inputs(n, seed):
@@ -124,7 +136,7 @@ def test_without_gradients_unchanged():
 def test_view_that_cannot_be_made_on_the_callers_layout_is_refused():
     c = torch.randn(4, 4).t()  # a view step that copies on this layout would be a copy, not c's memory
     with pytest.raises(AliasInputError, match="could not be made on the caller's tensor"):
-        as_caller_view(c, ((lambda t, shape: t.reshape(shape), ((16,),), {}),), False, 0)
+        as_caller_view(c, ((lambda t, shape: t.reshape(shape), ((16,),), {}, False),), False, 0)
 
 
 # under torch.compile: ThunderFX cuts the graph at ``roll`` (Thunder 0.2.6 does not trace it), so the
