@@ -60,7 +60,7 @@ from fusion_alias.aliasing import _made_from_args, _view_symbols, analyze, may_w
 from fusion_alias.proxies_by_name import tensor_proxies_by_name
 from fusion_alias.errors import AliasInputError
 from fusion_alias.functional_rewrite import Rewriter
-from fusion_alias.input_outputs import as_caller_view, outputs_of_written_inputs
+from fusion_alias.input_outputs import outputs_as_the_callers, outputs_of_written_inputs
 from fusion_alias.functionalized_epilogue import eager_store_flags, epilogue_returning_finals, refuse_stores_of_input_views
 from fusion_alias.leaf_views import detached_names, detaches
 from fusion_alias.view_outputs import remade_outputs
@@ -107,12 +107,11 @@ def write_back(result, writebacks: WriteBacks):
     for (tensor, grad_mode), value in zip(writebacks.targets, finals):
         with torch.set_grad_enabled(grad_mode):
             tensor.copy_(value)
+    sources = [(tensor, value) for (tensor, _), value in zip(writebacks.targets, finals)]
     if writebacks.outputs:  # Note [an output that is a written input, functionalized]: the caller's tensor
-        callers = {id(t): as_caller_view(caller, steps, detached, i)
-                   for t, (caller, steps, detached, i) in zip(returned, writebacks.outputs)}
-        out = tree_map(lambda t: callers.get(id(t), t) if isinstance(t, torch.Tensor) else t, out)
+        out = outputs_as_the_callers(out, returned, writebacks.outputs, sources, remade_outputs)
     # Note [an output view of an argument, written in place later]: views of a final value, of the input
-    out = remade_outputs(out, [(tensor, value) for (tensor, _), value in zip(writebacks.targets, finals)])
+    out = remade_outputs(out, sources)
     # Note [outputs no gradient reaches]: eager's requires_grad on each output
     constant_ids = {id(t) for t in constants}
     differentiable_ids = {id(t) for t in differentiable if not t.requires_grad and t.grad_fn is None}
@@ -434,7 +433,7 @@ def functionalize(prologue_trc, trace, epilogue_trc):
     constants = _constant_outputs(flat, info, tensor_inputs, outs, rewriter.step_outputs)
     differentiable = [i for i, o in enumerate(outs) if isinstance(o, TensorProxy) and i not in constants]
     positions = {p.name: i for i, p in enumerate(trace.args) if isinstance(p, TensorProxy)}
-    input_outputs = outputs_of_written_inputs(outs, info, rewriter, tensor_inputs, positions, flat)
+    input_outputs = outputs_of_written_inputs(outs, info, rewriter, tensor_inputs, positions, flat, body)
     new_epilogue = epilogue_returning_finals(
         epilogue_trc, finals, constants, differentiable, len(flat_out), [i for i, *_ in input_outputs]
     )

@@ -32,37 +32,35 @@ Note [an output that is a written input, functionalized]
     copies in eager got a ``clone`` before it, so it is not in a chain).
 
     Views fusion_alias keeps whole (``diagonal``, which Thunder decomposes into a gather; ``contiguous``;
-    ``narrow``) are roots of their own in the input's memory group, not chain steps: such an output is
-    replayed as the view chain of its argument, then torch's own method (``c.mul_(2).diagonal()`` is
-    ``torch.Tensor.diagonal(c)``; ``contiguous`` of a transposed ``c`` is a copy, as in eager). Any other
-    op that may return a view of a written input, a chain step with no torch replay here, or a symbolic
-    argument, is refused when the program is compiled, and a replay that does not share the caller's memory
-    at run time raises: both name the output, instead of returning a copy a later write would miss.
+    ``narrow``; ``swapaxes``) are roots of their own in the input's memory group, not chain steps: such an
+    output is replayed as the view chain of its argument, then torch's own method (``c.mul_(2).diagonal()``
+    is ``torch.Tensor.diagonal(c)``; ``contiguous`` of a transposed ``c`` is a copy, as in eager). An output
+    eager makes as a new view with no step (``c.mul_(2).view_as(c)``) gets ``view_as``, so it is not ``c``
+    itself. Any other op that may return a view of a written input (``c.view(torch.int32)``), or a chain step
+    with no torch replay here or a symbolic argument, is left to ``view_outputs`` (Note [an output view of an
+    argument, written in place later]), and the call raises, naming the output, where the result does not
+    share the caller's memory: a copy a later write would miss is never returned.
 """
 
 from __future__ import annotations
 
 import torch
 from thunder.core.proxies import Proxy, TensorProxy
+from thunder.core.pytree import tree_map
 
 from fusion_alias import ops
 from fusion_alias.errors import AliasInputError
 
 
-def _replay_steps(chain, name: str) -> tuple:
-    """``chain`` (view prims) as ``(torch function, args, kwargs)`` steps, or a loud refusal."""
+def _replay_steps(chain) -> tuple | None:
+    """``chain`` (view prims) as ``(torch function, args, kwargs, may copy)`` steps, or None where a step has
+    no torch replay here or a symbolic argument."""
     steps = []
     for step in chain:
         info = ops.op_info(step)
         args, kwargs = tuple(step.args[1:]), dict(step.kwargs)
-        symbolic = any(isinstance(a, Proxy) for a in (*args, *kwargs.values()))
-        if info is None or info.torch_fn is None or symbolic:
-            raise AliasInputError(
-                f"fusion_alias: in a call that computes gradients and writes in place, the output {name} is a view "
-                f"({step.sym.name}) of a written input that fusion_alias cannot remake on the caller's tensor: not "
-                "supported (it would be a copy, and a later write into it would not reach the input). Workaround: "
-                "return a `.clone()` of it"
-            )
+        if info is None or info.torch_fn is None or any(isinstance(a, Proxy) for a in (*args, *kwargs.values())):
+            return None
         steps.append((info.torch_fn, args, kwargs, False))
     return tuple(steps)
 
@@ -70,62 +68,99 @@ def _replay_steps(chain, name: str) -> tuple:
 # views fusion_alias keeps whole (aliasing: opaque, a root of their own in their argument's memory group) that
 # are replayed by torch's own method of the name: eager's answer on the caller's tensor (``contiguous`` of a
 # contiguous tensor is that tensor, of another a copy, as in eager)
-_OPAQUE_REPLAYS = frozenset({"contiguous", "diagonal", "narrow"})
+_OPAQUE_REPLAYS = frozenset({"contiguous", "diagonal", "narrow", "swapaxes", "swapdims"})
 
 
-def _opaque_step(bsym, name: str) -> tuple:
+def _opaque_step(bsym) -> tuple | None:
     tensors = [a for a in bsym.flat_args if isinstance(a, TensorProxy)]
     args, kwargs = tuple(bsym.args[1:]), dict(bsym.kwargs)
     symbolic = any(isinstance(a, Proxy) for a in (*args, *kwargs.values()))
     if bsym.sym.name not in _OPAQUE_REPLAYS or len(tensors) != 1 or bsym.args[0] is not tensors[0] or symbolic:
-        raise AliasInputError(
-            f"fusion_alias: in a call that computes gradients and writes in place, the output {name} may be a view "
-            f"of a written input made by an op fusion_alias cannot see through ({bsym.sym.name}): not supported (it "
-            "would be a copy, and a later write into it would not reach the input). Workaround: return a `.clone()`"
-        )
-    return getattr(torch.Tensor, bsym.sym.name), args, kwargs
+        return None
+    return getattr(torch.Tensor, bsym.sym.name), args, kwargs, True
 
 
-def outputs_of_written_inputs(outs, info, rewriter, tensor_inputs, positions: dict, flat) -> tuple:
+def _identity_view(t: torch.Tensor) -> torch.Tensor:
+    return t.view_as(t)
+
+
+# symbols eager answers with the tensor itself where nothing changes (a dtype it has, the real part of a real
+# tensor): a view prim with no step in Thunder's trace, not a new view in eager
+_RETURN_SELF = frozenset({"to", "type_as", "real", "contiguous", "float", "double", "half", "bfloat16", "int",
+                          "long", "bool", "type", "cpu", "cuda", "resolve_conj", "resolve_neg"})
+
+
+def outputs_of_written_inputs(outs, info, rewriter, tensor_inputs, positions: dict, flat, traced=()) -> tuple:
     """Per output whose memory is an input the functionalized call writes (or clones, sharing its storage):
-    ``(output index, input position, replay steps, detached)`` (Note [an output that is a written input,
-    functionalized]). A replay step is ``(torch function, args, kwargs, may copy)``."""
+    ``(output index, input position, replay steps or None, detached)`` (Note [an output that is a written
+    input, functionalized]). A replay step is ``(torch function, args, kwargs, may copy)``; None: no replay,
+    the output must share the input's memory after ``view_outputs``' remaking, or the call raises. ``traced``:
+    the program's own (unflattened) symbols."""
+    traced = {o.name: b.sym.name for b in traced for o in b.flat_outs if isinstance(o, TensorProxy)}
     names = {p.name for p in tensor_inputs}
-    cloned = {r for r in names if r in rewriter.current or r in rewriter.memory}
-    groups = {info.group(r) for r in cloned}
-    producers = None
+    cloned = [r for r in names if r in rewriter.current or r in rewriter.memory]
+    cloned_set = set(cloned)
+    group_input = {}
+    for r in cloned:
+        group_input.setdefault(info.group(r), r)
+    producers = {out.name: b for b in flat for out in b.flat_outs if isinstance(out, TensorProxy)}
     found = []
     for i, o in enumerate(outs):
         if not isinstance(o, TensorProxy):
             continue
-        root, opaque = info.root.get(o.name), ()
-        if root is not None and root not in names and info.group(root) in groups:
-            if producers is None:
-                producers = {out.name: b for b in flat for out in b.flat_outs if isinstance(out, TensorProxy)}
-            made = producers.get(root)
-            if made is None:
-                continue
-            opaque = ((*_opaque_step(made, o.name), True),)
-            arg = made.args[0]
-            chain = tuple(_replay_steps(info.chain.get(arg.name, ()), o.name)) + opaque
-            chain += _replay_steps(info.chain.get(o.name, ()), o.name)
-            root = info.root.get(arg.name)
+        root = info.root.get(o.name)
+        if root is not None and root not in names and info.group(root) in group_input:
+            made = producers.get(root)  # an opaque view of a written input's memory
+            step = _opaque_step(made) if made is not None else None
+            arg = made.args[0] if step is not None else None
+            before = _replay_steps(info.chain.get(arg.name, ())) if step is not None else None
+            after = _replay_steps(info.chain.get(o.name, ()))
+            if step is None or before is None or after is None or info.root.get(arg.name) not in cloned_set:
+                root, steps = group_input[info.group(root)], None
+            else:
+                root, steps = info.root.get(arg.name), before + (step,) + after
+        elif root in cloned_set:
+            steps = _replay_steps(info.chain.get(o.name, ()))
+            made = producers.get(o.name)
+            if (steps == () and made is not None and ops.is_view(made)  # ``c.view_as(c)``: eager's is a new view,
+                    and traced.get(o.name) not in _RETURN_SELF):  # but ``c.to(c.dtype)`` is ``c``
+                steps = ((_identity_view, (), {}, False),)
         else:
-            chain = _replay_steps(info.chain.get(o.name, ()), o.name)
-        if root not in cloned or root not in positions:
             continue
-        found.append((i, positions[root], chain, o.name in rewriter.detached))
+        if root in positions:
+            found.append((i, positions[root], steps, o.name in rewriter.detached))
     return tuple(found)
+
+
+def outputs_as_the_callers(out, returned, outputs, sources, remade_outputs):
+    """``out`` with each output of ``outputs`` (WriteBacks.outputs: caller's tensor, steps, detached, index; in
+    the order of ``returned``, the Function's outputs there) made the caller's tensor or its view: replayed, or,
+    without steps, remade by ``view_outputs`` and checked to share the caller's memory."""
+    callers = {}
+    for t, (caller, steps, detached, i) in zip(returned, outputs):
+        if steps is not None:
+            callers[id(t)] = as_caller_view(caller, steps, detached, i)
+            continue
+        r = remade_outputs(t, sources)
+        if t.numel() and r.untyped_storage().data_ptr() != caller.untyped_storage().data_ptr():
+            raise AliasInputError(
+                f"fusion_alias: output {i} of a call that computes gradients is, in eager, a view of an input the "
+                "call writes, made by an op fusion_alias cannot remake on the caller's tensor: not supported (it "
+                "would be a copy, and a later write into it would not reach the input). Workaround: return a "
+                "`.clone()` of it"
+            )
+        callers[id(t)] = r
+    return tree_map(lambda t: callers.get(id(t), t) if isinstance(t, torch.Tensor) else t, out)
 
 
 def as_caller_view(caller: torch.Tensor, steps: tuple, detached: bool, index: int) -> torch.Tensor:
     """The caller's tensor with the view ``steps`` replayed on it (after the write-backs)."""
-    t = caller
+    t, copied = caller, False
     for fn, args, kwargs, may_copy in steps:
         t = fn(t, *args, **kwargs)
-        if may_copy and t.untyped_storage().data_ptr() != caller.untyped_storage().data_ptr():
-            return t.detach() if detached else t  # eager's copy too (``contiguous`` of another layout)
-    if steps and t.numel() and t.untyped_storage().data_ptr() != caller.untyped_storage().data_ptr():
+        # eager's copy too (``contiguous`` of another layout): what follows is a view of that copy
+        copied = copied or (may_copy and t.untyped_storage().data_ptr() != caller.untyped_storage().data_ptr())
+    if not copied and steps and t.numel() and t.untyped_storage().data_ptr() != caller.untyped_storage().data_ptr():
         raise AliasInputError(
             f"fusion_alias: output {index} of a call that computes gradients is, in eager, a view of an input the "
             "call writes, and its view could not be made on the caller's tensor's layout: not supported. Workaround: "

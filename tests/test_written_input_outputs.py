@@ -55,12 +55,25 @@ def _narrowed_after_write(c):
     return c.add_(1).narrow(0, 1, 2)
 
 
+def _swapaxes_after_write(c):
+    return c.mul_(2).swapaxes(0, 1)
+
+
+def _view_as_after_write(c):  # eager: a new view of c, not c
+    return c.mul_(2).view_as(c)
+
+
+def _same_dtype_after_write(c):  # eager: c itself
+    return [c.mul_(2).to(torch.float32), c.real]
+
+
 def _other_input_untouched(a, c):
     return [c.mul_(a), a * 2]
 
 
 PROGRAMS = [_returned_mul, _returned_self, _returned_transpose, _one_tensor_twice, _self_and_a_view,
-            _a_row_then_self, _detached, _diagonal_after_write, _contiguous_after_write, _narrowed_after_write]
+            _a_row_then_self, _detached, _diagonal_after_write, _contiguous_after_write, _narrowed_after_write,
+            _swapaxes_after_write, _view_as_after_write, _same_dtype_after_write]
 
 
 def _inputs(n, seed):
@@ -137,6 +150,14 @@ def test_view_that_cannot_be_made_on_the_callers_layout_is_refused():
     c = torch.randn(4, 4).t()  # a view step that copies on this layout would be a copy, not c's memory
     with pytest.raises(AliasInputError, match="could not be made on the caller's tensor"):
         as_caller_view(c, ((lambda t, shape: t.reshape(shape), ((16,),), {}, False),), False, 0)
+
+
+def test_view_fusion_alias_cannot_remake_is_refused():
+    """``c.view(torch.int32)`` (a bitcast) of a written ``c``: no replay here, and the Function's output is a
+    copy, so the call raises instead of returning it (it was a silent wrong value after a write into it)."""
+    leaf = torch.randn(4, 4, requires_grad=True)
+    with pytest.raises(AliasInputError, match="cannot remake on the caller's tensor"):
+        fusion_alias.jit(lambda c: c.mul_(2).view(torch.int32), backend="reference")(leaf * 1)
 
 
 # under torch.compile: ThunderFX cuts the graph at ``roll`` (Thunder 0.2.6 does not trace it), so the
