@@ -36,7 +36,8 @@ Note [an output that is a written input, functionalized]
     output is replayed as the view chain of its argument, then torch's own method (``c.mul_(2).diagonal()``
     is ``torch.Tensor.diagonal(c)``; ``contiguous`` of a transposed ``c`` is a copy, as in eager). An output
     eager makes as a new view with no step (``c.mul_(2).view_as(c)``) gets ``view_as``, so it is not ``c``
-    itself. Any other op that may return a view of a written input (``c.view(torch.int32)``), or a chain step
+    itself. ``c.view(torch.int32)`` (``prims.bitcast``) is replayed as that ``view``. Any other op that may
+    return a view of a written input, or a chain step
     with no torch replay here or a symbolic argument, is left to ``view_outputs`` (Note [an output view of an
     argument, written in place later]), and the call raises, naming the output, where the result does not
     share the caller's memory: a copy a later write would miss is never returned.
@@ -45,6 +46,8 @@ Note [an output that is a written input, functionalized]
 from __future__ import annotations
 
 import torch
+import thunder.core.prims as prims
+from thunder.core.dtypes import to_torch_dtype
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import tree_map
 
@@ -71,13 +74,37 @@ def _replay_steps(chain) -> tuple | None:
 _OPAQUE_REPLAYS = frozenset({"contiguous", "diagonal", "narrow", "swapaxes", "swapdims"})
 
 
+def _bitcast(t: torch.Tensor, dtype) -> torch.Tensor:
+    return t.view(to_torch_dtype(dtype))  # ``prims.bitcast``: eager's ``t.view(dtype)``
+
+
 def _opaque_step(bsym) -> tuple | None:
     tensors = [a for a in bsym.flat_args if isinstance(a, TensorProxy)]
     args, kwargs = tuple(bsym.args[1:]), dict(bsym.kwargs)
     symbolic = any(isinstance(a, Proxy) for a in (*args, *kwargs.values()))
-    if bsym.sym.name not in _OPAQUE_REPLAYS or len(tensors) != 1 or bsym.args[0] is not tensors[0] or symbolic:
+    if len(tensors) != 1 or bsym.args[0] is not tensors[0] or symbolic:
+        return None
+    if bsym.sym.id is prims.PrimIDs.BITCAST:
+        return _bitcast, args, kwargs, False
+    if bsym.sym.name not in _OPAQUE_REPLAYS:
         return None
     return getattr(torch.Tensor, bsym.sym.name), args, kwargs, True
+
+
+def _steps_from_input(name: str, info, cloned: set, producers: dict, depth: int = 0):
+    """``(input root, replay steps)`` that make ``name`` from a cloned input, through view chains and the
+    opaque views ``_opaque_step`` replays, or None."""
+    root, chain = info.root.get(name), _replay_steps(info.chain.get(name, ()))
+    if root is None or chain is None:
+        return None
+    if root in cloned:
+        return root, chain
+    made = producers.get(root)
+    step = _opaque_step(made) if made is not None and depth < 8 else None
+    if step is None:
+        return None
+    found = _steps_from_input(made.args[0].name, info, cloned, producers, depth + 1)
+    return None if found is None else (found[0], found[1] + (step,) + chain)
 
 
 def _identity_view(t: torch.Tensor) -> torch.Tensor:
@@ -110,15 +137,8 @@ def outputs_of_written_inputs(outs, info, rewriter, tensor_inputs, positions: di
             continue
         root = info.root.get(o.name)
         if root is not None and root not in names and info.group(root) in group_input:
-            made = producers.get(root)  # an opaque view of a written input's memory
-            step = _opaque_step(made) if made is not None else None
-            arg = made.args[0] if step is not None else None
-            before = _replay_steps(info.chain.get(arg.name, ())) if step is not None else None
-            after = _replay_steps(info.chain.get(o.name, ()))
-            if step is None or before is None or after is None or info.root.get(arg.name) not in cloned_set:
-                root, steps = group_input[info.group(root)], None
-            else:
-                root, steps = info.root.get(arg.name), before + (step,) + after
+            found_steps = _steps_from_input(o.name, info, cloned_set, producers)  # an opaque view of a written input
+            root, steps = found_steps if found_steps is not None else (group_input[info.group(root)], None)
         elif root in cloned_set:
             steps = _replay_steps(info.chain.get(o.name, ()))
             made = producers.get(o.name)

@@ -7,7 +7,7 @@ import torch
 
 import fusion_alias
 from fusion_alias.errors import AliasInputError
-from fusion_alias.input_outputs import as_caller_view
+from fusion_alias.input_outputs import as_caller_view, outputs_as_the_callers
 from helpers import as_tuple
 
 
@@ -152,12 +152,24 @@ def test_view_that_cannot_be_made_on_the_callers_layout_is_refused():
         as_caller_view(c, ((lambda t, shape: t.reshape(shape), ((16,),), {}, False),), False, 0)
 
 
-def test_view_fusion_alias_cannot_remake_is_refused():
-    """``c.view(torch.int32)`` (a bitcast) of a written ``c``: no replay here, and the Function's output is a
-    copy, so the call raises instead of returning it (it was a silent wrong value after a write into it)."""
-    leaf = torch.randn(4, 4, requires_grad=True)
+def _bitcast_after_write(a, c):  # eager: views of c's memory, requiring no grad (test_autograd_functionalize)
+    c.mul_(a)
+    return [c.view(torch.int32).view(torch.float32), c.view(torch.int32), a * 1]
+
+
+def test_bitcast_views_of_a_written_input():
+    jitted = fusion_alias.jit(_bitcast_after_write, backend="reference")
+    for seed in (0, 1):
+        got, want = _call(jitted, 2, seed), _call(_bitcast_after_write, 2, seed)
+        _assert_same(got, want)
+
+
+def test_output_view_fusion_alias_cannot_remake_is_refused():
+    """An output of a view with no replay here that ``view_outputs`` did not remake on the caller's memory (a
+    copy) raises, naming it, instead of being returned."""
+    caller, copy = torch.randn(4), torch.randn(4)
     with pytest.raises(AliasInputError, match="cannot remake on the caller's tensor"):
-        fusion_alias.jit(lambda c: c.mul_(2).view(torch.int32), backend="reference")(leaf * 1)
+        outputs_as_the_callers([copy], [copy], [(caller, None, False, 0)], [], lambda t, sources: t)
 
 
 # under torch.compile: ThunderFX cuts the graph at ``roll`` (Thunder 0.2.6 does not trace it), so the
