@@ -60,6 +60,7 @@ from fusion_alias.aliasing import _made_from_args, _view_symbols, analyze, may_w
 from fusion_alias.proxies_by_name import tensor_proxies_by_name
 from fusion_alias.errors import AliasInputError
 from fusion_alias.functional_rewrite import Rewriter
+from fusion_alias.input_outputs import outputs_as_the_callers, outputs_of_written_inputs
 from fusion_alias.refusals.saved_versions import check_returned_no_grad_views
 from fusion_alias.functionalized_epilogue import eager_store_flags, epilogue_returning_finals, refuse_stores_of_input_views
 from fusion_alias.leaf_views import detached_names, detaches
@@ -81,32 +82,50 @@ class FunctionalizeForAutograd(Transform):
 
 class WriteBacks:
     """What ``api`` writes back after a functionalized call: ``(caller's tensor, grad mode)`` per
-    final value the computation returns, in order."""
+    final value the computation returns, in order; and per output that is a written input's memory,
+    ``(caller's tensor, view steps, detached, output index)`` (Note [an output that is a written input,
+    functionalized])."""
 
-    __slots__ = ("targets",)
+    __slots__ = ("targets", "outputs")
 
-    def __init__(self, targets):
+    def __init__(self, targets, outputs=()):
         self.targets = targets
+        self.outputs = outputs
+
+
+class WrittenPositions:
+    """A cache entry's record of its write-backs: ``inputs``, (input position, grad mode, dimensions
+    narrowed to 1) per final value; ``outputs``, ``input_outputs.outputs_of_written_inputs``'s."""
+
+    __slots__ = ("inputs", "outputs")
+
+    def __init__(self, inputs, outputs):
+        self.inputs = inputs
+        self.outputs = outputs
 
 
 def write_back(result, writebacks: WriteBacks):
     """Copy the final values into the caller's tensors in eager, each under the grad mode of the
     program's last write into it; return the program's own output."""
-    out, finals, constants, differentiable = result
+    out, finals, constants, differentiable, returned = result
     for (tensor, grad_mode), value in zip(writebacks.targets, finals):
         with torch.set_grad_enabled(grad_mode):
             tensor.copy_(value)
+    sources = [(tensor, value) for (tensor, _), value in zip(writebacks.targets, finals)]
+    if writebacks.outputs:  # Note [an output that is a written input, functionalized]: the caller's tensor
+        out = outputs_as_the_callers(out, returned, writebacks.outputs, sources, remade_outputs)
     # Note [outputs no gradient reaches]: eager's requires_grad on each output. Marked before the views below
     # are remade: they are found by object identity, and a remade view is a new object (fuzz seed 20754 #53,
     # --grad: ``t2 = h.select(0, 3).detach()[1::2]`` of a written ``h`` was remade as a view of ``h`` and came
-    # back requiring grad, so a loss over the outputs that require grad summed it: wrong leaf gradients)
+    # back requiring grad, so a loss over the outputs that require grad summed it: wrong leaf gradients). (The
+    # outputs made the caller's tensors above are none of those marked: they have eager's marks already.)
     constant_ids = {id(t) for t in constants}
     differentiable_ids = {id(t) for t in differentiable if not t.requires_grad and t.grad_fn is None}
     if constant_ids or differentiable_ids:
         out = tree_map(lambda t: _as_eager_marks(t, constant_ids, differentiable_ids) if isinstance(t, torch.Tensor) else t, out)
     # Note [an output view of an argument, written in place later]: views of a final value, of the input (an
     # output detached above is no custom Function's view any more: left as it is)
-    return remade_outputs(out, [(tensor, value) for (tensor, _), value in zip(writebacks.targets, finals)])
+    return remade_outputs(out, sources)
 
 
 def _as_eager_marks(t: torch.Tensor, constant_ids: set, differentiable_ids: set) -> torch.Tensor:
@@ -203,10 +222,13 @@ class WrittenInputs:
 
     def __init__(self, fn, positions):
         self.fn = fn
-        self.positions = positions  # (input position, grad mode, dimensions narrowed to 1) per final value
+        self.positions = positions  # a WrittenPositions
 
     def __call__(self, *inps):
-        context.current().writebacks = WriteBacks([(_narrow(inps[i], dims), mode) for i, mode, dims in self.positions])
+        context.current().writebacks = WriteBacks(
+            [(_narrow(inps[i], dims), mode) for i, mode, dims in self.positions.inputs],
+            [(inps[pos], steps, detached, i) for i, pos, steps, detached in self.positions.outputs],
+        )
         return self.fn(*inps)
 
 
@@ -418,9 +440,12 @@ def functionalize(prologue_trc, trace, epilogue_trc):
             cd.is_grad_enabled = was_enabled
     constants = _constant_outputs(flat, info, tensor_inputs, outs, rewriter.step_outputs)
     differentiable = [i for i, o in enumerate(outs) if isinstance(o, TensorProxy) and i not in constants]
-    new_epilogue = epilogue_returning_finals(epilogue_trc, finals, constants, differentiable, len(flat_out))
-
     positions = {p.name: i for i, p in enumerate(trace.args) if isinstance(p, TensorProxy)}
+    input_outputs = outputs_of_written_inputs(outs, info, rewriter, tensor_inputs, positions, flat, body)
+    new_epilogue = epilogue_returning_finals(
+        epilogue_trc, finals, constants, differentiable, len(flat_out), [i for i, *_ in input_outputs]
+    )
+
     narrowed = {name: dims for name, (dims, _, _) in rewriter.narrowed.items()}
     # Note [a write-back no gradient reaches]: Thunder's autograd function returns every final value
     # as requiring grad; copied back under grad mode, a buffer that no gradient reaches
@@ -432,11 +457,14 @@ def functionalize(prologue_trc, trace, epilogue_trc):
     refuse_stores_of_input_views(new_epilogue, epilogue_trc, outs, info, tensor_inputs)
     modes = {p.name: bool(rewriter.mode_of(p.name)) and requires(p.name) for p in written}
     written_positions = tuple((positions[p.name], modes[p.name], narrowed.get(p.name, ())) for p in written)
-    ctx.written_positions = written_positions
+    ctx.written_positions = WrittenPositions(written_positions, input_outputs)
+    by_position = {i: n for n, i in positions.items()}
     ctx.writebacks = WriteBacks(
-        [(_narrow(actual[p.name], narrowed.get(p.name, ())), modes[p.name]) for p in written if p.name in actual]
+        [(_narrow(actual[p.name], narrowed.get(p.name, ())), modes[p.name]) for p in written if p.name in actual],
+        [(actual[by_position[pos]], steps, detached, i) for i, pos, steps, detached in input_outputs
+         if by_position[pos] in actual],
     )
-    if len(ctx.writebacks.targets) < len(written):
+    if len(ctx.writebacks.targets) < len(written) or len(ctx.writebacks.outputs) < len(input_outputs):
         raise AliasInputError(
             "fusion_alias: a call that computes gradients writes into its inputs, but the actual tensors are "
             "unknown (called outside fusion_alias.jit): not supported"

@@ -50,10 +50,10 @@ def refuse_stores_of_input_views(epilogue, epilogue_trc, outs, info, tensor_inpu
                 "store a copy). Workaround: store a copy (`.clone()`), or write into the buffer in place")
 
 
-def epilogue_returning_finals(epilogue_trc, finals, constants=(), differentiable=(), n_outputs=0):
+def epilogue_returning_finals(epilogue_trc, finals, constants=(), differentiable=(), n_outputs=0, returned=()):
     """Thunder's epilogue (flat outputs -> the program's return structure), taking the final values
     after the outputs and returning ``(structure, finals, the outputs at positions constants, the
-    outputs at positions differentiable)``."""
+    outputs at positions differentiable, the outputs at positions returned)``."""
     if epilogue_trc is None:
         raise AliasInputError("fusion_alias: a call that computes gradients and writes in place needs Thunder's epilogue")
     from thunder.core.codeutils import SigInfo
@@ -81,7 +81,8 @@ def epilogue_returning_finals(epilogue_trc, finals, constants=(), differentiable
     outputs = list(epilogue_trc.args)[len(epilogue_trc.args) - n_outputs:] if n_outputs else []
     constant_params = tuple(outputs[i] for i in constants if i < len(outputs))
     differentiable_params = tuple(outputs[i] for i in differentiable if i < len(outputs))
-    marks = (ret.args[0], tuple(params), constant_params, differentiable_params)
+    returned_params = tuple(outputs[i] for i in returned if i < len(outputs))
+    marks = (ret.args[0], tuple(params), constant_params, differentiable_params, returned_params)
     new.bound_symbols = unpacks + list(body) + [ret.from_bsym(args=(marks,))]
     si = SigInfo(epilogue_trc.siginfo().name)
     si.args = list(epilogue_trc.siginfo().args) + [(p.name, None) for p in params]

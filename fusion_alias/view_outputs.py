@@ -25,7 +25,9 @@ Note [an output view of an argument, written in place later]
     t0.detach()[1] = -1.5``, the last statement in the next piece, raised "its base ... has been
     modified inplace"). Where both the final value and the input are contiguous and of one shape (so an
     element's place in one is its place in the other), such an output is remade as the same view of the
-    input. Otherwise it stays a view of the copy: docs/limits.md.
+    input. Since session 20 an output whose memory is a written input is first made the caller's tensor, or
+    its view replayed on it (input_outputs.py, Note [an output that is a written input, functionalized]);
+    what is left here are views that have no replay there, which that module checks after this remaking.
 """
 
 from __future__ import annotations
