@@ -55,7 +55,7 @@ from thunder.core.pytree import tree_map
 from thunder.core.trace import from_trace, tracectx
 from thunder.core.transform_common import Transform
 
-from fusion_alias import context, ops
+from fusion_alias import context, ops, tensor_identity
 from fusion_alias.aliasing import _made_from_args, _view_symbols, analyze, may_write
 from fusion_alias.proxies_by_name import tensor_proxies_by_name
 from fusion_alias.errors import AliasInputError
@@ -249,6 +249,18 @@ _STATE_UPDATING_OPS = ("batch_norm", "instance_norm", "embedding")
 # answer matters (``a.flatten(0, 1).contiguous().mul_(2)`` doubles the flatten's result in eager,
 # fuzz --grad seed 14003 #85)
 _OPAQUE_VIEWS = frozenset({"contiguous"})
+# Note [a conversion eager returns as itself]
+# -------------------------------------------
+# ``x.cpu()`` of a CPU tensor, ``x.type_as(y)`` of ``y``'s dtype, ``x.sum_to_size(x.shape)``, ``x.conj()``
+# of a real ``x``: eager returns ``x`` itself (tensor_identity.py, Note [conversions that return their own
+# tensor]), so a write through the result is a write into ``x``. Kept whole, such a symbol was an op that
+# may return a view, which the rewrite cannot replay, and a write through it was refused ("cannot express
+# as views of one tensor", session 20). Where the trace tells it is ``x`` itself, it becomes
+# ``shallow_copy(x)``: the same view of the same memory, whose gradient is the identity::
+#
+#     y = x.cpu(); y.mul_(2); return x * w     # y = shallow_copy(x); x's memory is written: x * w reads 2x
+#
+# ``contiguous()`` stays whole (its answer follows the call's layout, which this walk does not read).
 
 
 def _explicit_writes(bsyms, state_update: bool = False) -> list:
@@ -261,6 +273,8 @@ def _explicit_writes(bsyms, state_update: bool = False) -> list:
             if state_update and b.kwargs.get("grad_enabled", True):
                 b = b.from_bsym(kwargs={**b.kwargs, "grad_enabled": False})
             out.append(b)
+        elif not ops.is_view(b) and tensor_identity.is_its_operand(b):  # Note [a conversion eager returns as itself]
+            out.append(prims.shallow_copy.bind(b.args[0], output=b.output))
         elif (not ops.is_view(b) and b.subsymbols and b.sym.name not in _OPAQUE_VIEWS
               and (may_write(b) or (b.sym in _view_symbols() and _decomposes_into_views(b)))):
             inner = state_update or any(k in b.sym.name for k in _STATE_UPDATING_OPS)

@@ -51,7 +51,7 @@ from thunder.core.dtypes import to_torch_dtype
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.pytree import tree_map
 
-from fusion_alias import ops
+from fusion_alias import ops, tensor_identity
 from fusion_alias.errors import AliasInputError
 
 
@@ -117,13 +117,20 @@ _RETURN_SELF = frozenset({"to", "type_as", "real", "contiguous", "float", "doubl
                           "long", "bool", "type", "cpu", "cuda", "resolve_conj", "resolve_neg"})
 
 
+def _returns_self(bsym) -> bool:
+    """Whether eager returns the program's symbol ``bsym`` (None: not one) as its operand itself: by name, or
+    as the trace tells (tensor_identity.py, Note [conversions that return their own tensor]: ``x.sum_to_size``
+    of its own shape, ``x.conj()`` of a real ``x``, ``x.flatten(0, 0)``, ``torch.atleast_2d`` of a matrix)."""
+    return bsym is not None and (bsym.sym.name in _RETURN_SELF or tensor_identity.is_its_operand(bsym))
+
+
 def outputs_of_written_inputs(outs, info, rewriter, tensor_inputs, positions: dict, flat, traced=()) -> tuple:
     """Per output whose memory is an input the functionalized call writes (or clones, sharing its storage):
     ``(output index, input position, replay steps or None, detached)`` (Note [an output that is a written
     input, functionalized]). A replay step is ``(torch function, args, kwargs, may copy)``; None: no replay,
     the output must share the input's memory after ``view_outputs``' remaking, or the call raises. ``traced``:
     the program's own (unflattened) symbols."""
-    traced = {o.name: b.sym.name for b in traced for o in b.flat_outs if isinstance(o, TensorProxy)}
+    traced = {o.name: b for b in traced for o in b.flat_outs if isinstance(o, TensorProxy)}
     names = {p.name for p in tensor_inputs}
     cloned = [r for r in names if r in rewriter.current or r in rewriter.memory]
     cloned_set = set(cloned)
@@ -143,7 +150,7 @@ def outputs_of_written_inputs(outs, info, rewriter, tensor_inputs, positions: di
             steps = _replay_steps(info.chain.get(o.name, ()))
             made = producers.get(o.name)
             if (steps == () and made is not None and ops.is_view(made)  # ``c.view_as(c)``: eager's is a new view,
-                    and traced.get(o.name) not in _RETURN_SELF):  # but ``c.to(c.dtype)`` is ``c``
+                    and not _returns_self(traced.get(o.name))):  # but ``c.to(c.dtype)`` is ``c``
                 steps = ((_identity_view, (), {}, False),)
         else:
             continue

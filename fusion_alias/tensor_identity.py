@@ -115,6 +115,17 @@ def _returns_itself(bsym) -> bool:
     return False
 
 
+def is_its_operand(bsym) -> bool:
+    """Whether eager returns ``bsym``'s result as its first argument itself, as far as the trace tells
+    (``_returns_itself`` without its refusal: False where eager's answer follows the layout or the
+    conjugate/negative bits)."""
+    if bsym.sym.name in _BY_LAYOUT and not (bsym.sym.name in _REAL_ONLY and bsym.args
+                                             and isinstance(bsym.args[0], TensorProxy)
+                                             and not dtypes.is_complex_dtype(bsym.args[0].dtype)):
+        return False
+    return _returns_itself(bsym)
+
+
 def _tensor_of(p: TensorProxy, producers: dict) -> TensorProxy:
     """``p`` followed back through in-place results and conversions that return their operand (Note
     [conversions that return their own tensor]) to the tensor eager returns."""

@@ -290,3 +290,46 @@ def test_forward_and_backward_nodes_never_share_a_region():
     outs = jitted(x)
     sum(o.sum() for o in outs).backward()
     torch.testing.assert_close(w.grad, torch.ones_like(w))  # 1 + 1 - 1
+
+
+# Note [a conversion eager returns as itself] (autograd_functionalize.py): eager returns these as the tensor
+# they were called on, so a write through the result is a write into it; with gradients such writes and
+# reads were refused ("cannot express as views of one tensor") until session 21
+_CONVERSIONS_OF_ITSELF = {
+    "cpu": lambda t: t.cpu(), "to-cpu": lambda t: t.to("cpu"), "type_as": lambda t: t.type_as(t),
+    "type": lambda t: t.type(t.dtype), "double": lambda t: t.double(), "sum_to_size": lambda t: t.sum_to_size(t.shape),
+    "conj": lambda t: t.conj(), "resolve_conj": lambda t: t.resolve_conj(), "real": lambda t: t.real,
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_CONVERSIONS_OF_ITSELF))
+def test_writes_through_a_conversion_eager_returns_as_itself_match_eager_with_gradients(kind):
+    conv = _CONVERSIONS_OF_ITSELF[kind]
+
+    def fn(a, b):
+        h = a * 2
+        y = conv(h)  # eager: h itself
+        y.add_(b)  # a write into h's memory (add_: saves nothing a later write of b could stale)
+        z = conv(b)
+        r = (h * 3).sum()  # reads the written h
+        b.add_(1)  # a plain input written through its own name: z (b itself) sees it
+        return r, z * 2, y
+
+    def make():
+        g = torch.Generator().manual_seed(0)
+        a = torch.randn(3, 4, dtype=torch.float64, generator=g, requires_grad=True)
+        return [a], [a, torch.randn(3, 4, dtype=torch.float64, generator=g)]
+
+    assert_matches_eager(fn, make)
+
+
+def test_a_write_through_contiguous_with_gradients_stays_refused():
+    # eager's answer (the tensor itself, or a copy) follows the call's layout, which the rewrite does not read
+    def fn(a):
+        h = a * 2
+        h.contiguous().mul_(2)
+        return h * 1
+
+    _, (x,) = _grad_inputs(n=1)
+    with pytest.raises(fusion_alias.AliasInputError, match="cannot express as views of one tensor"):
+        fusion_alias.jit(fn)(x)

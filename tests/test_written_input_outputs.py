@@ -67,13 +67,18 @@ def _same_dtype_after_write(c):  # eager: c itself
     return [c.mul_(2).to(torch.float32), c.real]
 
 
+def _conversions_after_write(c):  # eager: c itself, each (tensor_identity.py, Note [conversions that return
+    c.mul_(2)  # their own tensor]); session 21: the first three came back as new views
+    return [c.sum_to_size(c.shape), c.conj(), c.flatten(0, 0), c.cpu(), c.type_as(c)]
+
+
 def _other_input_untouched(a, c):
     return [c.mul_(a), a * 2]
 
 
 PROGRAMS = [_returned_mul, _returned_self, _returned_transpose, _one_tensor_twice, _self_and_a_view,
             _a_row_then_self, _detached, _diagonal_after_write, _contiguous_after_write, _narrowed_after_write,
-            _swapaxes_after_write, _view_as_after_write, _same_dtype_after_write]
+            _swapaxes_after_write, _view_as_after_write, _same_dtype_after_write, _conversions_after_write]
 
 
 def _inputs(n, seed):
