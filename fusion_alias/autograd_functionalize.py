@@ -65,6 +65,7 @@ from fusion_alias.refusals.saved_versions import check_returned_no_grad_views
 from fusion_alias.functionalized_epilogue import eager_store_flags, epilogue_returning_finals, refuse_stores_of_input_views
 from fusion_alias.leaf_views import detached_names, detaches
 from fusion_alias.view_outputs import remade_outputs
+from fusion_alias.view_rewrites import as_view_prim
 
 
 class FunctionalizeForAutograd(Transform):
@@ -275,6 +276,8 @@ def _explicit_writes(bsyms, state_update: bool = False) -> list:
             out.append(b)
         elif not ops.is_view(b) and tensor_identity.is_its_operand(b):  # Note [a conversion eager returns as itself]
             out.append(prims.shallow_copy.bind(b.args[0], output=b.output))
+        elif (view := as_view_prim(b)) is not None:  # Note [narrow is a slice] (view_rewrites.py)
+            out.append(view)
         elif (not ops.is_view(b) and b.subsymbols and b.sym.name not in _OPAQUE_VIEWS
               and (may_write(b) or (b.sym in _view_symbols() and _decomposes_into_views(b)))):
             inner = state_update or any(k in b.sym.name for k in _STATE_UPDATING_OPS)

@@ -11,6 +11,7 @@ import thunder.core.prims as prims
 
 from fusion_alias import context, ops
 from fusion_alias.aliasing import _prim_implemented_by, forget_flattened, proxy_outs
+from fusion_alias.view_rewrites import as_view_prim
 
 
 def flatten_trace(executor, trace: TraceCtx) -> tuple[list[BoundSymbol], dict]:
@@ -24,6 +25,11 @@ def flatten_trace(executor, trace: TraceCtx) -> tuple[list[BoundSymbol], dict]:
     copy_id = ops.COPY_ID
     for b in trace.bound_symbols:
         if not flatten_into(b, verdicts, flat, cuda_only):  # (executor._flatten, appending to flat)
+            view = as_view_prim(b)  # Note [narrow is a slice] (view_rewrites.py)
+            if view is not None:
+                if not flatten_into(view, verdicts, flat, cuda_only):
+                    flat.append(view)
+                continue
             if (b.sym.name == "copy_" and b.sym.id is not copy_id and not b.subsymbols
                     and _prim_implemented_by(b.sym.name) is copy_id):
                 b = prims.copy_.bind(*b.args, **b.kwargs, output=b.output)  # Note [a copy_ another executor claimed]

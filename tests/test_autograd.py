@@ -194,7 +194,7 @@ def test_overlapping_inputs_with_separate_histories_are_refused():
 
 def test_write_through_an_opaque_view_of_a_grad_input_is_refused():
     def fn(a):
-        a.narrow(0, 0, 2).tanh_()  # torch.narrow runs on torch: we cannot see that it is a view of a
+        a.diagonal().tanh_()  # a gather in Thunder, kept whole: we cannot replay it as a view of a
         return a * 1
 
     _, (x,) = _grad_inputs(n=1, shape=(4, 3))
@@ -333,3 +333,32 @@ def test_a_write_through_contiguous_with_gradients_stays_refused():
     _, (x,) = _grad_inputs(n=1)
     with pytest.raises(fusion_alias.AliasInputError, match="cannot express as views of one tensor"):
         fusion_alias.jit(fn)(x)
+
+
+# Note [narrow is a slice] (view_rewrites.py): torch.narrow and swapaxes ran whole on torch, opaque views; with
+# gradients writes through them were refused until session 21
+_VIEWS_THUNDER_KEEPS_WHOLE = {
+    "narrow": lambda t: t.narrow(1, 1, 2), "narrow-negative": lambda t: t.narrow(-1, -3, 2),
+    "swapaxes": lambda t: t.swapaxes(0, 1), "swapdims": lambda t: t.swapdims(-1, 0),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_VIEWS_THUNDER_KEEPS_WHOLE))
+def test_writes_through_narrow_and_swapaxes_match_eager_with_gradients(kind):
+    view = _VIEWS_THUNDER_KEEPS_WHOLE[kind]
+
+    def fn(a, cache, k):
+        h = a * 2
+        t = view(h)
+        u = view(cache)
+        t[0].mul_(3)  # a write into h's memory through the view
+        u[0].copy_(k[: u.shape[-1]])  # a KV-cache-like write into a plain input
+        return (h * h).sum(), t * 1, u.sum()
+
+    def make():
+        g = torch.Generator().manual_seed(0)
+        a = torch.randn(4, 4, dtype=torch.float64, generator=g, requires_grad=True)
+        k = torch.randn(4, dtype=torch.float64, generator=g, requires_grad=True)
+        return [a, k], [a, torch.zeros(4, 4, dtype=torch.float64), k]
+
+    assert_matches_eager(fn, make)

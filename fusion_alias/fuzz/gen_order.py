@@ -19,8 +19,8 @@ Note [programs whose eager answer depends on memory order]
         layout source                        examples
         views it replays (neighbours)        a.t(), a.transpose(0, 1), a.mT, a.permute(1, 0),
                                              a.reshape(-1), a.flatten() (a view or a copy)
-        views it does not replay             a.swapaxes(0, 1), a.swapdims(0, 1), a.adjoint(),
-                                             a.movedim(0, 1), a.narrow(0, 1, 3),
+        views it did not replay (swapaxes,   a.swapaxes(0, 1), a.swapdims(0, 1), a.adjoint(),
+        narrow: replayed since session 21)   a.movedim(0, 1), a.narrow(0, 1, 3),
                                              a.as_strided(<the transpose>)
         fresh results that keep a layout     a.t() * 2, -a.t(), a.t().clone(), a.t().exp(),
                                              a.t().contiguous(), a * 2

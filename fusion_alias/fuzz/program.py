@@ -32,7 +32,7 @@ CONSTANTS = (0.5, -0.25, 2.0, 0.75, -1.5, 0.125)
 #           drawn only when asked for (--generator modules), so the default streams stay as they were
 #   order   in-place ops whose operand overlaps what they write at other indices (kept where eager runs them
 #           in memory order: fusion_alias must refuse or match), written into views fusion_alias does not
-#           replay (swapaxes, adjoint, narrow, as_strided) and results that keep a layout (a.t() * 2), and
+#           replay (adjoint, as_strided; swapaxes, narrow until session 21) and results that keep a layout (a.t() * 2), and
 #           masked_scatter_ from itself (gen_order.py); drawn only when asked for (--generator order)
 GENERATORS = ("basic", "dtype", "layout", "hidden", "calls", "strided", "fresh", "train", "edges", "modules", "order")
 # how a float base is made with --grad (Program.base_grad; absent: "nonleaf", ``x_leaf * 1``)
