@@ -48,7 +48,7 @@ from fusion_alias import ops
 from fusion_alias.aliasing import AliasInfo, may_write, shape_reader, tensor_args
 from fusion_alias.new_args import replayed, with_new_args
 from fusion_alias.new_values import tensor_like
-from fusion_alias.partition import destination_views
+from fusion_alias.placed_symbols import _Placed  # (tests import it from here)
 
 
 def substitute_reads(
@@ -69,13 +69,13 @@ def substitute_reads(
     known: dict[str, dict[tuple, TensorProxy]] = {}
     # value proxy's group → (group, key) entries that hold it, to drop them
     # when the value's own memory is written
-    holders: dict[str, set[tuple[str, tuple]]] = {}
+    holders: dict[str, list[tuple[str, tuple]]] = {}
     out: list[BoundSymbol] = []  # (the walk's symbols; pushed-down reads are placed beside them: _Placed)
     placed = _Placed(out, info.view_key, bsyms)
     # Note [no reference cycles in the stage]: the helpers below are closures over these dicts, and
     # none refers to itself (the walk into tuples and lists is ``_rewritten``, outside): when the
     # stage returns, reference counting frees them at once. A recursive closure held ``known``,
-    # ``holders`` and every set in them in a cycle that only the cyclic collector freed, scanning
+    # ``holders`` and every list in them in a cycle that only the cyclic collector freed, scanning
     # each object (tens of thousands of sets and tuples at 100k bsyms).
 
     root, view_key, chain_of = info.root, info.view_key, info.chain
@@ -97,10 +97,10 @@ def substitute_reads(
         name = value._name  # (aliasing.py, Note [proxy names read directly])
         value_group = asked.get(name) or group_of(name)  # (``info.group``, its cache read inline)
         held = holders.get(value_group)
-        if held is None:
-            holders[value_group] = {(group, key)}
+        if held is None:  # (a list: an entry held twice is dropped twice, and no key is hashed again)
+            holders[value_group] = [(group, key)]
         else:
-            held.add((group, key))
+            held.append((group, key))
 
     def resolve(p: TensorProxy) -> TensorProxy:
         name = p._name
@@ -151,6 +151,7 @@ def substitute_reads(
     inherit = getattr(is_fusible, "inherit", None)  # Note [a rewritten symbol claimed as the one it rewrites] (executor.py)
     shape_of = shape_reader()
     append = out.append
+    position, views = placed.position, placed.views  # (Note [the walk indexes what it lays], placed_symbols.py)
     for bsym in bsyms:
         sym_id = bsym.sym.id
         if sym_id is copy_id:
@@ -179,17 +180,27 @@ def substitute_reads(
                 view, value = extra
                 remember(group, view_key[view], resolve(value) if isinstance(value, TensorProxy) else value)
             continue
-        if id(sym_id) in view_addrs or sym_id is update_aliases_id:  # (ops.is_view, ops.is_update_aliases)
+        if id(sym_id) in view_addrs:  # (ops.is_view)
+            append(bsym)
+            o = bsym.output
+            if isinstance(o, TensorProxy):
+                name = o._name
+                position[name] = len(out) - 1
+                key = view_key.get(name)
+                if key is not None:
+                    views.setdefault(key, o)  # (the first view with the key: the earliest made)
+            continue
+        if sym_id is update_aliases_id:  # (ops.is_update_aliases)
             append(bsym)
             continue
         if is_fusible(bsym):
-            if not known:  # (nothing known: nothing to rewrite)
-                append(bsym)
-                continue
-            new = rewrite_args(bsym, False)
+            new = bsym if not known else rewrite_args(bsym, False)  # (nothing known: nothing to rewrite)
             if new is not bsym and inherit is not None:
                 inherit(new, bsym)
             append(new)
+            o = new.output
+            if isinstance(o, TensorProxy):
+                position[o._name] = len(out) - 1
             continue
         append(bsym)
         targs = tensor_args(bsym)  # (an unpack of an input has none: asked first, may_write walks the tags)
@@ -256,6 +267,13 @@ def _pushed_down(trace, placed: _Placed, base: TensorProxy, chain, info: AliasIn
     shape_of = placed.shape_of  # (aliasing.py, Note [shapes read directly])
     if depth == 0 or not isinstance(base, TensorProxy) or math.prod(shape_of(chain[-1].output)) >= math.prod(shape_of(base)):
         return None
+    return _pushed_down_smaller(trace, placed, base, chain, info, is_fusible, depth)
+
+
+def _pushed_down_smaller(trace, placed: _Placed, base: TensorProxy, chain, info: AliasInfo, is_fusible, depth: int):
+    """``_pushed_down`` of a ``base`` the view is smaller than. Its operands are of its shape: the
+    view is smaller than each of them too, so they go down without the sizes compared again."""
+    shape_of = placed.shape_of
     producer = placed.producer_of(base._name)
     if producer is None:
         return None
@@ -274,7 +292,7 @@ def _pushed_down(trace, placed: _Placed, base: TensorProxy, chain, info: AliasIn
         if not isinstance(a, TensorProxy):
             args.append(a)
             continue
-        view = _pushed_down(trace, placed, a, chain, info, is_fusible, depth - 1)
+        view = _pushed_down_smaller(trace, placed, a, chain, info, is_fusible, depth - 1) if depth > 1 else None
         if view is None:
             view = placed.existing_view(a, chain, info, producer)
         if view is None:
@@ -288,156 +306,3 @@ def _pushed_down(trace, placed: _Placed, base: TensorProxy, chain, info: AliasIn
     placed.after(producer, pushed)
     info.add_root(result._name)
     return result
-
-
-class _Placed:
-    """The stage's symbols: the walk's, in order (``out``, only appended to), and the ones placed
-    right before or right after one of them (or after one placed so).
-
-    Note [symbols placed beside their producer, not inserted]
-    ---------------------------------------------------------
-    A pushed-down read (Note [a view of a value is computed from the view of its operands])
-    places the views of an op's operands right before the op and the op of the views right after
-    it, wherever the op is. Inserting into the list meant finding the op by a scan back from the
-    end and moving every later symbol, per read: reading ``x_i[0]`` after every ``x_i.exp_()`` of
-    thousands of buffers took 22 s at 10k symbols, 212 s at 30k (the bench's ``views`` trace). Here
-    the op is found by name (an index built as the walk goes) and the placed symbols wait in lists
-    beside it, laid out once at the end, in the order the insertions made: those placed before a
-    symbol in the order placed, those placed after it the last placed first (each went right after
-    it). Example: after ``t2 = exp(a)`` with ``e1`` then ``e2`` placed after it and ``s`` before
-    it, the stage's order is ``s, t2, e2, e1``.
-    """
-
-    __slots__ = ("out", "indexed", "producer", "position", "view_key", "views", "placed_before", "placed_after",
-                 "shape_of", "source", "written")
-
-    def __init__(self, out: list, view_key: dict | None = None, source=()):
-        self.out = out
-        self.source = source  # (the stage's input symbols: ``existing_view`` asks which views are written through)
-        self.written: set | None = None  # names written through (copy_ destinations and the views they are made from)
-        self.shape_of = shape_reader()  # (for ``_pushed_down``, which reads a few shapes per read it pushes)
-        self.indexed = 0  # out[:indexed] is in ``producer``, ``position`` and ``views``
-        self.producer: dict[str, BoundSymbol] = {}  # name -> the symbol that makes it (one tensor output)
-        self.position: dict[str, int] = {}  # name -> the index in ``out`` of the symbol that makes it
-        self.view_key = view_key  # (``AliasInfo.view_key``; None: views are not indexed)
-        self.views: dict[tuple, TensorProxy] = {}  # view key -> the first view of ``out`` that has it
-        self.placed_before: dict[int, list] = {}  # id(symbol) -> symbols right before it, in the order placed
-        self.placed_after: dict[int, list] = {}  # id(symbol) -> symbols right after it, in the order placed
-
-    def producer_of(self, name: str):
-        """The symbol that makes ``name``, or None."""
-        out, producer, position = self.out, self.producer, self.position
-        view_key, view_addrs, views = self.view_key, ops._VIEW_ADDRS, self.views
-        for i in range(self.indexed, len(out)):  # (``_index``, inlined)
-            b = out[i]
-            o = b.output
-            if isinstance(o, TensorProxy):
-                name_i = o._name
-                producer[name_i] = b
-                position[name_i] = i
-                if view_key is not None and id(b.sym.id) in view_addrs:
-                    key = view_key.get(name_i)
-                    if key is not None:
-                        views.setdefault(key, o)  # (the first view with the key: the earliest made)
-        self.indexed = len(out)
-        return producer.get(name)
-
-    def existing_view(self, value: TensorProxy, chain, info: AliasInfo, anchor) -> TensorProxy | None:
-        """A view among the walk's symbols that names what ``chain`` replayed on ``value`` would,
-        made before ``anchor`` (a symbol of the walk; None: now), or None.
-
-        Note [a replayed view that exists already]
-        ------------------------------------------
-        A view names memory; it does not hold a value. Two view proxies with one view key name
-        the same elements of the same family, so reads of either at one point read the same
-        numbers. In the bench's ``views`` trace (``v = x[0]``, then ``x.exp_()``, then ``v * 2``)
-        the read of ``v`` is pushed down to ``exp(squeeze(slice(x)))`` right after ``exp(x)``: the
-        view of ``x`` it needs is ``v`` itself, made before ``exp(x)``, so ``v`` is read there
-        instead of ``slice``/``squeeze`` replayed on ``x`` (two symbols and two proxies per read,
-        and ``v``'s own views dropped later as unread). Only views the walk laid in order
-        (``out``) are reused, and only those made before the anchor: ``v`` made after ``exp(x)``
-        would be read before it exists.
-        """
-        if self.view_key is None:
-            return None
-        keys = info.view_key.get(chain[-1].output._name)
-        if keys is None or len(keys[1]) != len(chain):  # (an identity step in the chain: no key per step)
-            return None
-        of = info.view_key.get(value._name)
-        if of is None:
-            return None
-        self.producer_of(value._name)  # (indexes what the walk laid so far)
-        view = self.views.get((of[0], of[1] + keys[1]))
-        if view is None or view._name in self._written_through():
-            return None
-        if anchor is None:
-            limit = len(self.out)
-        else:
-            limit = self.position.get(anchor.output._name)
-            if limit is None or self.out[limit] is not anchor:  # (an anchor placed beside one of ``out``)
-                return None
-        return view if self.position[view._name] < limit else None
-
-    def _written_through(self) -> set:
-        """The names of the views the stage's symbols write through (``partition.destination_views``:
-        a ``copy_`` destination, or a view made into one). Such a view runs outside regions: read in a
-        region, it would be one more input, where the replayed view reads the operand the region reads
-        anyway (the bench's ``rows_rw``: 340 -> 364 bytes moved)."""
-        if self.written is None:
-            source = self.source
-            self.written = {source[i].output._name for i in destination_views(source)}
-        return self.written
-
-    def _index(self, b: BoundSymbol) -> None:
-        o = b.output
-        if isinstance(o, TensorProxy):
-            self.producer[o._name] = b
-
-    def before(self, anchor, bsyms: list) -> None:
-        """Place ``bsyms`` right before ``anchor`` (None: after every symbol so far)."""
-        if anchor is None:
-            self.out.extend(bsyms)
-            return
-        self.placed_before.setdefault(id(anchor), []).extend(bsyms)
-        for b in bsyms:
-            self._index(b)
-
-    def after(self, anchor: BoundSymbol, b: BoundSymbol) -> None:
-        """Place ``b`` right after ``anchor``, before what was placed after it already."""
-        self.placed_after.setdefault(id(anchor), []).append(b)
-        self._index(b)
-
-    def in_order(self) -> list:
-        if not self.placed_before and not self.placed_after:
-            return self.out
-        laid: list = []
-        append = laid.append
-        before, after = self.placed_before, self.placed_after
-        out = self.out
-        anchors = before.keys() | after.keys()
-        done = 0  # out[:done] is laid out
-        # (most symbols have nothing placed beside them: the runs between those that do are copied whole)
-        for i in [i for i, b in enumerate(out) if id(b) in anchors]:
-            laid.extend(out[done:i])
-            done = i + 1
-            b = out[i]
-            placed_before, placed_after = before.get(id(b), ()), after.get(id(b), ())
-            if anchors.isdisjoint(map(id, placed_before)) and anchors.isdisjoint(map(id, placed_after)):
-                laid.extend(placed_before)  # (nothing placed beside those placed: the walk below, unrolled)
-                append(b)
-                laid.extend(reversed(placed_after))
-                continue
-            stack = [(b, False)]  # (symbol, its own turn): a walk without recursion
-            while stack:
-                b, own_turn = stack.pop()
-                if own_turn:
-                    append(b)
-                    continue
-                # b's order: what was placed before it, b, then what was placed after it, last placed first
-                for x in after.get(id(b), ()):
-                    stack.append((x, False))
-                stack.append((b, True))
-                for x in reversed(before.get(id(b), ())):
-                    stack.append((x, False))
-        laid.extend(out[done:])
-        return laid
