@@ -41,14 +41,27 @@ def _torch_function(b):
     return fn if callable(fn) else None
 
 
+def _known(meta_arg, a):
+    """``meta_arg(a)``; of a tensor of unknown layout, a contiguous one. ``_Layouts`` follows only an opaque op's
+    first tensor operand (an unknown one marks the result a guess); the others (an index made by ``torch.tensor``)
+    are not looked up, and were taken for contiguous before session 21 too, as the whole result was."""
+    t = meta_arg(a)
+    if t is UNKNOWN and isinstance(a, TensorProxy):
+        try:
+            return torch.empty(tuple(a.shape), dtype=to_torch_dtype(a.dtype), device="meta")
+        except Exception:  # noqa: BLE001 - a shape or dtype meta tensors do not take
+            return UNKNOWN
+    return t
+
+
 def opaque_result_layout(b, p: TensorProxy, meta_arg) -> torch.Tensor | None:
     """Eager's layout (a meta tensor) of ``p``, an output of the opaque op ``b``, from its operands' layouts
     (``meta_arg``: a proxy -> its meta tensor, or ``UNKNOWN``); None where it cannot be told that way."""
     fn = _torch_function(b)
     if fn is None:
         return None
-    args = [meta_arg(a) for a in b.args]
-    kwargs = {k: meta_arg(v) for k, v in b.kwargs.items() if k != "device"}
+    args = [_known(meta_arg, a) for a in b.args]
+    kwargs = {k: _known(meta_arg, v) for k, v in b.kwargs.items() if k != "device"}
     if any(a is UNKNOWN for a in (*args, *kwargs.values())):
         return None
     if not any(isinstance(a, torch.Tensor) for a in args):

@@ -920,6 +920,12 @@ def _write_through_a_reshape_of_a_flip(x):
     return t0 * 2, x + 0
 
 
+def _write_through_a_reshape_of_an_index_fill(x):
+    t0 = x.transpose(0, 1).index_fill(1, torch.tensor([0]), 2.0)  # eager: strides (1, 4); its index of unknown layout
+    t0.transpose(0, 1).reshape(-1).mul_(0.5)
+    return t0
+
+
 def _write_through_a_reshape_of_a_factory_like(x):
     t0 = torch.ones_like(x.transpose(0, 1))  # eager: strides (1, 4), preserve_format
     t0.transpose(0, 1).reshape(-1).mul_(3.0)
@@ -937,6 +943,7 @@ def test_a_write_through_a_reshape_of_an_opaque_ops_result_is_not_lost(schedule)
         return x, (x,)
 
     _check(_write_through_a_reshape_of_a_flip, make_inputs, schedule)
+    _check(_write_through_a_reshape_of_an_index_fill, make_inputs, schedule)
     # ``ones_like`` of a transposed tensor: eager's is transposed too, a fusion's contiguous; the reshape was a
     # silent copy (eager's t0 is threes): refused now, loud
     want = _write_through_a_reshape_of_a_factory_like(torch.zeros(3, 4))
