@@ -209,8 +209,8 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
     multi: set = set()
     no_grad_views: dict[str, int] = {}  # Note [writes into views made under no_grad]: name -> writes of its memory then
     made_without_grad: set = set()  # results of ops under no_grad: no gradient goes through them
-    views = _views_only()
-    detaching_views = views | _views_maybe()
+    views, maybe_views = _views_only(), _views_maybe()
+    detaching_views = views | maybe_views
 
     def requires(p) -> bool:
         return isinstance(p, TensorProxy) and p.name not in detached and memory(p) in rg_memory
@@ -286,7 +286,11 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
             multi.update(o.name for o in outs)
         elif b.sym in views and args and getattr(args[0], "name", None) in multi:
             multi.update(o.name for o in outs)
-        if b.sym in views and _is_a_view(b) and (not grad or getattr(args[0], "name", None) in no_grad_views):
+        # (a reshape or flatten that is a view in eager too: one that copies has a clone's memory, layouts.py's
+        # decision; fuzz seed 20771 #59, hidden --grad: ``with torch.no_grad(): t2 = t0.reshape(1)``, then ``t2.abs_()``)
+        viewing = b.sym in views and _is_a_view(b) or (b.sym in maybe_views and args and isinstance(args[0], TensorProxy)
+                                                        and all(memory(o) == memory(args[0]) for o in outs))
+        if viewing and (not grad or getattr(args[0], "name", None) in no_grad_views):
             no_grad_views.update((o.name, len(writes.get(memory(o), ()))) for o in outs if o.name not in detached)
         for what, needs in saved:
             if what == "out" and any(requires(args[p]) for p in needs if isinstance(args[p], TensorProxy)):
