@@ -811,6 +811,12 @@ def _returns_a_no_grad_view(b):
     return t, b * 2
 
 
+def _returns_a_no_grad_reshape(b):
+    with torch.no_grad():
+        t = b.reshape(-1)  # a view of a contiguous b (session-21 probe: it passed a gradient)
+    return t, b * 2
+
+
 def _writes_then_returns_a_no_grad_view(a, b):
     a.mul_(2)
     with torch.no_grad():
@@ -818,7 +824,8 @@ def _writes_then_returns_a_no_grad_view(a, b):
     return t, a * b
 
 
-@pytest.mark.parametrize("fn, n", [(_returns_a_no_grad_view, 1), (_writes_then_returns_a_no_grad_view, 2)])
+@pytest.mark.parametrize("fn, n", [(_returns_a_no_grad_view, 1), (_writes_then_returns_a_no_grad_view, 2),
+                                   (_returns_a_no_grad_reshape, 1)])
 def test_a_returned_view_made_under_no_grad_is_refused_with_gradients(fn, n):
     # Note [a view made under no_grad, returned] (refusals/saved_versions.py; fuzz seed 20758 #27, dtype --grad):
     # eager's view requires grad but passes no gradient back (leaf.grad None); ours passed one through

@@ -439,7 +439,9 @@ def _refuse_no_grad_view_read(op: str, name: str) -> None:
 # an argument ``b`` the same, in a program that writes nothing (``return b, b.detach().t()``: eager's requires no
 # grad; ours, remade as a view of ``b``, passed ``b`` a gradient: fuzz seed 20769 #10, layout --grad). ``b.detach()``
 # itself and ``b.t().detach()`` are Thunder's detached outputs (no gradient reaches ``b``); a written program's
-# outputs get eager's marks (autograd_functionalize.write_back, Note [outputs no gradient reaches]).
+# outputs get eager's marks (autograd_functionalize.write_back, Note [outputs no gradient reaches]). Also a
+# reshape or flatten made under no_grad (session-21 probe: ``with torch.no_grad(): t = b.reshape(-1)``, a view of a
+# contiguous ``b``, passed a gradient); view or copy is not told here, so one that copies is refused too.
 def check_returned_no_grad_views(top_bsyms, tensor_inputs) -> None:
     """Note [a view made under no_grad, returned], for a program that writes nothing in place (the checks above
     run for the others): refuse a returned view, made under no_grad or of a detach, of a tensor that requires grad."""
@@ -462,7 +464,7 @@ def check_returned_no_grad_views(top_bsyms, tensor_inputs) -> None:
         if (src in detached or src in detached_views) and (b.sym in views and _is_a_view(b) or b.sym in maybe_views):
             detached_views.update(o.name for o in tensor_outs(b))  # (a reshape that copies too: not told here)
             continue
-        if not (b.sym in views and _is_a_view(b)):
+        if not (b.sym in views and _is_a_view(b) or b.sym in maybe_views):  # (reshape: view or copy is not told here)
             continue
         outs = tensor_outs(b)
         no_grad = any(ProxyTag.DETACHED_AUTOGRAD_GRAPH in o.tags for o in outs)
@@ -477,7 +479,7 @@ def _refuse_no_grad_view_output(name: str) -> None:
         f"fusion_alias: the program returns {name}, a view made under torch.no_grad() of a tensor that requires "
         "grad, in a call that computes gradients: not supported. Eager's view requires grad but passes no gradient "
         "back; the compiled program's output would pass one. Workarounds: return it .detach()ed, or make the view "
-        "with grad mode enabled")
+        "with grad mode enabled. (In a program that writes nothing, a reshape or flatten counts as a view here.)")
 
 
 def _refuse_detached_view_output(name: str) -> None:
