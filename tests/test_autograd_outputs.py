@@ -140,3 +140,19 @@ def test_an_output_view_is_remade_from_the_argument_it_is_a_view_of(prog, key):
         return [w], {"elements": (x[0, 2], x[0, 1]), "rows": (x[0], x[1]), "columns": (x[:, 0], x[:, 1])}[key]
 
     assert_matches_eager(prog, make)
+
+
+def test_an_as_strided_output_reaching_past_its_argument_keeps_eagers_gradients():
+    # fuzz seed 20777 #12 (strided --grad), met by the first form of the fix above: eager's a.as_strided(...) reaching
+    # past a's elements passes them no gradient; remade from x0, which holds them, it passed one. Where the arguments
+    # of the storage do not all hold the output, it is left Thunder's output (Note [the argument an output view is
+    # remade from])
+    def prog(a, b):
+        return a.as_strided((2, 3), (1, 1), 1), a.as_strided((2, 2), (4, 4), 2), torch.tanh(a)
+
+    def make():
+        w = torch.linspace(-1, 1, 12).reshape(3, 4).requires_grad_()
+        x0 = w * 1
+        return [w], (x0.as_strided((3, 3), (1, 1)), x0)
+
+    assert_matches_eager(prog, make)
