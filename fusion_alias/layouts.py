@@ -44,6 +44,7 @@ from thunder.core.trace import tracectx
 from fusion_alias import ops
 from fusion_alias.aliasing import flattened, may_write, output_may_alias
 from fusion_alias.leaf_views import is_detach
+from fusion_alias.opaque_layouts import UNKNOWN as _UNKNOWN, opaque_result_layout
 from fusion_alias.layout_checks import (_MUST_VIEW, ViewLayoutError, _check_as_strided, _check_dtype_view_of_a_result,
                                        _check_views_of_inputs, _is_storage_op, _layout_known, _meta_like, _storage_ops,
                                        _viewable)
@@ -160,7 +161,8 @@ class _Layouts:
                 return None  # an opaque view: any layout
             if b.sym.name in ("getitem", "__getitem__"):  # Note [a gather keeps its operand's layout]
                 return _gathered(self.memo.get(getattr(b.args[0], "name", None)), b, p)
-            return _meta_contiguous(p)  # a torch op's fresh result
+            out = opaque_result_layout(b, p, self._meta_arg)  # a torch op's result, None: not told
+            return _meta_contiguous(p) if out is None else out
         if info.kind == "view":
             base = self.memo.get(b.args[0].name)
             if base is None:
@@ -193,9 +195,6 @@ class _Layouts:
         if isinstance(a, NumberProxy):
             return a.python_type(1) if a.python_type in (bool, int, float, complex) else 1
         return a
-
-
-_UNKNOWN = object()
 
 
 # Note [a gather keeps its operand's layout]: a list key's result (``c[:, [2, 0, 1]]``) is new memory in the
@@ -276,7 +275,7 @@ def copying_reshapes(trace, flat: list, actual: dict, traced=None, contiguous: b
     if not candidates and not strided_at:
         return flat
     decisions: dict[str, str] = {}
-    eager = _Layouts(flat, actual, decisions, fresh_contiguous=False, fixed=fixed)
+    eager = _Layouts(flat, actual, decisions, fresh_contiguous=False, fixed=fixed, like=_factory_layouts(trace, flat))
     runtime = _Layouts(flat, actual, decisions, fresh_contiguous=True)
     copy_at: set[int] = set()
     for i in candidates:

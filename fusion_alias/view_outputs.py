@@ -50,12 +50,36 @@ def _inside(t: torch.Tensor, source: torch.Tensor) -> bool:
     return source.storage_offset() <= low and high < source.storage_offset() + source.numel()
 
 
+def _covers(source: torch.Tensor, t: torch.Tensor) -> bool:
+    """Whether every element of ``t`` is an element of ``source`` (one storage, any strides)."""
+    if source.is_contiguous():
+        return _inside(t, source)
+    if t.numel() == 0 or any(st < 0 for st in (*t.stride(), *source.stride())):
+        return False
+    extent = max(source.storage_offset() + sum((n - 1) * st for n, st in zip(source.size(), source.stride())),
+                 t.storage_offset() + sum((n - 1) * st for n, st in zip(t.size(), t.stride()))) + 1
+    at = torch.arange(extent)
+    return bool(torch.isin(at.as_strided(t.size(), t.stride(), t.storage_offset()).reshape(-1),
+                           at.as_strided(source.size(), source.stride(), source.storage_offset()).reshape(-1)).all())
+
+
+# Note [the argument an output view is remade from]
+#     Session 21. Arguments that share one storage (``f(x[0, 2], x[0, 1])``) all match an output's storage; the
+#     first was taken, so ``return c.view(1, 1), a * 2`` remade ``c.view(1, 1)`` as ``a.as_strided(...)`` at c's
+#     offset: the same element, but its gradient went through ``a``'s as_strided backward, which has no place for
+#     it, and ``x[0, 1]``'s gradient was lost (fuzz seed 20775 #16, dtype --grad; plain thunder.jit was right).
+#     Where several arguments share the storage and not all of them hold all of its elements, which argument
+#     eager's output is a view of is not told (``a.as_strided(...)`` reaching past ``a``: eager's backward drops
+#     those elements, 20777 #12), so it is left Thunder's output, whose gradients are eager's (a later in-place
+#     write into it then raises PyTorch's "is a view and is being modified inplace", loud).
 def _remade(t: torch.Tensor, sources: list) -> torch.Tensor:
     """``t`` as a view of the caller's tensor whose memory (or whose final value) it shares, or ``t``."""
     key = (t.untyped_storage().data_ptr(), t.dtype, t.device)
-    for target, source in sources:
-        if (source.untyped_storage().data_ptr(), source.dtype, source.device) != key or not target.requires_grad:
-            continue
+    candidates = [(target, source) for target, source in sources
+                  if (source.untyped_storage().data_ptr(), source.dtype, source.device) == key and target.requires_grad]
+    if len(candidates) > 1 and not all(_covers(source, t) for _, source in candidates):
+        return t  # Note [the argument an output view is remade from]: which one eager's is a view of is not told
+    for target, source in candidates:
         if source is target:
             return target.as_strided(t.size(), t.stride(), t.storage_offset())
         if (source.is_contiguous() and target.is_contiguous() and source.shape == target.shape

@@ -116,3 +116,43 @@ def test_a_detached_view_of_a_written_input_requires_no_grad():
     for schedule in ("reads-first", "writes-first"):
         got = fusion_alias.jit(_detached_view_of_a_written_input, backend="reference", schedule=schedule)(*make_inputs()[1])
         assert [t.requires_grad for t in got] == [True, False, False]
+
+
+def _returns_a_view_of_the_second_of_two_elements(a, c):
+    return c.view(1, -1), a * 2
+
+
+def _writes_then_returns_a_view_of_the_second(a, c):
+    t0 = a * 1.0
+    t0.mul_(2)
+    return c.unsqueeze(0), t0
+
+
+@pytest.mark.parametrize("prog", [_returns_a_view_of_the_second_of_two_elements, _writes_then_returns_a_view_of_the_second])
+@pytest.mark.parametrize("key", ["elements", "rows", "columns"])
+def test_an_output_view_is_remade_from_the_argument_it_is_a_view_of(prog, key):
+    # fuzz seed 20775 #16 (dtype --grad): a and c views of one base; the output view of c was remade after the call
+    # from a (the first argument of that storage), and x[0, 1]'s gradient was lost (view_outputs.py, Note [the
+    # argument an output view is remade from]); columns: arguments that are not contiguous
+    def make():
+        w = torch.linspace(-1, 1, 24).reshape(4, 6).requires_grad_()
+        x = w * 1
+        return [w], {"elements": (x[0, 2], x[0, 1]), "rows": (x[0], x[1]), "columns": (x[:, 0], x[:, 1])}[key]
+
+    assert_matches_eager(prog, make)
+
+
+def test_an_as_strided_output_reaching_past_its_argument_keeps_eagers_gradients():
+    # fuzz seed 20777 #12 (strided --grad), met by the first form of the fix above: eager's a.as_strided(...) reaching
+    # past a's elements passes them no gradient; remade from x0, which holds them, it passed one. Where the arguments
+    # of the storage do not all hold the output, it is left Thunder's output (Note [the argument an output view is
+    # remade from])
+    def prog(a, b):
+        return a.as_strided((2, 3), (1, 1), 1), a.as_strided((2, 2), (4, 4), 2), torch.tanh(a)
+
+    def make():
+        w = torch.linspace(-1, 1, 12).reshape(3, 4).requires_grad_()
+        x0 = w * 1
+        return [w], (x0.as_strided((3, 3), (1, 1)), x0)
+
+    assert_matches_eager(prog, make)

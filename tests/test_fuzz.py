@@ -860,3 +860,18 @@ def test_list_key_destinations_keep_every_stream(monkeypatch):
     assert re.search(r"^\w+(\.detach\(\))?\[\[\d+(, \d+)+\](, [^\]]+)?\] = ", code, re.M)  # more than one row
     monkeypatch.setattr(fuzz.identity_spellings, "list_key_destination", lambda list_dst, env, code: code)
     assert _spelled_apart(drawn, lambda a, b: re.match(r"^\w+(\.detach\(\))?\[\[", a)) >= 4
+
+
+def test_opaque_op_spellings_keep_every_stream(monkeypatch):
+    # Note [opaque-op spellings keep the stream] (opaque_spellings.py, session 21): some out-of-place statements
+    # read their operand through `flip` or `zeros_like(v).add(v)` (ops whose eager result keeps the operand's
+    # layout); without them, the same programs, the spelled statements otherwise the same
+    drawn = _drawn([(None, 20123, 12), (("basic",), 20250, 60), (("layout",), 7, 30), (("order",), 20132, 12),
+                    (("hidden",), 1, 8), (("fresh",), 5, 10)])
+    code = "\n".join(s.code for ps in drawn.values() for p in ps for s in p.stmts)
+    assert re.search(r"\.flip\(\d\)[^.]", code)
+    assert re.search(r"\.flip\((\d)\)\.flip\(\1\)", code)
+    assert "torch.zeros_like(" in code
+    monkeypatch.setattr(fuzz.opaque_spellings, "opaque_in", lambda opaque, env, e, v: e)
+    opaque = re.compile(r"\.flip\(|zeros_like\(")
+    assert _spelled_apart(drawn, lambda a, b: opaque.search(a) and not opaque.search(b)) >= 10

@@ -941,3 +941,42 @@ def test_a_write_through_a_reshape_of_a_list_key_gather_is_not_lost(schedule):
         jitted(x.clone().transpose(0, -1))
     c = x.clone().permute(2, 1, 0).contiguous()
     torch.testing.assert_close(jitted(c.clone()), _write_through_a_reshape_of_a_gather(c.clone()))
+
+
+def _write_through_a_reshape_of_a_flip(x):
+    t0 = x.transpose(0, 1).flip(0)  # eager: new memory with strides (1, 4), empty_like of its operand
+    t0.transpose(0, 1).reshape(-1).zero_()  # so a view of t0 in eager
+    return t0 * 2, x + 0
+
+
+def _write_through_a_reshape_of_an_index_fill(x):
+    t0 = x.transpose(0, 1).index_fill(1, torch.tensor([0]), 2.0)  # eager: strides (1, 4); its index of unknown layout
+    t0.transpose(0, 1).reshape(-1).mul_(0.5)
+    return t0
+
+
+def _write_through_a_reshape_of_a_factory_like(x):
+    t0 = torch.ones_like(x.transpose(0, 1))  # eager: strides (1, 4), preserve_format
+    t0.transpose(0, 1).reshape(-1).mul_(3.0)
+    return t0
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_a_write_through_a_reshape_of_an_opaque_ops_result_is_not_lost(schedule):
+    # session-21 hand probe, the neighbour of 20759 #8: the result of an op outside the op table (torch.flip) was
+    # taken for contiguous, so the reshape was decided a copy and the write into it lost (eager's t0 is zeros). Its
+    # layout is now torch's on meta operands (opaque_layouts.py, Note [an opaque op's result keeps its operand's
+    # layout]); the flip runs on torch at run time too, so the reshape is a view there and the call runs
+    def make_inputs():
+        x = torch.linspace(-1, 1, 12).reshape(3, 4)
+        return x, (x,)
+
+    _check(_write_through_a_reshape_of_a_flip, make_inputs, schedule)
+    _check(_write_through_a_reshape_of_an_index_fill, make_inputs, schedule)
+    # ``ones_like`` of a transposed tensor: eager's is transposed too, a fusion's contiguous; the reshape was a
+    # silent copy (eager's t0 is threes): refused now, loud
+    want = _write_through_a_reshape_of_a_factory_like(torch.zeros(3, 4))
+    assert bool((want == 3).all())
+    jitted = fusion_alias.jit(_write_through_a_reshape_of_a_factory_like, backend="reference", schedule=schedule)
+    with pytest.raises(fusion_alias.AliasInputError, match="is a view in eager PyTorch only because"):
+        jitted(torch.zeros(3, 4))

@@ -11,10 +11,9 @@ from typing import Sequence
 
 import torch
 
-from fusion_alias.fuzz import foreach_spellings, identity_spellings, out_spellings
+from fusion_alias.fuzz import foreach_spellings, identity_spellings, opaque_spellings, out_spellings
 from fusion_alias.fuzz.hazard import _has_internal_overlap, _overlaps
 from fusion_alias.fuzz.program import CONSTANTS, PARAM_NAMES, Stmt
-
 
 _BASE_SHAPES = ((4, 6), (4, 6), (4, 6), (6, 4), (2, 3, 4), (6,), (1, 6), (4, 1, 6))
 
@@ -139,6 +138,7 @@ class _Gen:
         self.ident = random.Random(str(rng.getstate()[1][:16]) + ":identity")
         self.out_spell = random.Random(str(rng.getstate()[1][:16]) + ":out")  # Note [out= spellings keep the stream]
         self.list_dst = random.Random(str(rng.getstate()[1][:16]) + ":list-dst")  # (identity_spellings.py, session 20)
+        self.opaque = random.Random(str(rng.getstate()[1][:16]) + ":opaque")  # (opaque_spellings.py, session 21)
         # Note [views made under no_grad keep the stream]: some views are made under ``torch.no_grad()``
         # (values unchanged; with --grad, eager raises at a later write into one: saved_versions.py,
         # Note [writes into views made under no_grad]), drawn from a stream of their own (session 19)
@@ -474,8 +474,8 @@ class _Gen:
             d = rng.randrange(-nd, nd)
             e = rng.choice((f"{x}.sum()", f"{x}.sum({d}, keepdim=True)", f"{x}.amax({d}, keepdim=True)",
                             f"{x}.mean({d})", f"{x}.sum({d})", f"{x}.amax({d})"))
-        # Note [identity and list-key spellings keep the stream] (identity_spellings.py)
-        spelled = identity_spellings.gather_in(self.ident, self.env, e, x)
+        # Note [identity and list-key spellings keep the stream] (identity_spellings.py), Note [opaque-op spellings keep the stream]
+        spelled = opaque_spellings.opaque_in(self.opaque, self.env, identity_spellings.gather_in(self.ident, self.env, e, x), x)
         if self.env[x].is_floating_point():
             spelled = identity_spellings.identity_factor(self.ident, self.env, self.names, self.same_as, spelled)
         e = identity_spellings.if_same_result(self.env, e, spelled)

@@ -209,8 +209,8 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
     multi: set = set()
     no_grad_views: dict[str, int] = {}  # Note [writes into views made under no_grad]: name -> writes of its memory then
     made_without_grad: set = set()  # results of ops under no_grad: no gradient goes through them
-    views = _views_only()
-    detaching_views = views | _views_maybe()
+    views, maybe_views = _views_only(), _views_maybe()
+    detaching_views = views | maybe_views
 
     def requires(p) -> bool:
         return isinstance(p, TensorProxy) and p.name not in detached and memory(p) in rg_memory
@@ -286,7 +286,11 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
             multi.update(o.name for o in outs)
         elif b.sym in views and args and getattr(args[0], "name", None) in multi:
             multi.update(o.name for o in outs)
-        if b.sym in views and _is_a_view(b) and (not grad or getattr(args[0], "name", None) in no_grad_views):
+        # (a reshape or flatten that is a view in eager too: one that copies has a clone's memory, layouts.py's
+        # decision; fuzz seed 20771 #59, hidden --grad: ``with torch.no_grad(): t2 = t0.reshape(1)``, then ``t2.abs_()``)
+        viewing = b.sym in views and _is_a_view(b) or (b.sym in maybe_views and args and isinstance(args[0], TensorProxy)
+                                                        and all(memory(o) == memory(args[0]) for o in outs))
+        if viewing and (not grad or getattr(args[0], "name", None) in no_grad_views):
             no_grad_views.update((o.name, len(writes.get(memory(o), ()))) for o in outs if o.name not in detached)
         for what, needs in saved:
             if what == "out" and any(requires(args[p]) for p in needs if isinstance(args[p], TensorProxy)):
@@ -431,24 +435,39 @@ def _refuse_no_grad_view_read(op: str, name: str) -> None:
 #
 # (fuzz seed 20758 #27, dtype --grad, session 20; plain ``thunder.jit``'s passes zeros). Refused, with gradients,
 # for views of an argument only: the remade view carries its gradient; a view of an intermediate made under
-# no_grad is Thunder's detached output, with eager's gradient (none).
+# no_grad is Thunder's detached output, with eager's gradient (none). Session 21: a view of ``b.detach()`` of such
+# an argument ``b`` the same, in a program that writes nothing (``return b, b.detach().t()``: eager's requires no
+# grad; ours, remade as a view of ``b``, passed ``b`` a gradient: fuzz seed 20769 #10, layout --grad). ``b.detach()``
+# itself and ``b.t().detach()`` are Thunder's detached outputs (no gradient reaches ``b``); a written program's
+# outputs get eager's marks (autograd_functionalize.write_back, Note [outputs no gradient reaches]). Also a
+# reshape or flatten made under no_grad (session-21 probe: ``with torch.no_grad(): t = b.reshape(-1)``, a view of a
+# contiguous ``b``, passed a gradient); view or copy is not told here, so one that copies is refused too.
 def check_returned_no_grad_views(top_bsyms, tensor_inputs) -> None:
     """Note [a view made under no_grad, returned], for a program that writes nothing in place (the checks above
-    run for the others): refuse a returned view, made under no_grad, of a tensor that requires grad."""
-    views = _views_only()
+    run for the others): refuse a returned view, made under no_grad or of a detach, of a tensor that requires grad."""
+    views, maybe_views = _views_only(), _views_maybe()
     input_views = {p.name for p in tensor_inputs if p.requires_grad}  # and their views made with grad
     no_grad_views: set = set()
+    detached: set = set()  # ``b.detach()`` of those, and (``detached_views``) views of it
+    detached_views: set = set()
     for b in top_bsyms:
         if b.sym.id is prims.PrimIDs.RETURN:
             for a in proxy_args(b):
                 if isinstance(a, TensorProxy) and a.name in no_grad_views and dtypes.is_inexact_dtype(a.dtype):
                     _refuse_no_grad_view_output(a.name)
+                if isinstance(a, TensorProxy) and a.name in detached_views and dtypes.is_inexact_dtype(a.dtype):
+                    _refuse_detached_view_output(a.name)
             return
-        if not (b.sym in views and _is_a_view(b)):
+        src = getattr(b.args[0], "name", None) if b.args else None
+        if b.sym.name == "detach" and src in input_views | no_grad_views | detached | detached_views:
+            detached.update(o.name for o in tensor_outs(b))
+        if (src in detached or src in detached_views) and (b.sym in views and _is_a_view(b) or b.sym in maybe_views):
+            detached_views.update(o.name for o in tensor_outs(b))  # (a reshape that copies too: not told here)
+            continue
+        if not (b.sym in views and _is_a_view(b) or b.sym in maybe_views):  # (reshape: view or copy is not told here)
             continue
         outs = tensor_outs(b)
         no_grad = any(ProxyTag.DETACHED_AUTOGRAD_GRAPH in o.tags for o in outs)
-        src = getattr(b.args[0], "name", None) if b.args else None
         if src in no_grad_views or (no_grad and src in input_views):
             no_grad_views.update(o.name for o in outs)
         elif src in input_views and b.sym.name != "detach":
@@ -460,7 +479,14 @@ def _refuse_no_grad_view_output(name: str) -> None:
         f"fusion_alias: the program returns {name}, a view made under torch.no_grad() of a tensor that requires "
         "grad, in a call that computes gradients: not supported. Eager's view requires grad but passes no gradient "
         "back; the compiled program's output would pass one. Workarounds: return it .detach()ed, or make the view "
-        "with grad mode enabled")
+        "with grad mode enabled. (In a program that writes nothing, a reshape or flatten counts as a view here.)")
+
+
+def _refuse_detached_view_output(name: str) -> None:
+    raise AliasInputError(
+        f"fusion_alias: the program returns {name}, a view of a detach()ed tensor that requires grad, in a call that "
+        "computes gradients and writes nothing in place: not supported. Eager's view requires no grad; the compiled "
+        "program's output would pass a gradient back. Workaround: detach() last (x.t().detach() for x.detach().t())")
 
 
 def _refuse_multi_output_write(op: str, name: str) -> None:
