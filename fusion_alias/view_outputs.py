@@ -50,6 +50,9 @@ def _inside(t: torch.Tensor, source: torch.Tensor) -> bool:
     return source.storage_offset() <= low and high < source.storage_offset() + source.numel()
 
 
+_MAX_COVER_EXTENT = 1 << 20  # elements: an index of 8 MiB at most, on the call's path
+
+
 def _covers(source: torch.Tensor, t: torch.Tensor) -> bool:
     """Whether every element of ``t`` is an element of ``source`` (one storage, any strides)."""
     if source.is_contiguous():
@@ -58,6 +61,8 @@ def _covers(source: torch.Tensor, t: torch.Tensor) -> bool:
         return False
     extent = max(source.storage_offset() + sum((n - 1) * st for n, st in zip(source.size(), source.stride())),
                  t.storage_offset() + sum((n - 1) * st for n, st in zip(t.size(), t.stride()))) + 1
+    if extent > _MAX_COVER_EXTENT:  # (a per-call cost bounded: "not told", Thunder's output is kept, still right)
+        return False
     at = torch.arange(extent)
     return bool(torch.isin(at.as_strided(t.size(), t.stride(), t.storage_offset()).reshape(-1),
                            at.as_strided(source.size(), source.stride(), source.storage_offset()).reshape(-1)).all())
