@@ -156,3 +156,25 @@ def test_an_as_strided_output_reaching_past_its_argument_keeps_eagers_gradients(
         return [w], (x0.as_strided((3, 3), (1, 1)), x0)
 
     assert_matches_eager(prog, make)
+
+
+_CLOSED_OVER: dict = {}
+
+
+def _returns_a_view_of_a_closed_over_element(a, b):
+    h = _CLOSED_OVER["h"]  # x2[1, 2]: read from a global, not an argument
+    return h.reshape(-1), b * 2, a * 3
+
+
+def test_an_output_view_of_a_tensor_no_argument_holds_keeps_eagers_gradients():
+    # fuzz seed 20777 #29 (hidden --grad): the only argument of x2's storage was x2.diagonal(), and the output view of
+    # the global x2[1, 2] was remade from it: x2[1, 2]'s gradient was lost (Note [the argument an output view is
+    # remade from], view_outputs.py). An argument that does not hold the output's elements is not remade from
+    def make():
+        w0 = torch.linspace(-1, 1, 16).reshape(4, 4).requires_grad_()
+        w2 = torch.linspace(-2, 2, 16).reshape(4, 4).requires_grad_()
+        x0, x2 = w0 * 1, w2 * 1
+        _CLOSED_OVER["h"] = x2[1, 2]
+        return [w0, w2], (x0, x2.diagonal())
+
+    assert_matches_eager(_returns_a_view_of_a_closed_over_element, make)
