@@ -794,8 +794,11 @@ def test_order_generator_bounded():
         print(report.summary())
         msgs = "\n\n".join(f"{f.status} [{f.schedule}]\n{f.repro}\n{f.detail}" for f in report.failures)
         assert not report.failures, msgs
-        assert report.unsupported, report.summary()
-        assert report.ok > 0 or seed == 20132, report.summary()
+        if seed == 20123:
+            assert report.unsupported, report.summary()
+            assert report.ok > 0, report.summary()
+        else:  # 20132 #54: refused on a guessed layout until session 21; swapaxes is now the transpose it is
+            assert report.ok == report.runs, report.summary()  # (view_rewrites.py): eager's value, every schedule
 
 
 def test_scatter_spellings_keep_every_stream(monkeypatch):
