@@ -853,6 +853,19 @@ def test_conj_and_identity_spellings_of_dtype_programs_keep_every_stream(monkeyp
     assert _spelled_apart(drawn, lambda a, b: ".conj()" in a or " is " in a or "id(" in a) >= 10
 
 
+def test_conversion_views_of_dtype_programs_keep_every_stream(monkeypatch):
+    # Note [conversion views in dtype programs keep the stream] (dtype_spellings.py, session 21): some views are
+    # made through a conversion eager returns as the tensor itself (`t0 = x.cpu()[1:3]`); without them, the same
+    # programs, the spelled statements otherwise the same
+    drawn = _drawn([(("dtype",), 20150, 40), (("dtype",), 7, 20), (("dtype",), 20710, 30)])
+    code = "\n".join(s.code for ps in drawn.values() for p in ps for s in p.stmts)
+    assert re.search(r"^(with torch\.no_grad\(\): )?\w+ = \w+(\.detach\(\))?\.(cpu\(\)|to\('cpu'\)|type_as\(\w+\)|"
+                     r"sum_to_size\(\w+\.shape\)|type\(\w+\.dtype\))", code, re.M)
+    monkeypatch.setattr(fuzz.dtype_spellings, "conversion_view", lambda conversion, code: code)
+    conversions = ("cpu()", "to('cpu')", "type_as(", "sum_to_size(", ".type(")
+    assert _spelled_apart(drawn, lambda a, b: any(c in a for c in conversions)) >= 3
+
+
 def test_list_key_destinations_keep_every_stream(monkeypatch):
     # Note [list keys as write destinations keep the stream] (identity_spellings.py, session 20): some setitem
     # statements write through a Python-list key (`x[[2, 1], 0] = y`); without them, the same programs

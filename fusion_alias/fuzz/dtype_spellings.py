@@ -51,6 +51,30 @@ def conj_view(dtype_spell: random.Random, code: str) -> str:
     return f"{m['head']}{m['recv']}.conj(){m['rest']}"
 
 
+# Note [conversion views in dtype programs keep the stream]
+#     Session 21. Writes through a conversion eager returns as the tensor itself (``x.cpu()``, ``x.type_as(x)``,
+#     ``x.sum_to_size(x.shape)``) were refused with gradients ("cannot express as views of one tensor") and run
+#     since session 21 (autograd_functionalize.py, Note [a conversion eager returns as itself]); no generator made
+#     them but ``conj_view``'s ``.conj()``. ``conversion_view`` spells a view statement's receiver (``t3 =
+#     x[1:3]``) with probability 0.15 through one (``t3 = x.cpu()[1:3]``): of a CPU tensor each is ``x`` itself,
+#     so the statement is the one it was. Drawn from ``conversion``, a stream of its own (after ``conj_view``'s
+#     draws), so every program of every seed keeps its statements
+#     (``tests/test_fuzz.py::test_conversion_views_of_dtype_programs_keep_every_stream``).
+_CONVERSIONS = (".cpu()", ".to('cpu')", ".type_as({v})", ".sum_to_size({v}.shape)", ".type({v}.dtype)")
+
+
+def conversion_view(conversion: random.Random, code: str) -> str:
+    """``code`` (a view statement), or (probability 0.15) the same with a conversion eager returns as the tensor
+    itself after its receiver (Note [conversion views in dtype programs keep the stream])."""
+    if conversion.random() >= 0.15:
+        return code
+    m = _VIEW.fullmatch(code)
+    if m is None:
+        return code
+    form = conversion.choice(_CONVERSIONS).format(v=m["recv"].removesuffix(".detach()"))
+    return f"{m['head']}{m['recv']}{form}{m['rest']}"
+
+
 def _side(dtype_spell: random.Random, env: dict, v: str) -> str:
     """``v``, or (probability 0.5) a conversion of ``v`` eager may answer with ``v`` itself."""
     if dtype_spell.random() >= 0.5:

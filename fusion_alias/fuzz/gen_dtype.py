@@ -80,10 +80,13 @@ class DtypeGen(_Gen):
         self.augmented = random.Random(str(rng.getstate()[1][:16]) + ":augmented")
         # dtype_spellings.py, Note [conjugate views and identity tests in dtype programs keep the stream]
         self.dtype_spell = random.Random(str(rng.getstate()[1][:16]) + ":dtype-spell")
+        # dtype_spellings.py, Note [conversion views in dtype programs keep the stream] (session 21)
+        self.conversion = random.Random(str(rng.getstate()[1][:16]) + ":conversion")
 
     def view(self) -> Stmt:
         s = super().view()
-        return dataclasses.replace(s, code=dtype_spellings.conj_view(self.dtype_spell, s.code))
+        code = dtype_spellings.conj_view(self.dtype_spell, s.code)
+        return dataclasses.replace(s, code=dtype_spellings.conversion_view(self.conversion, code))
 
     def augmented_spelling(self, e: str, x: str) -> str:
         """``e``, an in-place statement into ``x``, as an augmented assignment where one means the same
