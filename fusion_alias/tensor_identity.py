@@ -89,9 +89,10 @@ _REAL_ONLY = frozenset({"conj", "real", "resolve_conj"})
 _BY_LAYOUT = frozenset({"contiguous", "resolve_neg", "resolve_conj"})
 
 
-def _returns_itself(bsym) -> bool:
+def _returns_itself(bsym, refuse: bool = True) -> bool:
     """A conversion eager returns as its operand, as far as the trace tells (Note [conversions that return
-    their own tensor]); raises where eager's answer depends on what the trace does not hold."""
+    their own tensor]); where eager's answer depends on what the trace does not hold, raises (``refuse``)
+    or says False."""
     name, args, out = bsym.sym.name, bsym.args, bsym.output
     if not args or not isinstance(args[0], TensorProxy) or not isinstance(out, TensorProxy):
         return False
@@ -99,6 +100,8 @@ def _returns_itself(bsym) -> bool:
     if name in _REAL_ONLY and not dtypes.is_complex_dtype(a.dtype):
         return True
     if name in _BY_LAYOUT:
+        if not refuse:
+            return False
         raise AliasInputError(
             f"fusion_alias: an identity test (`is`, `id()`) of {name}() of a tensor is not supported: eager "
             f"returns the tensor itself or a new one by its layout or its conjugate/negative bits, which the "
@@ -119,11 +122,7 @@ def is_its_operand(bsym) -> bool:
     """Whether eager returns ``bsym``'s result as its first argument itself, as far as the trace tells
     (``_returns_itself`` without its refusal: False where eager's answer follows the layout or the
     conjugate/negative bits)."""
-    if bsym.sym.name in _BY_LAYOUT and not (bsym.sym.name in _REAL_ONLY and bsym.args
-                                             and isinstance(bsym.args[0], TensorProxy)
-                                             and not dtypes.is_complex_dtype(bsym.args[0].dtype)):
-        return False
-    return _returns_itself(bsym)
+    return _returns_itself(bsym, refuse=False)
 
 
 def _tensor_of(p: TensorProxy, producers: dict) -> TensorProxy:
