@@ -61,7 +61,7 @@ from fusion_alias.proxies_by_name import tensor_proxies_by_name
 from fusion_alias.errors import AliasInputError
 from fusion_alias.functional_rewrite import Rewriter
 from fusion_alias.input_outputs import outputs_as_the_callers, outputs_of_written_inputs
-from fusion_alias.refusals.saved_versions import check_returned_no_grad_views
+from fusion_alias.refusals.returned_views import check_returned_no_grad_views
 from fusion_alias.functionalized_epilogue import eager_store_flags, epilogue_returning_finals, refuse_stores_of_input_views
 from fusion_alias.leaf_views import detached_names, detaches
 from fusion_alias.view_outputs import remade_outputs
@@ -73,7 +73,7 @@ class FunctionalizeForAutograd(Transform):
 
     def transform_traces_pre_prologue(self, prologue_trc, computation_trc, epilogue_trc, **kwargs):
         if not any(may_write(b) for b in computation_trc.bound_symbols):
-            if torch.is_grad_enabled():  # (refusals/saved_versions.py, Note [a view made under no_grad, returned])
+            if torch.is_grad_enabled():  # (refusals/returned_views.py, Note [a view made under no_grad, returned])
                 check_returned_no_grad_views(computation_trc.bound_symbols,
                                              [a for a in computation_trc.args if isinstance(a, TensorProxy)])
             return prologue_trc, computation_trc, epilogue_trc

@@ -80,6 +80,22 @@ def _addcmul_self_(x):  # x.addcmul_(x, x): addcmul saves its two operands, then
     return h
 
 
+def _detached_conj_then_written_with_grad(x, w):  # conj of a real tensor is the detached tensor itself
+    h = x @ w
+    t0 = h.amax(-1)
+    d = t0.detach().conj()
+    h.clamp_max_(0.1)
+    d.copy_(t0 * 2)
+    return d
+
+
+def _abs_conj_of_written_input(x, w):  # not detached: conj's result carries abs's gradient
+    h = x @ w
+    t2 = h.abs().conj()
+    h[1::2] = 1.5
+    return t2 * 2
+
+
 def _detached_then_written_with_grad(x, w):  # d carries t0's gradient after the copy: amax's backward runs
     h = x @ w
     t0 = h.amax(-1)
@@ -242,6 +258,8 @@ REJECTED = [
     (_sigmoid_then_self_copy_read, _one, "sigmoid saves"),
     (_addcmul_self_, _one, "addcmul_ saves"),
     (_detached_then_written_with_grad, _four, "amax saves"),
+    (_detached_conj_then_written_with_grad, _four, "amax saves"),
+    (_abs_conj_of_written_input, _four, "abs saves"),
 ]
 IDS = [f.__name__.strip("_") for f, _, _ in REJECTED]
 
@@ -434,8 +452,45 @@ def _abs_saved_written_then_detached(x, w):  # fuzz seed 20492 #124: only detach
     return t0, d.neg_()  # (the in-place result names the detached memory too)
 
 
+# fuzz seed 20784 #36 (dtype --grad): abs's result reaches the return only through ops of its detached
+# tensor (Note [a result computed from no gradient starts no backward], refusals/saved_versions.py)
+def _abs_read_through_detach_conj(x, w):
+    h = x @ w
+    t2 = h.abs()
+    h[1::2] = 1.5
+    return t2.detach().conj().view(1, -1, 1) / 2, h * 2
+
+
+def _abs_read_through_ops_of_a_detach(x, w):  # an op of the detached tensor, then a view of its result
+    h = x @ w
+    t2 = torch.div(h, h.abs() + 1, rounding_mode="trunc")
+    h[0] = 1.5
+    t3 = (t2.detach().contiguous() + 1).t()
+    return t3 * 2, h * 2
+
+
+def _amax_read_through_type_as_of_a_detach(x, w):
+    h = x @ w
+    t0 = h.amax(-1, keepdim=True)
+    t1 = t0.detach().type_as(h)
+    h.clamp_max_(0.1)
+    return t1.expand(3, 4) * h, h
+
+
+def _amax_read_only_for_its_shape(x, w):  # zeros_like and expand_as take no gradient from their model
+    h = x @ w
+    t0 = h.amax(-1, keepdim=True)
+    z = torch.zeros_like(t0) + torch.ones(3, 1).expand_as(t0)
+    h.clamp_max_(0.1)
+    return z * h, h
+
+
 NEIGHBOURS = [
     (_amax_read_through_detach, _four),
+    (_abs_read_through_detach_conj, _four),
+    (_abs_read_through_ops_of_a_detach, _four),
+    (_amax_read_through_type_as_of_a_detach, _four),
+    (_amax_read_only_for_its_shape, _four),
     (_abs_saved_written_then_detached, _four),
     (_add_saves_nothing, _one),
     (_self_copy_of_unsaved_read, _one),
@@ -827,7 +882,7 @@ def _writes_then_returns_a_no_grad_view(a, b):
 @pytest.mark.parametrize("fn, n", [(_returns_a_no_grad_view, 1), (_writes_then_returns_a_no_grad_view, 2),
                                    (_returns_a_no_grad_reshape, 1)])
 def test_a_returned_view_made_under_no_grad_is_refused_with_gradients(fn, n):
-    # Note [a view made under no_grad, returned] (refusals/saved_versions.py; fuzz seed 20758 #27, dtype --grad):
+    # Note [a view made under no_grad, returned] (refusals/returned_views.py; fuzz seed 20758 #27, dtype --grad):
     # eager's view requires grad but passes no gradient back (leaf.grad None); ours passed one through
     # Thunder's Function or the argument view remade after the call (leaf.grad ones): refused, loud
     leaf = torch.rand(2, 3, dtype=torch.float64, requires_grad=True)
@@ -858,7 +913,7 @@ def _returns_a_reshape_of_a_detach(b):
 @pytest.mark.parametrize("fn, grads", [(_returns_a_view_of_a_detach, [True, False]),
                                        (_returns_a_reshape_of_a_detach, [False, True])])
 def test_a_returned_view_of_a_detached_argument_is_refused_with_gradients(fn, grads):
-    # Note [a view made under no_grad, returned] (refusals/saved_versions.py, session 21): eager's view of
+    # Note [a view made under no_grad, returned] (refusals/returned_views.py, session 21): eager's view of
     # b.detach() requires no grad, so a loss over the outputs that do leaves it out; ours was remade after the call
     # as a view of b (view_outputs.py) and passed b a gradient: wrong leaf gradients. Refused, loud
     leaf = torch.rand(4, 3, requires_grad=True)

@@ -8,7 +8,8 @@ Two kinds, checked on the flattened trace after alias analysis (stage
   (``operands``), a write into an ``expand()``ed tensor or a value that does not
   broadcast (``writes``);
 * programs eager's autograd rejects (a tensor saved for the backward, then written; a write into an
-  output of ``unbind``/``chunk``/``split``), in calls that compute gradients (``saved_versions``);
+  output of ``unbind``/``chunk``/``split``), in calls that compute gradients (``saved_versions``); in
+  such a call that writes nothing, a returned view eager passes no gradient through (``returned_views``);
 * programs eager accepts but Thunder 0.2.6's autodiff gets wrong without an
   error, in calls that compute gradients (``autograd``).
 

@@ -203,7 +203,7 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
         return memory_of(p.name)
 
     rg_memory = {memory(p) for p in tensor_inputs if p.requires_grad}
-    input_memory = frozenset(rg_memory)  # (Note [a view made under no_grad, returned]: of an argument only)
+    input_memory = frozenset(rg_memory)  # (returned_views.py, Note [a view made under no_grad, returned]: of an argument only)
     detached: set = set()
     written_with_grad: set = set()  # memories a differentiable in-place op writes through a detached tensor
     multi: set = set()
@@ -212,8 +212,12 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
     views, maybe_views = _views_only(), _views_maybe()
     detaching_views = views | maybe_views
 
+    gradless: set = set()  # Note [a result computed from no gradient starts no backward]
+    grad_written: set = set()  # memories a differentiable in-place op writes, through any name
+
     def requires(p) -> bool:
-        return isinstance(p, TensorProxy) and p.name not in detached and memory(p) in rg_memory
+        return (isinstance(p, TensorProxy) and p.name not in detached and memory(p) in rg_memory
+                and (p.name not in gradless or memory(p) in grad_written))
 
     writes: dict[str, list] = {}  # memory -> [(index, op name)] of each write, in program order
     saves: list[_Save] = []
@@ -228,7 +232,7 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
     for i, b in enumerate(top_bsyms):
         if b.sym.id is prims.PrimIDs.RETURN:
             check_no_grad_view_reads(b)
-            for a in proxy_args(b):  # (Note [a view made under no_grad, returned])
+            for a in proxy_args(b):  # (returned_views.py, Note [a view made under no_grad, returned])
                 if (isinstance(a, TensorProxy) and a.name in no_grad_views and requires(a) and memory(a) in input_memory
                         and dtypes.is_inexact_dtype(a.dtype)):
                     _refuse_no_grad_view_output(a.name)
@@ -249,13 +253,17 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
             made_without_grad.update(o.name for o in outs)
         args = b.args
         tensor_args = [a for a in proxy_args(b) if isinstance(a, TensorProxy)]
-        differentiable = grad and any(requires(a) for a in tensor_args)
+        if b.sym.name in _FIRST_ARGUMENT_ONLY:  # (``x.type_as(h)``: h gives a dtype, not a gradient)
+            tensor_args = tensor_args[:1]
+        differentiable = grad and b.sym.name not in _NO_GRADIENT and any(requires(a) for a in tensor_args)
         name = b.sym.name
         if b.sym.name == "detach" or (b.sym in detaching_views and args and getattr(args[0], "name", None) in detached):
             detached.update(o.name for o in outs)
         written, of_self = _written(b, memory)
         if of_self and not differentiable and getattr(args[0] if args else None, "name", None) in detached:
             detached.update(o.name for o in outs)  # (``d.neg_()`` of a detached ``d``: ``d`` itself)
+        if grad and not differentiable and (not written or getattr(args[0] if args else None, "name", None) in gradless):
+            gradless.update(o.name for o in outs)
         if of_self:
             name = name if name.endswith("_") else name + "_"  # F.relu(h, inplace=True) is relu_
         saved = saves_of(name, args) if differentiable else ()
@@ -274,6 +282,7 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
             writes.setdefault(k, []).append((i, name))
             if differentiable and of_self:  # (batch_norm's running stats do not carry a gradient)
                 rg_memory.add(k)
+                grad_written.add(k)
                 if t.name in detached:  # (a gradient now enters the detached tensor)
                     written_with_grad.add(k)
         if not of_self:  # saved after the op's own writes (of other arguments)
@@ -306,10 +315,18 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
     # (a result made under no_grad starts no backward either: ``with torch.no_grad(): t3 = t0.permute(1, 0)``
     # returned kept sin's save of ``t0 = b.sin()`` live, fuzz seed 20727 #18, basic --grad)
     carries_none = {d for d in detached if memory_of(d) not in written_with_grad} | made_without_grad
+    carries_none.update(g for g in gradless if memory_of(g) not in grad_written)
     live = _live_ops(top_bsyms[: n + 1], memory, flows, carries_none)
     for s in stale:
         if s.index in live:
             _refuse_stale_save(s, writes[s.memory][s.at])
+
+
+# ops whose gradient goes to their first argument only (the others give a dtype or a shape), and ops whose
+# result carries no gradient at all (factories of another tensor's shape)
+_FIRST_ARGUMENT_ONLY = frozenset({"type_as", "expand_as", "view_as", "reshape_as", "to"})
+_NO_GRADIENT = frozenset({"zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like",
+                          "randint_like", "new_zeros", "new_ones", "new_full", "new_empty", "new_tensor"})
 
 
 def _saves_now(arg_saves, args, memory, writes: dict, index: int, name: str) -> list:
@@ -329,7 +346,16 @@ def _live_ops(bsyms, memory, flows: dict, carries_none: set) -> set:
     ``t0 = b.amax(-1); t1 = t0.detach()[2:4, 0]; b.clamp_max_(-0.1); return t1`` runs in eager: amax's
     backward never runs (fuzz seed 20491 #22, refused before, saying eager raises). Written with a
     value that requires grad (``d = t0.detach(); d.copy_(t0 * 2); return d``), the name still reads
-    ``d`` in the trace, and the gradient goes through the write: not in it."""
+    ``d`` in the trace, and the gradient goes through the write: not in it.
+
+    Note [a result computed from no gradient starts no backward]: the same holds for the result of any
+    op under grad mode none of whose tensor arguments requires grad (``gradless``), and of the ops after
+    it. Memory alone does not tell: ``c = t2.detach().conj()`` of a real ``t2 = b.abs()`` is ``t2``'s
+    detached tensor itself (eager's ``conj`` of a real tensor returns it), so it shares ``t2``'s memory,
+    which carries a gradient; ``b[1::2] = 1.5; return c / 2, b * 2`` runs in eager (abs's backward never
+    runs), and was refused saying eager raises (fuzz seed 20784 #36, dtype --grad). Such a name counts
+    as carrying a gradient again once a differentiable in-place op writes its memory, through any name
+    (``grad_written``): eager's views of a base that starts to require grad do too."""
     live: set = set()
     ret = bsyms[-1]
     if ret.sym.id is prims.PrimIDs.RETURN:
@@ -423,70 +449,12 @@ def _refuse_no_grad_view_read(op: str, name: str) -> None:
     )
 
 
-# Note [a view made under no_grad, returned]
-# -------------------------------------------
-# Eager's view of a tensor that requires grad, made under ``torch.no_grad()``, requires grad too but has no
-# ``grad_fn``: a backward through it reaches no leaf. fusion_alias's output is Thunder's autograd Function's
-# (or a view of the argument remade after the call, view_outputs.py), through which the gradient flows::
-#
-#     def f(b):                                   # b = leaf * 1
-#         with torch.no_grad(): t = b.transpose(0, 1)
-#         return t, b * 2                         # f(b)[0].sum().backward(): eager leaf.grad None, ours ones
-#
-# (fuzz seed 20758 #27, dtype --grad, session 20; plain ``thunder.jit``'s passes zeros). Refused, with gradients,
-# for views of an argument only: the remade view carries its gradient; a view of an intermediate made under
-# no_grad is Thunder's detached output, with eager's gradient (none). Session 21: a view of ``b.detach()`` of such
-# an argument ``b`` the same, in a program that writes nothing (``return b, b.detach().t()``: eager's requires no
-# grad; ours, remade as a view of ``b``, passed ``b`` a gradient: fuzz seed 20769 #10, layout --grad). ``b.detach()``
-# itself and ``b.t().detach()`` are Thunder's detached outputs (no gradient reaches ``b``); a written program's
-# outputs get eager's marks (autograd_functionalize.write_back, Note [outputs no gradient reaches]). Also a
-# reshape or flatten made under no_grad (session-21 probe: ``with torch.no_grad(): t = b.reshape(-1)``, a view of a
-# contiguous ``b``, passed a gradient); view or copy is not told here, so one that copies is refused too.
-def check_returned_no_grad_views(top_bsyms, tensor_inputs) -> None:
-    """Note [a view made under no_grad, returned], for a program that writes nothing in place (the checks above
-    run for the others): refuse a returned view, made under no_grad or of a detach, of a tensor that requires grad."""
-    views, maybe_views = _views_only(), _views_maybe()
-    input_views = {p.name for p in tensor_inputs if p.requires_grad}  # and their views made with grad
-    no_grad_views: set = set()
-    detached: set = set()  # ``b.detach()`` of those, and (``detached_views``) views of it
-    detached_views: set = set()
-    for b in top_bsyms:
-        if b.sym.id is prims.PrimIDs.RETURN:
-            for a in proxy_args(b):
-                if isinstance(a, TensorProxy) and a.name in no_grad_views and dtypes.is_inexact_dtype(a.dtype):
-                    _refuse_no_grad_view_output(a.name)
-                if isinstance(a, TensorProxy) and a.name in detached_views and dtypes.is_inexact_dtype(a.dtype):
-                    _refuse_detached_view_output(a.name)
-            return
-        src = getattr(b.args[0], "name", None) if b.args else None
-        if b.sym.name == "detach" and src in input_views | no_grad_views | detached | detached_views:
-            detached.update(o.name for o in tensor_outs(b))
-        if (src in detached or src in detached_views) and (b.sym in views and _is_a_view(b) or b.sym in maybe_views):
-            detached_views.update(o.name for o in tensor_outs(b))  # (a reshape that copies too: not told here)
-            continue
-        if not (b.sym in views and _is_a_view(b) or b.sym in maybe_views):  # (reshape: view or copy is not told here)
-            continue
-        outs = tensor_outs(b)
-        no_grad = any(ProxyTag.DETACHED_AUTOGRAD_GRAPH in o.tags for o in outs)
-        if src in no_grad_views or (no_grad and src in input_views):
-            no_grad_views.update(o.name for o in outs)
-        elif src in input_views and b.sym.name != "detach":
-            input_views.update(o.name for o in outs)
-
-
 def _refuse_no_grad_view_output(name: str) -> None:
     raise AliasInputError(
         f"fusion_alias: the program returns {name}, a view made under torch.no_grad() of a tensor that requires "
         "grad, in a call that computes gradients: not supported. Eager's view requires grad but passes no gradient "
         "back; the compiled program's output would pass one. Workarounds: return it .detach()ed, or make the view "
         "with grad mode enabled. (In a program that writes nothing, a reshape or flatten counts as a view here.)")
-
-
-def _refuse_detached_view_output(name: str) -> None:
-    raise AliasInputError(
-        f"fusion_alias: the program returns {name}, a view of a detach()ed tensor that requires grad, in a call that "
-        "computes gradients and writes nothing in place: not supported. Eager's view requires no grad; the compiled "
-        "program's output would pass a gradient back. Workaround: detach() last (x.t().detach() for x.detach().t())")
 
 
 def _refuse_multi_output_write(op: str, name: str) -> None:
