@@ -716,6 +716,41 @@ def test_writes_into_elements_that_overlap_each_other_are_refused(fn, make_input
             jitted(*make_inputs())
 
 
+def _broadcast_to_own_shape(a, b):  # fuzz seed 31000 #44: refused as "may overlap each other" before
+    torch.broadcast_tensors(a, a)[0].mul_(2.0)
+    t0 = a * 2
+    torch.broadcast_tensors(t0, t0)[0].add_(1.0)
+    torch.broadcast_tensors(b, a)[1].sub_(0.5)  # (b's shape: a is not grown)
+    torch.broadcast_to(a[::2], (3,)).mul_(3.0)
+    return a, b, t0
+
+
+def _broadcast_grows_row(a, b):  # b grown from one row to a's three: eager raises
+    torch.broadcast_tensors(a, b)[1].add_(1.0)
+    return b
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_a_write_through_a_broadcast_to_the_operands_own_shape_runs(schedule):
+    # Note [a broadcast to the operand's own shape] (refusals/writes.py)
+    def make():
+        g = torch.Generator().manual_seed(3)
+        return torch.randn(6, generator=g), torch.randn(6, generator=g)
+    want_args = make()
+    want = _broadcast_to_own_shape(*want_args)
+    jitted = fusion_alias.jit(_broadcast_to_own_shape, backend="reference", schedule=schedule)
+    for _ in range(2):
+        args = make()
+        got = jitted(*args)
+        for g, w in zip((*got, *args), (*want, *want_args)):
+            torch.testing.assert_close(g, w)
+    a, b = torch.randn(3, 4), torch.randn(1, 4)
+    with pytest.raises(RuntimeError):
+        _broadcast_grows_row(a.clone(), b.clone())
+    with pytest.raises(fusion_alias.AliasInputError, match="may overlap each other"):
+        fusion_alias.jit(_broadcast_grows_row, backend="reference", schedule=schedule)(a.clone(), b.clone())
+
+
 def _write_apart_inside(x):
     x.as_strided((2, 3), (3, 1)).add_(1)
     x.as_strided((2,), (2,), 1).mul_(3)

@@ -264,7 +264,7 @@ def _layout_made_by_opaque_op(root: str, dst_name: str, producers, actual: dict,
         stride = producer.args[2] if len(producer.args) > 2 else producer.kwargs.get("stride")
         if _ints(size) and _ints(stride) and len(size) == len(stride):
             return torch.empty_strided(tuple(size), tuple(stride), device="meta")
-    elif name not in _MAY_OVERLAP_ITSELF:
+    elif name not in _MAY_OVERLAP_ITSELF or not _broadcasts(producer, root):
         group = info.group(root)
         overlapping = [n for n, x in actual.items()
                        if isinstance(x, torch.Tensor) and n in info.root and info.group(n) == group
@@ -273,6 +273,32 @@ def _layout_made_by_opaque_op(root: str, dst_name: str, producers, actual: dict,
             return None
         what += f", which may be a view of input {overlapping[0]}"
     raise AliasInputError(_overlapping_elements_message(what, "a layout fusion_alias cannot see through"))
+
+
+_BROADCASTING = frozenset({"expand", "expand_as", "broadcast_to", "broadcast_tensors"})
+
+
+def _broadcasts(producer, root: str) -> bool:
+    """Whether ``root``, an output of an op of ``_MAY_OVERLAP_ITSELF``, may repeat an element of its operand.
+
+    Note [a broadcast to the operand's own shape]: ``expand`` and its kin repeat an element (a zero stride)
+    only along a dimension they grow from size 1, or add; to the operand's own shape
+    (``torch.broadcast_tensors(t0, t0)[0].add_(1.0)``, fuzz seed 31000 #44) the result is a view with the
+    operand's layout, whose elements overlap only where the operand's do (checked as for other views).
+    ``unfold``, or an operand or result not found, may."""
+    if producer.sym.name not in _BROADCASTING:
+        return True
+    outs = proxy_outs(producer)
+    k = next((i for i, o in enumerate(outs) if o.name == root), None)
+    args = producer.args
+    operand = args[k] if producer.sym.name == "broadcast_tensors" and k is not None and k < len(args) else args[0]
+    if k is None or not isinstance(operand, TensorProxy) or not isinstance(outs[k], TensorProxy):
+        return True
+    out_shape, shape = tuple(outs[k].shape), tuple(operand.shape)
+    if len(shape) > len(out_shape):
+        return True
+    padded = (1,) * (len(out_shape) - len(shape)) + shape
+    return any(p == 1 and o > 1 for p, o in zip(padded, out_shape))
 
 
 def _ints(xs) -> bool:
