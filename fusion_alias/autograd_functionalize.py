@@ -59,7 +59,8 @@ from fusion_alias import context, ops, tensor_identity
 from fusion_alias.aliasing import _made_from_args, _view_symbols, analyze, may_write
 from fusion_alias.proxies_by_name import tensor_proxies_by_name
 from fusion_alias.errors import AliasInputError
-from fusion_alias.functional_rewrite import Rewriter
+from fusion_alias.functional_rewrite import Rewriter, _detached
+from fusion_alias.gradient_operands import gradient_operands
 from fusion_alias.input_outputs import outputs_as_the_callers, outputs_of_written_inputs
 from fusion_alias.refusals.returned_views import check_returned_no_grad_views
 from fusion_alias.functionalized_epilogue import eager_store_flags, epilogue_returning_finals, refuse_stores_of_input_views
@@ -183,7 +184,8 @@ def _requires_grad(flat, info, tensor_inputs, step_outputs=frozenset()):
             continue
         if ops.is_view(b):
             continue  # a view requires grad when its memory does
-        if any(isinstance(a, TensorProxy) and requires(a.name) for a in b.flat_args):
+        operands = gradient_operands(b.sym.name, [a for a in b.flat_args if isinstance(a, TensorProxy)])
+        if any(requires(a.name) for a in operands):  # (``zeros_like(t)`` requires no grad: gradient_operands.py)
             for o in b.flat_outs:
                 detached = ProxyTag.DETACHED_AUTOGRAD_GRAPH in o.tags if isinstance(o, TensorProxy) else True
                 # an integer or bool result requires no grad in eager, nor does what is computed from it
@@ -443,9 +445,12 @@ def functionalize(prologue_trc, trace, epilogue_trc):
             finals = [rewriter.distinct(rewriter.final_value(p.name), seen) for p in written]
             # the last value of memory the program made and wrote is kept alive: Thunder's DCE drops a
             # value nobody reads, and with it the error eager raises computing it (``t4.neg_()`` of a
-            # bool temporary, fuzz --grad seed 1 #48); ``write_back`` ignores these
+            # bool temporary, fuzz --grad seed 1 #48); ``write_back`` ignores these. Kept as constants: an
+            # output of Thunder's autograd function gets a zero cotangent when the loss does not read it, and
+            # that zero reached the leaves it was computed from as a zero gradient where eager's is None
+            # (``h = x @ w; h.mul_(2); return (h > 0).float(), x * 1``: w.grad zeros, session 22 probe)
             inputs = {p.name for p in tensor_inputs}
-            kept = [v for m, v in rewriter.current.items()
+            kept = [_detached(v) if dtypes.is_inexact_dtype(v.dtype) else v for m, v in rewriter.current.items()
                     if m in rewriter.last_mode and m not in inputs and m not in rewriter.members and v.name not in seen]
             finals += kept
             new_value = tuple(flat_out) + tuple(finals)

@@ -65,22 +65,38 @@ class TraceShapeError(RuntimeError):
 # (checked). A region refuses such a trace when it is built, naming the bug.
 
 
+# The same gradient converted to another dtype on its way (``a.double() * b.sum()``: the 0-d
+# ``b.sum()`` is converted before the product) reaches the broadcast as the conversion's result,
+# which the trace declares 0-d: there the conversion is inconsistent, its operand of ``a``'s shape
+# and its result 0-d. Both are refused alike.
 _BROADCAST_IN_DIM = ops.PrimIDs.BROADCAST_IN_DIM
+_CONVERT_ELEMENT_TYPE = ops.PrimIDs.CONVERT_ELEMENT_TYPE
+
+WRONG_0D_GRADIENT = (
+    "Thunder 0.2.6 computed a wrong gradient for a 0-d intermediate used with a tensor (e.g. a * b.sum() "
+    "with both requiring grad); plain thunder.jit returns that wrong gradient without an error. Workaround: "
+    "keep the reduced dimension (b.sum(0, keepdim=True) or b.sum().reshape(1))")
 
 
 def _check_trace_consistency(name: str, b: BoundSymbol) -> None:
     """Raise ``TraceShapeError`` where ``b``, a ``broadcast_in_dim`` of region ``name``, broadcasts
-    a tensor with dimensions its shape does not have (Note [Thunder's wrong 0-d gradients])."""
-    if isinstance(b.args[0], TensorProxy):
-        have, dims = tuple(b.args[0].shape), tuple(b.args[2])
-        if len(have) != len(dims):
+    a tensor with dimensions its shape does not have, or a ``convert_element_type`` changes a shape
+    (Note [Thunder's wrong 0-d gradients])."""
+    a = b.args[0]
+    if not isinstance(a, TensorProxy):
+        return
+    if b.sym.id is _CONVERT_ELEMENT_TYPE:
+        out = b.output
+        if isinstance(out, TensorProxy) and tuple(out.shape) != tuple(a.shape):
             raise TraceShapeError(
-                f"fusion_alias: Thunder's trace broadcasts {b.args[0].name} of shape {have} with broadcast "
-                f"dimensions {dims} (region {name}): Thunder 0.2.6 computed a wrong gradient for a 0-d "
-                "intermediate used with a tensor (e.g. a * b.sum() with both requiring grad); plain "
-                "thunder.jit returns that wrong gradient without an error. Workaround: keep the reduced "
-                "dimension (b.sum(0, keepdim=True) or b.sum().reshape(1))"
-            )
+                f"fusion_alias: Thunder's trace converts {a.name} of shape {tuple(a.shape)} to {out.name} of shape "
+                f"{tuple(out.shape)} (region {name}): {WRONG_0D_GRADIENT}")
+        return
+    have, dims = tuple(a.shape), tuple(b.args[2])
+    if len(have) != len(dims):
+        raise TraceShapeError(
+            f"fusion_alias: Thunder's trace broadcasts {a.name} of shape {have} with broadcast "
+            f"dimensions {dims} (region {name}): {WRONG_0D_GRADIENT}")
 
 
 def plan_region(
@@ -154,7 +170,7 @@ def planned_later(
         sym_id = b.sym.id
         if sym_id is copy_id:
             last_copy = b
-        elif sym_id is _BROADCAST_IN_DIM:
+        elif sym_id is _BROADCAST_IN_DIM or sym_id is _CONVERT_ELEMENT_TYPE:
             _check_trace_consistency(name, b)
     spec = _PlannedLater.__new__(_PlannedLater)
     spec.name, spec.inputs, spec.outputs, spec.bsyms, spec.alias_groups, spec.meta = (
@@ -189,14 +205,14 @@ class _PlannedLater(RegionSpec):
 
 def _copies_checked(name: str, bsyms: Sequence[BoundSymbol]) -> list[int]:
     """The positions of the ``copy_`` symbols of region ``name``; raises ``TraceShapeError`` at
-    the first inconsistent broadcast (Note [Thunder's wrong 0-d gradients])."""
+    the first inconsistent broadcast or conversion (Note [Thunder's wrong 0-d gradients])."""
     copy_id = ops.COPY_ID
     copies: list[int] = []
     for i, b in enumerate(bsyms):  # (nothing planned after this raises: the check raises as one made first would)
         sym_id = b.sym.id
         if sym_id is copy_id:
             copies.append(i)
-        elif sym_id is _BROADCAST_IN_DIM:
+        elif sym_id is _BROADCAST_IN_DIM or sym_id is _CONVERT_ELEMENT_TYPE:
             _check_trace_consistency(name, b)
     return copies
 

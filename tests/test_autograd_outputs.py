@@ -178,3 +178,35 @@ def test_an_output_view_of_a_tensor_no_argument_holds_keeps_eagers_gradients():
         return [w0, w2], (x0, x2.diagonal())
 
     assert_matches_eager(_returns_a_view_of_a_closed_over_element, make)
+
+
+def _mask_of_a_written_product(x, w):  # h's last value was a differentiable extra output
+    h = x @ w
+    h.mul_(2)
+    return (h > 0).float(), x * 1
+
+
+def _zeros_like_of_a_saving_result(x, w):  # zeros_like requires no grad (gradient_operands.py)
+    h = x @ w
+    t = h.sin()
+    h.clamp_max_(0.1)
+    return torch.zeros_like(t), x * 2
+
+
+@pytest.mark.parametrize("fn", [_mask_of_a_written_product, _zeros_like_of_a_saving_result])
+def test_a_leaf_no_gradient_reaches_keeps_none(fn):
+    # session 22 probe: w's gradient reaches no output the loss reads; eager and plain thunder.jit leave it None,
+    # fusion_alias gave zeros (the written tensor's last value, kept alive, was a differentiable output), and
+    # returned zeros_like(t) requiring grad
+    def make():
+        g = torch.Generator().manual_seed(0)
+        x = torch.randn(3, 4, generator=g).requires_grad_()
+        w = torch.randn(4, 4, generator=g).requires_grad_()
+        return [x, w], [x, w]
+
+    assert_matches_eager(fn, make)
+    _, (x, w) = make()
+    out = fusion_alias.jit(fn, backend="reference")(x, w)
+    assert not out[0].requires_grad
+    out[1].sum().backward()
+    assert w.grad is None and x.grad is not None

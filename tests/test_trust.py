@@ -447,6 +447,24 @@ def test_wrong_zero_dim_gradient_is_named():
         fusion_alias.jit(fn, backend="reference")(a, b).sum().backward()
 
 
+@pytest.mark.parametrize("fn", [
+    lambda a: a.double() * a.sum(),  # the 0-d sum converted on its way into the product
+    lambda a: a * a.sum().double(),
+    lambda a: (a.double() + a.sum()) ** 2,
+    lambda a: a.double() * a[0, 0],
+    lambda a: a.double() * a.amax(),
+    lambda a: a * a.sum().to(torch.float16),
+], ids=["double_times_sum", "times_sum_double", "double_plus_sum", "double_times_element", "double_times_amax",
+        "times_sum_half"])
+def test_wrong_zero_dim_gradient_through_a_conversion_is_named(fn):
+    # session 22 probe: where the 0-d gradient is converted to another dtype on its way, the region got a
+    # conversion whose result the trace declares 0-d, and the reference backend crashed with torch's "shape
+    # '[1, 1]' is invalid for input of size 12"; plain thunder.jit returns a wrong gradient or raises its own
+    a = torch.randn(3, 4, requires_grad=True)
+    with pytest.raises(RuntimeError, match="wrong gradient for a 0-d intermediate"):
+        fusion_alias.jit(fn, backend="reference")(a).sum().backward()
+
+
 def test_zero_dim_gradient_workaround_runs():
     def fn(a, b):
         return a * b.sum(0, keepdim=True)

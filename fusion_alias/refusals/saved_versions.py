@@ -18,6 +18,7 @@ import thunder.core.prims as prims
 
 from fusion_alias.aliasing import AliasInfo, copies_in, proxy_args, tensor_outs
 from fusion_alias.errors import AliasInputError
+from fusion_alias.gradient_operands import gradient_operands
 
 
 # Note [tensors saved for the backward, then written]
@@ -253,9 +254,8 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
             made_without_grad.update(o.name for o in outs)
         args = b.args
         tensor_args = [a for a in proxy_args(b) if isinstance(a, TensorProxy)]
-        if b.sym.name in _FIRST_ARGUMENT_ONLY:  # (``x.type_as(h)``: h gives a dtype, not a gradient)
-            tensor_args = tensor_args[:1]
-        differentiable = grad and b.sym.name not in _NO_GRADIENT and any(requires(a) for a in tensor_args)
+        # (``t.type_as(h)``: h gives a dtype, not a gradient; gradient_operands.py)
+        differentiable = grad and any(requires(a) for a in gradient_operands(b.sym.name, tensor_args))
         name = b.sym.name
         if b.sym.name == "detach" or (b.sym in detaching_views and args and getattr(args[0], "name", None) in detached):
             detached.update(o.name for o in outs)
@@ -320,13 +320,6 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
     for s in stale:
         if s.index in live:
             _refuse_stale_save(s, writes[s.memory][s.at])
-
-
-# ops whose gradient goes to their first argument only (the others give a dtype or a shape), and ops whose
-# result carries no gradient at all (factories of another tensor's shape)
-_FIRST_ARGUMENT_ONLY = frozenset({"type_as", "expand_as", "view_as", "reshape_as", "to"})
-_NO_GRADIENT = frozenset({"zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like",
-                          "randint_like", "new_zeros", "new_ones", "new_full", "new_empty", "new_tensor"})
 
 
 def _saves_now(arg_saves, args, memory, writes: dict, index: int, name: str) -> list:

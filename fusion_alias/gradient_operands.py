@@ -1,0 +1,33 @@
+"""Which tensor arguments of a symbol its result's gradient goes back to, where that is not all of them.
+
+Note [operands that give a dtype or a shape]
+--------------------------------------------
+Eager's ``t.type_as(h)``, ``t.to(h)``, ``t.expand_as(h)``, ``t.view_as(h)`` and ``t.reshape_as(h)`` read
+only ``h``'s dtype or shape: the result requires grad when ``t`` does, whatever ``h`` requires, and no
+gradient goes back to ``h``. ``torch.zeros_like(h)`` and its kin, and ``h.new_zeros(...)`` and its kin,
+are factories: their result requires no grad at all. Taking every tensor argument for an operand (as
+the checks of calls with gradients did) made ``torch.zeros_like(t)`` of a ``t`` that requires grad
+require grad itself (an output marked so where eager's is not), and ``t.detach().type_as(h)`` carry
+``h``'s gradient (a refusal saying eager raises where it does not, session 22). Worked example::
+
+    t0 = h.amax(-1, keepdim=True)          # amax saves h
+    z = torch.zeros_like(t0)               # requires no grad: amax's backward never runs through z
+    h.clamp_max_(0.1)
+    return z * h                           # eager runs its backward; so does fusion_alias now
+"""
+
+from __future__ import annotations
+
+FIRST_ARGUMENT_ONLY = frozenset({"type_as", "to", "expand_as", "view_as", "reshape_as"})
+NO_GRADIENT = frozenset({"zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like",
+                         "randint_like", "new_zeros", "new_ones", "new_full", "new_empty", "new_tensor"})
+
+
+def gradient_operands(name: str, tensor_args: list) -> list:
+    """The tensors among ``tensor_args`` (a symbol's tensor arguments, in order) that a gradient of the
+    symbol named ``name`` goes back to (Note [operands that give a dtype or a shape])."""
+    if name in NO_GRADIENT:
+        return []
+    if name in FIRST_ARGUMENT_ONLY:
+        return tensor_args[:1]
+    return tensor_args
