@@ -99,6 +99,25 @@ def _check_trace_consistency(name: str, b: BoundSymbol) -> None:
             f"dimensions {dims} (region {name}): {WRONG_0D_GRADIENT}")
 
 
+def explain_inconsistent_trace(spec, error: Exception) -> None:
+    """Raise ``TraceShapeError`` from ``error`` (what running region ``spec`` raised) where one of the
+    region's elementwise ops has a tensor operand of another shape than its result, other than a 0-d one:
+    the shapes Thunder's trace declares do not hold (Note [Thunder's wrong 0-d gradients]: in
+    ``x - x.mean()``'s backward, ``div(neg(g), 12.0)`` of a 2-d ``g`` is declared 0-d, and the broadcast
+    after it failed with torch's "shape '[1, 1]' is invalid for input of size 12"). Asked only after a
+    region failed: the check walks the region's symbols."""
+    for b in spec.bsyms:
+        kind = ops.op_info(b)
+        out = b.output
+        if kind is None or kind.kind != "elementwise" or not isinstance(out, TensorProxy):
+            continue
+        for a in b.args:
+            if isinstance(a, TensorProxy) and len(a.shape) and tuple(a.shape) != tuple(out.shape):
+                raise TraceShapeError(
+                    f"fusion_alias: Thunder's trace computes {out.name} of shape {tuple(out.shape)} from {a.name} of "
+                    f"shape {tuple(a.shape)} elementwise (region {spec.name}): {WRONG_0D_GRADIENT}") from error
+
+
 def plan_region(
     name: str,
     bsyms: Sequence[BoundSymbol],

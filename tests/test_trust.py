@@ -465,6 +465,19 @@ def test_wrong_zero_dim_gradient_through_a_conversion_is_named(fn):
         fusion_alias.jit(fn, backend="reference")(a).sum().backward()
 
 
+@pytest.mark.parametrize("backend", ["reference", "auto"])
+@pytest.mark.parametrize("fn", [
+    lambda a: a - a.mean(),  # the backward's div(neg(g), 12.0) of a 2-d g is declared 0-d
+    lambda a: (a - a.amax()).exp() / (a - a.amax()).exp().sum(),
+], ids=["minus_mean", "softmax_by_hand"])
+def test_wrong_zero_dim_gradient_met_inside_a_region_is_named(fn, backend):
+    # session 22 probe: the inconsistency shows only when the region runs (torch's "shape '[1, 1]' is invalid
+    # for input of size 12" before); plain thunder.jit raises an error of its own on these
+    a = torch.randn(3, 4, requires_grad=True)
+    with pytest.raises(RuntimeError, match="wrong gradient for a 0-d intermediate"):
+        fusion_alias.jit(fn, backend=backend)(a).sum().backward()
+
+
 def test_zero_dim_gradient_workaround_runs():
     def fn(a, b):
         return a * b.sum(0, keepdim=True)

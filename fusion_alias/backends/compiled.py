@@ -440,7 +440,13 @@ class CompiledFusion:
         if fn is None:
             self._build()
             fn = self._fn
-        return fn(*args)
+        try:
+            return fn(*args)
+        except RuntimeError as e:
+            from fusion_alias.region_plan import explain_inconsistent_trace
+
+            explain_inconsistent_trace(self.spec, e)
+            raise
 
     def __repr__(self):
         return describe(self.spec, self.fd.to_source(self.spec.name) + "\n# torch (compiled backend):\n" + _commented(self.source))

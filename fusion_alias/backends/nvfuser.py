@@ -643,6 +643,15 @@ class NvFuserFusion:
 
     # -- running --------------------------------------------------------------
     def __call__(self, *args):
+        try:
+            return self._run(args)
+        except RuntimeError as e:
+            from fusion_alias.region_plan import explain_inconsistent_trace
+
+            explain_inconsistent_trace(self.spec, e)  # (Note [Thunder's wrong 0-d gradients])
+            raise
+
+    def _run(self, args):
         from fusion_alias.lowering import assemble_outputs
 
         spec = self.spec

@@ -177,7 +177,13 @@ class ReferenceFusion:
 
         spec = self.spec
         check_input_shapes(spec, args)
-        env = run_recorded(self.fd, list(args), self.schedule)
+        try:
+            env = run_recorded(self.fd, list(args), self.schedule)
+        except RuntimeError as e:
+            from fusion_alias.region_plan import explain_inconsistent_trace
+
+            explain_inconsistent_trace(spec, e)
+            raise
         inputs = {p.name: a for p, a in zip(spec.inputs, args)}
         # plain fusion outputs, in the order define_region added them (emitted_outputs)
         emitted = [
