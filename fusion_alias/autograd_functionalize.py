@@ -63,6 +63,7 @@ from fusion_alias.functional_rewrite import Rewriter, _detached
 from fusion_alias.gradient_operands import gradient_operands
 from fusion_alias.input_outputs import outputs_as_the_callers, outputs_of_written_inputs
 from fusion_alias.refusals.returned_views import check_returned_no_grad_views
+from fusion_alias.refusals.strided_outputs import check_returned_strided_views
 from fusion_alias.functionalized_epilogue import eager_store_flags, epilogue_returning_finals, refuse_stores_of_input_views
 from fusion_alias.leaf_views import detached_names, detaches
 from fusion_alias.view_outputs import remade_outputs
@@ -73,6 +74,9 @@ class FunctionalizeForAutograd(Transform):
     """Thunder ``Transform``: the computation trace made pure before the autodiff (module Note)."""
 
     def transform_traces_pre_prologue(self, prologue_trc, computation_trc, epilogue_trc, **kwargs):
+        if torch.is_grad_enabled():  # (refusals/strided_outputs.py, Note [as_strided of a view, returned])
+            check_returned_strided_views(computation_trc.bound_symbols,
+                                         [a for a in computation_trc.args if isinstance(a, TensorProxy)])
         if not any(may_write(b) for b in computation_trc.bound_symbols):
             if torch.is_grad_enabled():  # (refusals/returned_views.py, Note [a view made under no_grad, returned])
                 check_returned_no_grad_views(computation_trc.bound_symbols,

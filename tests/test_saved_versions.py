@@ -982,3 +982,51 @@ def test_a_reshape_made_under_no_grad_that_copies_still_runs():
         return [w], (w * 1,)
 
     assert_matches_eager(_writes_a_reshape_that_copies_made_under_no_grad, make)
+
+
+# ---- Note [as_strided of a view, returned] (refusals/strided_outputs.py)
+
+def _strided_of_strided_returned(a):  # fuzz seed 31004 #8 (strided --grad): wrong gradients at a[6], a[8]
+    t0 = a.as_strided((2, 3), (3, 1))
+    t1 = t0.as_strided((4, 2), (2, 2))
+    return t1, a, t0, t0 * 2
+
+
+def _strided_of_a_slice_viewed_further(a):
+    t1 = a[2:].as_strided((2, 2), (1, 3))
+    return t1.t(), a * 2
+
+
+def _strided_of_the_argument(a):  # as_strided of the argument itself: the remade view restricts as eager's
+    return a.as_strided((4, 2), (2, 2)), a * 2
+
+
+def _strided_of_a_view_read_only(a):  # not returned: its gradient stays inside Thunder's function
+    t1 = a[1:3].as_strided((3, 2), (2, 1))  # (reaching past a[1:3]: eager's backward drops those, so does Thunder's)
+    return t1.sum(0) * 2, a * 1
+
+
+def _twelve():
+    leaf = torch.linspace(-1.0, 1.0, 12).requires_grad_()
+    return [leaf], [leaf * 1]
+
+
+@pytest.mark.parametrize("fn", [_strided_of_strided_returned, _strided_of_a_slice_viewed_further])
+def test_a_returned_as_strided_of_a_view_is_refused_with_gradients(fn):
+    for schedule in SCHEDULES:
+        _, args = _twelve()
+        with pytest.raises(AliasInputError, match="a view made by as_strided of a view of an argument"):
+            fusion_alias.jit(fn, backend="reference", schedule=schedule)(*args)
+    # without gradients the output is not remade: eager's values
+    _, args = _twelve()
+    args = [a.detach() for a in args]
+    want = fn(*[a.clone() for a in args])
+    with torch.no_grad():
+        got = fusion_alias.jit(fn, backend="reference")(*args)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w)
+
+
+@pytest.mark.parametrize("fn", [_strided_of_the_argument, _strided_of_a_view_read_only])
+def test_as_strided_neighbours_run_with_gradients(fn):
+    assert_matches_eager(fn, _twelve)
