@@ -46,6 +46,15 @@ REJECTED = {
     "index_add_same": lambda a, f: a.index_add_(0, torch.arange(4), a),
     "index_put_same": lambda a, f: a.index_put_((torch.arange(4),), a),
     "setitem_tensor_index_row": lambda a, f: a.__setitem__(torch.tensor([0, 2]), a[0]),
+    # a list key is index_put_ on the key's basic part (Note [a list key is an index_put_]; fuzz seed 31012 #36)
+    "setitem_list_index_row": lambda a, f: a.__setitem__([3, 2, 1], a[1]),
+    "setitem_list_index_0dim": lambda a, f: a.__setitem__([0, 1], a[2, 2]),
+    "setitem_list_index_unsqueezed_row": lambda a, f: a.__setitem__([0], a[3:4]),
+    "setitem_int_and_list_same_row": lambda a, f: a.__setitem__((1, [0, 1]), a[1, 2:4]),
+    "setitem_slice_and_list_rows": lambda a, f: a.__setitem__((slice(0, 2), [0, 1]), a[1, 0:2]),
+    "setitem_two_lists": lambda a, f: a.__setitem__(([0, 1], [0, 1]), a[3, :2]),
+    "setitem_list_index_into_a_flat_view": lambda a, f: a.view(-1).__setitem__([1, 2], a[3, :2]),
+    "setitem_int_and_tensor_same_row": lambda a, f: a.__setitem__((1, torch.tensor([0, 1])), a[1, 2:4]),
 }
 
 
@@ -119,6 +128,13 @@ ACCEPTED = {
     # a dtype conversion that changes the dtype, and Tensor.new_*, allocate (fresh_results.returns_new_memory)
     "copy_of_converted_row": lambda a, f: a[0].copy_(a[1].half()),
     "copy_into_new_empty": lambda a, f: a.add_(a.new_empty(a.shape).copy_(a)),
+    # index_put_ checks its value against the key's basic part only, and not where it is not dense
+    "setitem_slice_and_list_other_row": lambda a, f: a.__setitem__((slice(0, 2), [0, 1]), a[3, 0:2]),
+    "setitem_int_and_list_other_row": lambda a, f: a.__setitem__((1, [0, 1]), a[3, 0:2]),
+    "setitem_int_and_tensor_other_row": lambda a, f: a.__setitem__((1, torch.tensor([0, 1])), a[2, 2:4]),
+    "setitem_list_of_columns_from_another_column": lambda a, f: a.__setitem__((slice(None), [0]), a[:, 3:4]),
+    "setitem_row_of_a_row_from_another_row": lambda a, f: a[0].__setitem__([1, 2], a[1, :2]),
+    "setitem_bool_mask_0dim_value": lambda a, f: a.__setitem__(f > 1, a[0, 0]),
     # index_fill_ reads its value as a number (hostile probe 12)
     "index_fill_own_element": lambda a, f: a.index_fill_(1, torch.tensor([0, 2]), a[0, 0]),
 }

@@ -178,17 +178,27 @@ def _check_operand_overlap(
                 "tell whether eager PyTorch would reject the overlap: not supported. clone() the input first"
             )
         if written is None:
-            written = _written_view(op, info, actual, proxies, metas)
+            written = _index_put_self(op, info, actual, proxies, metas) if rule == "index" else (
+                _written_view(op, info, actual, proxies, metas))
             if written is None:
                 return
         x_view = _actual_view(x.name, info, actual, proxies, metas)
         if x_view is None:
             continue
-        if rule == "setitem":
-            x_view, rule = _setitem_value(x_view, written), "partial"
-            if x_view is None:
-                continue
-        status = "full" if op.key is None and info.same_view(x.name, dst.name) else _overlap_status(x_view, written)
+        if rule == "index":  # Note [a list key is an index_put_] (inplace_ops.py): eager's assert_no_overlap
+            status = _overlap_status(x_view, written)
+            if status == "too hard" and _index_shares_elements(op, x_view, written):
+                raise AliasInputError(
+                    f"fusion_alias: {op.name}: the input tensor {x.name} and the written-to tensor {dst.name} share "
+                    "memory in a layout eager PyTorch does not check (not dense), so eager's result depends on the "
+                    "order in which it visits memory: not supported. clone() the input first")
+            rule, status = "any", "none" if status == "too hard" else status
+        else:
+            if rule == "setitem":
+                x_view, rule = _setitem_value(x_view, written), "partial"
+                if x_view is None:
+                    continue
+            status = "full" if op.key is None and info.same_view(x.name, dst.name) else _overlap_status(x_view, written)
         if rule == "ordered" and status != "none" and (status != "too hard" or _shares_elements(x_view, written)):
             raise AliasInputError(  # Note [masked_scatter_ reads its source as it writes]
                 f"fusion_alias: {op.name}: the input tensor {x.name} and the written-to tensor {dst.name} share "
@@ -260,6 +270,39 @@ def _compares_operands(op: _InplaceOp, info: AliasInfo, actual: dict, inputs: fr
     decides]); False: the check says nothing."""
     dst = op.written.name
     return any(not _says_nothing(x.name, dst, info, actual, inputs) for x, _ in op.operands)
+
+
+def _index_put_self(op: _InplaceOp, info: AliasInfo, actual: dict, proxies: dict, metas: dict):
+    """The view eager's ``index_put_`` writes for ``op``, a setitem with a list or tensor index: the written
+    tensor indexed by the key's basic part (Note [a list key is an index_put_], inplace_ops.py)."""
+    view = _actual_view(op.written.name, info, actual, proxies, metas)
+    if view is None or op.index_self is None:
+        return view
+    try:
+        return view[op.index_self]
+    except Exception:  # a key torch cannot apply to the stand-in: nothing to say
+        return None
+
+
+def _index_shares_elements(op: _InplaceOp, x: torch.Tensor, written: torch.Tensor) -> bool:
+    """Whether ``x`` has an element in common with those ``op`` (a setitem with a list or tensor index) writes
+    of ``written`` (its ``index_self`` view). Where the key is lists of ints, the elements written are those
+    the lists pick (``a[:, [0]] = a[:, 3:4]`` writes column 0 only, and runs in eager in any order); with a
+    tensor index, all of ``written`` (unsure)."""
+    if op.key is None or x.numel() == 0 or max(x.numel(), written.numel()) > _MAX_CHECKED:
+        return _shares_elements(x, written)
+    real = x.device.type != "meta" and written.device.type != "meta"
+    if real and x.untyped_storage().data_ptr() != written.untyped_storage().data_ptr():
+        return _shares_elements(x, written)
+    parts = op.key if isinstance(op.key, tuple) else (op.key,)
+    # the key over ``written``'s dimensions: an int's is gone, a slice's and None's are taken whole
+    key = tuple(k if isinstance(k, list) or k is Ellipsis else slice(None)
+                for k in parts if not (isinstance(k, int) and not isinstance(k, bool)))
+    try:
+        picked = _storage_offsets(written).reshape(written.shape)[key].reshape(-1)
+    except Exception:  # a key torch cannot apply here: all of it
+        return _shares_elements(x, written)
+    return bool(torch.isin(_storage_offsets(x), picked).any())
 
 
 def _written_view(op: _InplaceOp, info: AliasInfo, actual: dict, proxies: dict, metas: dict):
