@@ -1027,3 +1027,21 @@ def test_a_reshape_of_an_opaque_view_then_a_write_matches_eager(schedule):
 
     _check(_reshape_of_a_conj_of_a_transpose_then_a_write, make, schedule)
     _check(_flatten_of_a_conj_then_a_write, make, schedule)
+    # a reshape that only adds size-1 dims (or of one element) of a result whose layout is still unknown (rot90 of
+    # a transposed tensor): a view in every layout, as eager's, where it was refused ("cannot tell")
+    _check(_size_1_reshape_of_a_rot90_then_a_write, make, schedule)
+    _check(_scalar_reshape_of_an_element_of_a_rot90_then_a_write, make, schedule)
+
+
+def _size_1_reshape_of_a_rot90_then_a_write(a):
+    t = a.t().rot90()
+    v = t.reshape(1, 4, 1, 4)
+    v.add_(1)  # eager: lands in t
+    return t, v * 1
+
+
+def _scalar_reshape_of_an_element_of_a_rot90_then_a_write(a):
+    t = a.t().rot90()[1:2, 2:3]
+    v = t.reshape(())
+    v.add_(1)
+    return t * 1, a * 1
