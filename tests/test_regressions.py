@@ -539,7 +539,9 @@ def test_as_strided_of_a_view_made_after_a_write_with_gradients_is_refused(sched
     x0, args = _as_strided_inputs(True)
     _as_strided_of_a_view_made_after_a_write(*args)[2].sum().backward()  # eager runs it
     x0, args = _as_strided_inputs(True)
-    with pytest.raises(fusion_alias.AliasInputError, match="as_strided .*storage.*not supported"):
+    # (since session 22, where the as_strided result is returned, refusals/strided_outputs.py's refusal of a returned
+    # as_strided of a view of an argument may come first: loud either way; used, not returned, the storage one comes)
+    with pytest.raises(fusion_alias.AliasInputError, match="as_strided .*not supported"):
         fusion_alias.jit(_as_strided_of_a_view_made_after_a_write, backend="reference", schedule=schedule)(*args)
     want_base, want_args = _as_strided_inputs(False)  # without gradients it runs, as eager does
     want = _as_strided_of_a_view_made_after_a_write(*want_args)
