@@ -26,6 +26,40 @@ def _meta_like(t: torch.Tensor) -> torch.Tensor:
     return torch.empty_strided(tuple(t.shape), tuple(t.stride()), dtype=t.dtype, device="meta")
 
 
+def _meta_contiguous(p: TensorProxy, memory_format=torch.contiguous_format) -> torch.Tensor | None:
+    try:
+        return torch.empty(tuple(p.shape), dtype=to_torch_dtype(p.dtype), device="meta", memory_format=memory_format)
+    except Exception:
+        return None
+
+
+# Note [a reshape that only adds or drops size-1 dims is a view in every layout]
+# ------------------------------------------------------------------------------
+# Eager's ``reshape``/``view`` of ``x`` is a view whenever its strides allow; where ``x`` has at most one
+# element, or the new shape keeps ``x``'s sizes other than 1 in order (``x.view(1)`` of a 0-dim ``x``,
+# ``x[None]``-like ``x.reshape(1, 3, 1)`` of a (3,) ``x``), they always allow, whatever the layout. So the
+# view-or-copy decision needs no layout there::
+#
+#     t1 = b.conj().view(1)     # b a 0-dim float64 argument: conj of a real tensor is opaque, its layout unknown
+#
+# was refused ("cannot tell whether reshape ... is a view or a copy") in a program that writes in place
+# (fuzz seed 20786 #10, dtype), where eager's answer, a view, does not depend on the layout.
+def _a_view_in_every_layout(in_shape, shape) -> bool:
+    """``reshape`` of a tensor of ``in_shape`` to ``shape`` is a view whatever its strides (Note above).
+
+    >>> _a_view_in_every_layout((), (1, 1)), _a_view_in_every_layout((3,), (1, 3)), _a_view_in_every_layout((2, 3), (6,))
+    (True, True, False)
+    """
+    try:
+        in_shape, shape = tuple(int(s) for s in in_shape), tuple(int(s) for s in shape)
+    except (TypeError, ValueError):  # (a symbolic size: not told)
+        return False
+    numel = 1
+    for s in in_shape:
+        numel *= s
+    return numel <= 1 or [s for s in in_shape if s != 1] == [s for s in shape if s != 1]
+
+
 def _viewable(t: torch.Tensor, shape) -> bool:
     try:
         t.view(tuple(shape))

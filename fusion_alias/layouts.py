@@ -45,9 +45,9 @@ from fusion_alias import ops
 from fusion_alias.aliasing import flattened, may_write, output_may_alias
 from fusion_alias.leaf_views import is_detach
 from fusion_alias.opaque_layouts import UNKNOWN as _UNKNOWN, opaque_result_layout
-from fusion_alias.layout_checks import (_MUST_VIEW, ViewLayoutError, _check_as_strided, _check_dtype_view_of_a_result,
-                                       _check_views_of_inputs, _is_storage_op, _layout_known, _meta_like, _storage_ops,
-                                       _viewable)
+from fusion_alias.layout_checks import (_MUST_VIEW, ViewLayoutError, _a_view_in_every_layout, _check_as_strided,
+                                       _check_dtype_view_of_a_result, _check_views_of_inputs, _is_storage_op,
+                                       _layout_known, _meta_contiguous, _meta_like, _storage_ops, _viewable)
 
 #: ... and those that always return new memory, although Thunder builds them with view prims
 _ALWAYS_COPY = frozenset({"repeat", "tile", "repeat_interleave"})
@@ -55,13 +55,6 @@ _ALWAYS_COPY = frozenset({"repeat", "tile", "repeat_interleave"})
 _RESHAPE = prims.PrimIDs.RESHAPE
 #: ``Tensor.contiguous``, kept whole by the flattening (an op that may return a view)
 _CONTIGUOUS = "contiguous"
-
-
-def _meta_contiguous(p: TensorProxy, memory_format=torch.contiguous_format) -> torch.Tensor | None:
-    try:
-        return torch.empty(tuple(p.shape), dtype=to_torch_dtype(p.dtype), device="meta", memory_format=memory_format)
-    except Exception:
-        return None
 
 
 class _Layouts:
@@ -158,7 +151,7 @@ class _Layouts:
                     # `.to(dtype)`, `.double()`: a view only when the dtype stays; else a new tensor with
                     # eager's preserve_format layout
                     return torch.empty_like(base, dtype=to_torch_dtype(p.dtype))
-                return None  # an opaque view: any layout
+                return opaque_result_layout(b, p, self._meta_arg)  # an opaque view: its torch function on meta, or any
             if b.sym.name in ("getitem", "__getitem__"):  # Note [a gather keeps its operand's layout]
                 return _gathered(self.memo.get(getattr(b.args[0], "name", None)), b, p)
             out = opaque_result_layout(b, p, self._meta_arg)  # a torch op's result, None: not told
@@ -284,6 +277,9 @@ def copying_reshapes(trace, flat: list, actual: dict, traced=None, contiguous: b
         if out.name in always_copy:
             decisions[out.name] = "copy"
             copy_at.add(i)
+            continue
+        if _a_view_in_every_layout(x.shape, out.shape):  # Note [... is a view in every layout] (layout_checks)
+            decisions[out.name] = "view"
             continue
         layout = eager.of(x) if _layout_known(x, eager, actual) else None
         if layout is None:

@@ -19,6 +19,13 @@ seed 20759 #8's gather). The torch executor runs such an op as the torch functio
 its operands' layouts: eager's layout from eager's operand layouts, and the layout at run time from the
 layouts at run time (the op runs on torch there too). Where the function is not found, or raises on
 meta tensors, or gives another shape, the result is taken for contiguous, as before.
+
+Session 22: an opaque op that may return a view (``x.conj()``, ``x.adjoint()``, ``x.as_strided(...)``) had
+no layout at all ("any layout"), so a reshape of it in a program that writes was refused ("cannot tell
+whether reshape ... is a view or a copy"). Its layout is now the same function's on the meta layout (a meta
+``conj`` of a real tensor is that tensor, ``adjoint`` transposes it): ``a.t().conj().reshape(-1)`` is
+eager's copy, ``a.conj().reshape(-1)`` eager's view, and ``(a.adjoint() * 1).view(-1)`` raises eager's
+error; where the function is not told, the layout stays unknown (refused as before).
 """
 
 from __future__ import annotations

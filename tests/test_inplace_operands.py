@@ -315,7 +315,9 @@ def test_an_added_inplace_op_through_an_opaque_view_is_refused(schedule):
     with pytest.raises(RuntimeError, match="single memory location"):
         _hypot_through_narrow(x, x.t())
     y = torch.rand(4, 4)
-    with pytest.raises(fusion_alias.AliasInputError, match="hypot_: the input tensor b"):
+    # (refused as an overlap met through an opaque op until session 22; the operand check now reads `narrow` as the
+    # slice it is, as the pass does, and raises eager's own error: fuzz seed 20799 #40)
+    with pytest.raises(fusion_alias.AliasInputError, match="hypot_: unsupported operation: .* input tensor b"):
         fusion_alias.jit(_hypot_through_narrow, backend="reference", schedule=schedule)(y, y.t())
     # unrelated inputs run, as in eager
     xe, be = torch.rand(4, 4), torch.rand(4, 4)

@@ -683,6 +683,51 @@ def test_overlap_through_a_narrowed_view_is_refused_not_run(schedule):
         torch.testing.assert_close(got_a, want_a)
 
 
+def _copy_into_a_narrow_of_an_element_elsewhere(a, b):
+    a.narrow(0, 1, 1).copy_(b)  # b = a[2, 1]: row 1 is not row 2, eager runs it
+    return a * 1
+
+
+def _setitem_into_a_narrow_of_a_detach(a, b):
+    a.detach().narrow(1, 0, 2)[1::2] = b
+    return a * 1
+
+
+def _copy_into_swapdims_of_an_element_elsewhere(a, b):
+    a.swapdims(0, 1)[0:2].copy_(b)
+    return a * 1
+
+
+def _copy_into_a_narrow_holding_the_element(a, b):
+    a.narrow(1, 1, 2).narrow(0, 2, 1).copy_(b)  # holds a[2, 1]: eager raises
+    return a * 1
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_an_operand_met_through_narrow_is_checked_as_through_a_slice(schedule):
+    """Fuzz seed 20799 #40 (basic): ``a.narrow(0, 1, 1).copy_(b)`` of ``b = a[2, 1]`` was refused ("may share memory
+    through an op whose result fusion_alias cannot relate to its input"): the operand check's own analysis read
+    ``narrow`` as an opaque op, where the pass reads it as the slice it is (session 21). Now it does too
+    (refusals/operands.py, ``_detach_as_identity_view``): eager's values where eager runs, eager's error where it
+    raises (a narrow holding ``b``'s element)."""
+    def make():
+        x = torch.linspace(-1, 1, 24).reshape(4, 6)
+        return x, (x, x[2, 1])
+
+    for prog in (_copy_into_a_narrow_of_an_element_elsewhere, _setitem_into_a_narrow_of_a_detach,
+                 _copy_into_swapdims_of_an_element_elsewhere):
+        (base_e, args_e), (base_j, args_j) = make(), make()
+        want = prog(*args_e)
+        torch.testing.assert_close(fusion_alias.jit(prog, backend="reference", schedule=schedule)(*args_j), want)
+        torch.testing.assert_close(base_j, base_e)
+    _, args = make()
+    with pytest.raises(RuntimeError):
+        _copy_into_a_narrow_holding_the_element(*args)
+    _, args = make()
+    with pytest.raises(RuntimeError, match="unsupported operation"):
+        fusion_alias.jit(_copy_into_a_narrow_holding_the_element, backend="reference", schedule=schedule)(*args)
+
+
 def _copy_into_fresh_then_view(a, b):
     t1 = a + 0.125
     t2 = t1.copy_(b)  # t1 is contiguous in eager, whatever b's layout

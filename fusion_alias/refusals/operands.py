@@ -41,6 +41,7 @@ from fusion_alias.refusals.inplace_ops import (
     _leaf_symbols,
     _traced_program,
 )
+from fusion_alias.view_rewrites import as_view_prim
 from fusion_alias.views import replay_view
 
 
@@ -97,7 +98,10 @@ def _detach_as_identity_view(b):
     """
     if is_detach(b):
         return prims.shallow_copy.bind(b.args[0], output=b.output)
-    return b
+    # ``x.narrow(d, s, n)``, ``x.swapaxes(i, j)``: the slice and transpose they are, as the pass reads them (Note [narrow
+    # is a slice], view_rewrites.py); left opaque here, ``a.narrow(0, 1, 1).copy_(b)`` of ``b = a[2, 1]`` met ``b`` only
+    # through an op it could not relate to ``a`` and was refused, where eager runs it (fuzz seed 20799 #40, basic)
+    return as_view_prim(b) or b
 
 
 def _non_overlapping_and_dense(t: torch.Tensor) -> bool:

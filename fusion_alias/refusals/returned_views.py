@@ -49,7 +49,8 @@ def check_returned_no_grad_views(top_bsyms, tensor_inputs) -> None:
                     _refuse_detached_view_output(a.name)
             return
         src = getattr(b.args[0], "name", None) if b.args else None
-        if b.sym.name == "detach" and src in input_views | no_grad_views | detached | detached_views:
+        if (b.sym.name == "detach" or _drops_the_gradient(b)) and src in (input_views | no_grad_views | detached
+                                                                          | detached_views):
             detached.update(o.name for o in tensor_outs(b))
         if (src in detached or src in detached_views) and (b.sym in views and _is_a_view(b) or b.sym in maybe_views):
             detached_views.update(o.name for o in tensor_outs(b))  # (a reshape that copies too: not told here)
@@ -64,8 +65,28 @@ def check_returned_no_grad_views(top_bsyms, tensor_inputs) -> None:
             input_views.update(o.name for o in outs)
 
 
+def _drops_the_gradient(b) -> bool:
+    """Note [a view through an integer dtype, returned]: ``x.view(torch.int32)``, a dtype view whose result carries
+    no gradient (no result of a floating or complex dtype)."""
+    outs = tensor_outs(b)
+    return b.sym.name == "view" and bool(outs) and not any(dtypes.is_inexact_dtype(o.dtype) for o in outs)
+
+
+# Note [a view through an integer dtype, returned]
+# ------------------------------------------------
+# Session 22. ``x.view(torch.int32)`` of a float32 ``x`` shares ``x``'s memory but carries no gradient, as
+# ``x.detach()`` does; viewed back as float32 it is ``x``'s elements again, and eager's result requires no grad::
+#
+#     def f(a):                                             # a = leaf * 1, float32
+#         t0 = a.view(torch.int32).view(torch.float32)[None]
+#         return a * 2, t0                                  # eager: t0 requires no grad, leaf.grad from a * 2 only
+#
+# Thunder's output for ``t0`` is a custom Function's view of ``a``'s storage, remade after the call as
+# ``a.as_strided(...)`` (view_outputs.py), which passed ``a`` a gradient: wrong leaf gradients, no error (fuzz seed
+# 20797 #38, layout --grad; plain ``thunder.jit`` passes zeros). Refused as the view of a ``detach`` is.
 def _refuse_detached_view_output(name: str) -> None:
     raise AliasInputError(
-        f"fusion_alias: the program returns {name}, a view of a detach()ed tensor that requires grad, in a call that "
+        f"fusion_alias: the program returns {name}, a view of a detach()ed tensor that requires grad (or of an integer "
+        "view(dtype) of one), in a call that "
         "computes gradients and writes nothing in place: not supported. Eager's view requires no grad; the compiled "
         "program's output would pass a gradient back. Workaround: detach() last (x.t().detach() for x.detach().t())")
