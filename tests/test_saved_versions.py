@@ -910,6 +910,15 @@ def _returns_a_reshape_of_a_detach(b):
     return b.detach().reshape(-1), b * 2  # of a contiguous b a view (a copy of b[:, :2]: refused too, not told apart)
 
 
+def _runs_as_eager_without_gradients(fn, leaf):
+    with torch.no_grad():  # without gradients it runs, as eager does
+        b_e, b_j = leaf.detach().clone(), leaf.detach().clone()
+        want, got = fn(b_e), fusion_alias.jit(fn, backend="reference")(b_j)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w)
+    torch.testing.assert_close(b_j, b_e)
+
+
 @pytest.mark.parametrize("fn, grads", [(_returns_a_view_of_a_detach, [True, False]),
                                        (_returns_a_reshape_of_a_detach, [False, True])])
 def test_a_returned_view_of_a_detached_argument_is_refused_with_gradients(fn, grads):
@@ -921,12 +930,7 @@ def test_a_returned_view_of_a_detached_argument_is_refused_with_gradients(fn, gr
     for schedule in SCHEDULES:
         with pytest.raises(AliasInputError, match="a view of a detach.*ed tensor that requires grad.*not supported"):
             fusion_alias.jit(fn, backend="reference", schedule=schedule)(leaf * 1)
-    with torch.no_grad():  # without gradients it runs, as eager does
-        b_e, b_j = leaf.detach().clone(), leaf.detach().clone()
-        want, got = fn(b_e), fusion_alias.jit(fn, backend="reference")(b_j)
-    for g, w in zip(got, want):
-        torch.testing.assert_close(g, w)
-    torch.testing.assert_close(b_j, b_e)
+    _runs_as_eager_without_gradients(fn, leaf)
 
 
 def _returns_a_view_through_an_integer_dtype(a):
@@ -948,12 +952,7 @@ def test_a_returned_view_through_an_integer_dtype_is_refused_with_gradients(fn):
     for schedule in SCHEDULES:
         with pytest.raises(AliasInputError, match="or of an integer view.dtype. of one.*not supported"):
             fusion_alias.jit(fn, backend="reference", schedule=schedule)(leaf * 1)
-    with torch.no_grad():  # without gradients it runs, as eager does
-        a_e, a_j = leaf.detach().clone(), leaf.detach().clone()
-        want, got = fn(a_e), fusion_alias.jit(fn, backend="reference")(a_j)
-    for g, w in zip(got, want):
-        torch.testing.assert_close(g, w)
-    torch.testing.assert_close(a_j, a_e)
+    _runs_as_eager_without_gradients(fn, leaf)
 
 
 def _integer_dtype_view_used_not_returned(a):

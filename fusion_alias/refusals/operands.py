@@ -182,8 +182,10 @@ def _check_operand_overlap(
                 "tell whether eager PyTorch would reject the overlap: not supported. clone() the input first"
             )
         if written is None:
-            written = _index_put_self(op, info, actual, proxies, metas) if rule == "index" else (
-                _written_view(op, info, actual, proxies, metas))
+            # (a setitem with a list or tensor index writes, for eager's check, the key's basic part: Note [a
+            # list key is an index_put_], inplace_ops.py)
+            written = _written_view(op._replace(key=op.index_self) if rule == "index" else op, info, actual, proxies,
+                                    metas)
             if written is None:
                 return
         x_view = _actual_view(x.name, info, actual, proxies, metas)
@@ -274,18 +276,6 @@ def _compares_operands(op: _InplaceOp, info: AliasInfo, actual: dict, inputs: fr
     decides]); False: the check says nothing."""
     dst = op.written.name
     return any(not _says_nothing(x.name, dst, info, actual, inputs) for x, _ in op.operands)
-
-
-def _index_put_self(op: _InplaceOp, info: AliasInfo, actual: dict, proxies: dict, metas: dict):
-    """The view eager's ``index_put_`` writes for ``op``, a setitem with a list or tensor index: the written
-    tensor indexed by the key's basic part (Note [a list key is an index_put_], inplace_ops.py)."""
-    view = _actual_view(op.written.name, info, actual, proxies, metas)
-    if view is None or op.index_self is None:
-        return view
-    try:
-        return view[op.index_self]
-    except Exception:  # a key torch cannot apply to the stand-in: nothing to say
-        return None
 
 
 def _index_shares_elements(op: _InplaceOp, x: torch.Tensor, written: torch.Tensor) -> bool:
