@@ -76,14 +76,13 @@ class FunctionalizeForAutograd(Transform):
     def transform_traces_pre_prologue(self, prologue_trc, computation_trc, epilogue_trc, **kwargs):
         top = computation_trc.bound_symbols
         inputs = [a for a in computation_trc.args if isinstance(a, TensorProxy)]
-        if not any(may_write(b) for b in top):
-            if torch.is_grad_enabled():  # (refusals/returned_views.py, Note [a view made under no_grad, returned])
+        writes = any(may_write(b) for b in top)
+        if writes:  # (its own refusals come first)
+            computation_trc, epilogue_trc = functionalize(prologue_trc, computation_trc, epilogue_trc)
+        if torch.is_grad_enabled():
+            if not writes:  # (refusals/returned_views.py, Note [a view made under no_grad, returned])
                 check_returned_no_grad_views(top, inputs)
-                check_returned_strided_views(top, inputs)  # (refusals/strided_outputs.py)
-            return prologue_trc, computation_trc, epilogue_trc
-        computation_trc, epilogue_trc = functionalize(prologue_trc, computation_trc, epilogue_trc)
-        if torch.is_grad_enabled():  # (after the rewrite's own refusals: Note [as_strided of a view, returned])
-            check_returned_strided_views(top, inputs)
+            check_returned_strided_views(top, inputs)  # (refusals/strided_outputs.py)
         return prologue_trc, computation_trc, epilogue_trc
 
 

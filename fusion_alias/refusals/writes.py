@@ -290,9 +290,11 @@ def _broadcasts(producer, root: str) -> bool:
         return True
     outs = proxy_outs(producer)
     k = next((i for i, o in enumerate(outs) if o.name == root), None)
+    if k is None or not isinstance(outs[k], TensorProxy):
+        return True
     args = producer.args
-    operand = args[k] if producer.sym.name == "broadcast_tensors" and k is not None and k < len(args) else args[0]
-    if k is None or not isinstance(operand, TensorProxy) or not isinstance(outs[k], TensorProxy):
+    operand = args[k] if producer.sym.name == "broadcast_tensors" and k < len(args) else args[0]
+    if not isinstance(operand, TensorProxy):
         return True
     out_shape, shape = tuple(outs[k].shape), tuple(operand.shape)
     if len(shape) > len(out_shape):
