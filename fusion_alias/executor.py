@@ -44,14 +44,32 @@ BACKENDS = ("auto", "nvfuser", "torch", "reference")
 @contextlib.contextmanager
 def _gc_paused():
     """The pass allocates many small objects and frees none: the cyclic collector only
-    rescans them (a third of the pass on 100k-bsym traces). Pause it for the pass."""
+    rescans them (a third of the pass on 100k-bsym traces). Pause it for the pass, and
+    hand what it made to the oldest generation (Note [the pass's objects are old at once])."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if was_enabled:
+            if gc.get_freeze_count() == 0:
+                gc.freeze()  # (Note [the pass's objects are old at once])
+                gc.unfreeze()
             gc.enable()
+
+
+# Note [the pass's objects are old at once]
+# -----------------------------------------
+# With the collector paused, every container the pass makes (about 900k on the bench's 100k-bsym
+# ``views`` trace: new bound symbols, proxies, lists, the regions) stays in the youngest
+# generation, and its allocation count far past the threshold. The first allocation after
+# ``gc.enable()`` then runs a young-generation collection that walks all of them (0.15 s there,
+# 5% of the pass) and frees almost nothing: they are the new trace, which lives as long as the
+# compiled program. ``gc.freeze()`` followed by ``gc.unfreeze()`` moves every tracked object to
+# the oldest generation without walking it and sets the young count to zero: the objects are
+# then scanned at the next full collection only, which would scan them anyway, and a cycle the
+# pass left behind is freed there. Skipped when someone froze objects before (``gc.freeze()`` in a
+# server that forks): unfreezing would undo theirs.
 
 
 def _tensor_list(xs, out: list) -> list:
@@ -235,25 +253,33 @@ class FusionAliasExecutor(FusionExecutor):
         else leave ``out`` as it was and say False (``_flatten``, without a list per level).
         ``cuda_only``: ``_claims``'s, asked of the compile context if None."""
         own = self._own_ids
+        if cuda_only is None:
+            cuda_only = context.current().backend == "nvfuser"
         if own:  # can_execute, inlined: nothing but the op table registered (see can_execute)
             sym_id = bsym.sym.id
-            if cuda_only is None:
-                cuda_only = context.current().backend == "nvfuser"
             ok = id(sym_id) in own and self._claims(bsym.args, bsym.kwargs, cuda_only) and (
                 sym_id is not _PAD or _plain_pad(bsym))
         else:
             ok = self.can_execute(bsym)
-        if ok:
-            verdicts[id(bsym)] = (bsym, ops.op_info(bsym) is not None)
+        if ok:  # (an op table prim: ``op_info`` has it)
+            verdicts[id(bsym)] = (bsym, True if own else ops.op_info(bsym) is not None)
             out.append(bsym)
             return True
-        if bsym.sym.name == "getitem":
+        sym = bsym.sym
+        if sym.name == "getitem":
             refuse_bool_key(bsym)
-        if bsym.sym.is_fusion or not bsym.subsymbols:
+        subs = bsym.subsymbols
+        if sym.is_fusion or not subs:
             return False
         start = len(out)
-        for sub in bsym.subsymbols:
-            if not self._flatten_into(sub, verdicts, out, cuda_only):
+        claims = self._claims
+        for sub in subs:
+            sub_id = sub.sym.id
+            # (the call below for a prim of the op table, inlined: most subsymbols are one)
+            if own and id(sub_id) in own and sub_id is not _PAD and claims(sub.args, sub.kwargs, cuda_only):
+                verdicts[id(sub)] = (sub, True)
+                out.append(sub)
+            elif not self._flatten_into(sub, verdicts, out, cuda_only):
                 del out[start:]
                 return False
         return True
