@@ -66,13 +66,25 @@ def _proxies(x, out: list) -> list:
 _ARGS: dict[int, tuple] = {}
 
 
+# Note [argument kinds by type]: most arguments of a prim are tensor proxies or plain numbers, so
+# ``_flat`` asks the exact type first (one identity test, or one set lookup for a number, a
+# string, None, a slice: never a proxy, never a container) and ``isinstance`` only for the rest
+# (other proxies, containers, dtypes, subclasses of anything).
+_NOT_PROXIES = frozenset({int, float, bool, complex, str, type(None), slice, type(Ellipsis)})
+
+
 def _arg_proxies(xs, out: list) -> bool:
     """Append the proxies among ``xs`` to ``out`` (``_proxies``, its first level inlined: most
     arguments are proxies or numbers); whether each was a tensor proxy at the first level, so
-    that the tensor arguments are the same list."""
+    that the tensor arguments are the same list (Note [argument kinds by type])."""
     only_tensors = True
     for x in xs:
-        if isinstance(x, Proxy):
+        t = type(x)
+        if t is TensorProxy:
+            out.append(x)
+        elif t in _NOT_PROXIES:
+            continue
+        elif isinstance(x, Proxy):
             out.append(x)
             if only_tensors and not isinstance(x, TensorProxy):
                 only_tensors = False
@@ -88,6 +100,8 @@ def _flat(bsym: BoundSymbol) -> tuple:
     kwargs = bsym.kwargs
     if kwargs:
         for x in kwargs.values():  # (_proxies of the dict, its first level inlined: copy_'s is a flag)
+            if type(x) in _NOT_PROXIES:
+                continue
             if isinstance(x, Proxy):
                 args.append(x)
                 only_tensors = False
@@ -95,9 +109,13 @@ def _flat(bsym: BoundSymbol) -> tuple:
                 only_tensors = False
                 _proxies(x, args)
     out = bsym.output
-    outs = [out] if isinstance(out, Proxy) else _proxies(out, [])
+    t = type(out)
+    if t is TensorProxy:
+        outs = t_outs = [out]
+    else:
+        outs = [out] if isinstance(out, Proxy) else _proxies(out, [])
+        t_outs = outs if len(outs) == 1 and isinstance(out, TensorProxy) else [o for o in outs if isinstance(o, TensorProxy)]
     t_args = args if only_tensors else [a for a in args if isinstance(a, TensorProxy)]
-    t_outs = outs if len(outs) == 1 and isinstance(out, TensorProxy) else [o for o in outs if isinstance(o, TensorProxy)]
     entry = _ARGS[id(bsym)] = (bsym, args, outs, t_args, t_outs)
     return entry
 
