@@ -120,7 +120,7 @@ def check_inplace_dtypes(top_bsyms) -> None:
             src, dst = (_before_cast(c.args[0], produced) if produced else c.args[0]), c.args[1]
             if not (isinstance(src, TensorProxy) and isinstance(dst, TensorProxy)):
                 continue
-            if src.dtype is dst.dtype and name not in _COMPLEX_REFUSED:
+            if src._dtype is dst._dtype and name not in _COMPLEX_REFUSED:  # (the ``dtype`` property's field)
                 continue  # one dtype: torch.can_cast(d, d) holds
             have, want = _torch_dtype(src), _torch_dtype(dst)
             if have is None or want is None:

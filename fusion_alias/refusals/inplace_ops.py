@@ -70,14 +70,12 @@ def _inplace_ops_by_write(top_bsyms, renamed: dict, checked=None) -> dict[str, _
             continue  # a bare prim copy_ is the trace's own write, not a user's op
         if not _may_need_checks(b):
             continue
-        copies = copies_in(b)  # (remembered: dtype_rules asks for the same)
-        if not copies:
-            continue
         op = _describe_inplace_op(b, renamed)
         if op is None:
             continue
         if checked is not None and op.name not in _DESCRIBED_WITHOUT_OPERANDS and not (op.operands and checked(op)):
-            continue
+            continue  # (before its copy_ prims are looked for: Note [in-place ops whose operands need no check])
+        copies = copies_in(b)  # (remembered: dtype_rules asks for the same)
         found.update((o.name, op) for c in copies for o in tensor_outs(c))
     return found
 
