@@ -200,7 +200,6 @@ def _sunk_levels(bsyms, sym_ids, n: int, es: list, data: list, fusible: list[boo
     top = max(level, default=-1)
     if top <= 0:
         return level
-    cut = (lambda u, unsafe: not fusible[u] or unsafe) if not ignore_hazards else (lambda u, unsafe: not fusible[u])
     ret = prims.PrimIDs.RETURN
     first = _first_in_edges(n, es)
     latest = [top if f else lvl for f, lvl in zip(fusible, level)]
@@ -234,42 +233,55 @@ def _sunk_levels(bsyms, sym_ids, n: int, es: list, data: list, fusible: list[boo
     if top == 1 and n <= _MIN_CUT_MAX_NODES:
         return _two_stages_by_min_cut(bsyms, es, first, data, fusible, level, latest, size)
     final = list(level)
-    for v in range(n):
-        if not fusible[v] or latest[v] == level[v]:
-            continue
+    cut_unsafe = not ignore_hazards
+    # (only a fusible node's latest level may differ from its ASAP one: the others keep theirs)
+    for v in itertools.compress(range(n), map(operator.ne, latest, level)):
         ins = es[first[v]:first[v + 1]]
         lo = 0
         for u, _, unsafe in ins:
-            need = final[u] + 1 if cut(u, unsafe) else final[u]
+            need = final[u]
+            if not fusible[u] or (unsafe and cut_unsafe):  # (the edge starts a later stage)
+                need += 1
             if need > lo:
                 lo = need
         hi = latest[v]
         if lo >= hi:
             final[v] = lo
             continue
-        out_levels = consumer_levels[v] or ()
-        # Note [a candidate's cost from the operands' levels]: the operands' bytes at levels other
-        # than ``cand`` are all of them less those at ``cand`` (an operand read twice counts twice);
-        # ``v``'s own bytes cross unless every consumer sits at ``cand``.
-        at_level: dict[int, int] = {}
-        for u, _, _ in ins:
-            if fusible[u]:
-                lu = final[u]
-                at_level[lu] = at_level.get(lu, 0) + size(u)
-        operand_bytes = sum(at_level.values())
-        only_out = next(iter(out_levels)) if len(out_levels) == 1 else None
-        candidates = {lo, hi}
-        for lvl in itertools.chain(out_levels, at_level):
-            if lo <= lvl <= hi:
-                candidates.add(lvl)
-        best, best_cost = lo, None
-        for cand in sorted(candidates):
-            cost = operand_bytes - at_level.get(cand, 0)
-            if out_levels and (only_out is None or only_out != cand):
-                cost += size(v)
-            if best_cost is None or cost <= best_cost:
-                best, best_cost = cand, cost
-        final[v] = best
+        # Note [a candidate's cost from the operands' levels]: at level ``cand``, the operands'
+        # bytes at other levels cross (an operand read over two edges counts twice), and ``v``'s
+        # own bytes cross unless every fusible consumer sits at ``cand``. So a candidate's cost is
+        # a constant less what it saves: the bytes of the operands made at ``cand`` and, at the
+        # one level of all of ``v``'s consumers (``only_out``), ``v``'s bytes. No operand sits
+        # above ``lo`` (``lo`` is the largest level an operand forces), so only ``lo`` and
+        # ``only_out`` may save anything, every other candidate saves nothing, and the latest
+        # level saving the most wins (the later one on ties; ``hi`` when nothing saves):
+        # * ``lo < only_out <= hi``: ``only_out`` when ``v``'s bytes are at least the operands'
+        #   at ``lo`` (and not zero), ``lo`` when they are fewer, ``hi`` when both are zero
+        #   (``x[0]`` of an input, read at level 1 only: 1, without asking its size);
+        # * otherwise: ``lo`` when it saves anything (operands at ``lo``, or ``v``'s bytes when
+        #   ``only_out == lo``), else ``hi``.
+        # Worked example, views bench: ``y = x[0] * 2`` between its operand's level 0 and the
+        # ``return`` (no fusible consumer), levels 0-1: only level 0 saves (the row), so 0.
+        out_levels = consumer_levels[v]
+        only_out = next(iter(out_levels)) if out_levels is not None and len(out_levels) == 1 else None
+        if only_out is not None and lo < only_out <= hi:
+            at_lo = 0
+            for u, _, _ in ins:
+                if fusible[u] and final[u] == lo:
+                    at_lo += size(u)
+            if at_lo:
+                final[v] = only_out if size(v) >= at_lo else lo
+            else:  # (at ``hi`` either way when ``only_out`` is ``hi``: ``v``'s size not asked)
+                final[v] = only_out if only_out < hi and size(v) else hi
+            continue
+        saves = only_out == lo and size(v) > 0
+        if not saves:
+            for u, _, _ in ins:
+                if fusible[u] and final[u] == lo and size(u) > 0:
+                    saves = True
+                    break
+        final[v] = lo if saves else hi
     return final
 
 
