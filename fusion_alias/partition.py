@@ -203,20 +203,22 @@ def _sunk_levels(bsyms, sym_ids, n: int, es: list, data: list, fusible: list[boo
     ret = prims.PrimIDs.RETURN
     first = _first_in_edges(n, es)
     latest = [top if f else lvl for f, lvl in zip(fusible, level)]
-    consumer_levels: list = [None] * n  # a fusible node's fusible consumers' latest levels (a set)
+    # a fusible node's fusible consumers' latest level when they share one, _MANY when they do not
+    # (None: no fusible consumer); the closed form asks no more (Note [a candidate's cost from the operands' levels])
+    only_level: list = [None] * n
     # (es backwards: heads descending, so a node's latest level is final before its in-edges; the
-    # order of a head's own edges does not matter, each lowers a minimum or adds to a set)
+    # order of a head's own edges does not matter, each lowers a minimum or notes a level)
     for u, v, unsafe in reversed(es):
         if not fusible[u] or sym_ids[v] is ret:
             continue
         lv = latest[v]
         if fusible[v]:
             lim = lv - 1 if unsafe and not ignore_hazards else lv
-            levels = consumer_levels[u]
-            if levels is None:
-                consumer_levels[u] = {lv}
-            else:
-                levels.add(lv)
+            known = only_level[u]
+            if known is None:
+                only_level[u] = lv
+            elif known is not _MANY and known != lv:
+                only_level[u] = _MANY
         else:
             lim = lv
         if lim < latest[u]:
@@ -263,8 +265,9 @@ def _sunk_levels(bsyms, sym_ids, n: int, es: list, data: list, fusible: list[boo
         #   ``only_out == lo``), else ``hi``.
         # Worked example, views bench: ``y = x[0] * 2`` between its operand's level 0 and the
         # ``return`` (no fusible consumer), levels 0-1: only level 0 saves (the row), so 0.
-        out_levels = consumer_levels[v]
-        only_out = next(iter(out_levels)) if out_levels is not None and len(out_levels) == 1 else None
+        only_out = only_level[v]
+        if only_out is _MANY:
+            only_out = None
         if only_out is not None and lo < only_out <= hi:
             at_lo = 0
             for u, _, _ in ins:
@@ -289,6 +292,7 @@ _MIN_CUT_MAX_NODES = 20_000
 # Note [each node in the stage that moves the fewest elements] is a second sweep over the edges: a
 # program cut into thousands of stages (the bench's aliased 100k-op chain) keeps its ASAP levels
 _MAX_STAGES_TO_PLACE = 64
+_MANY = object()  # (fusible consumers at more than one level)
 
 
 def _first_in_edges(n: int, es: list) -> list[int]:
