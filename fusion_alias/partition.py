@@ -77,7 +77,7 @@ def destination_views(bsyms: Sequence[BoundSymbol], producer: dict[str, int] | N
     seen: set[str] = set()  # (a destination written many times is followed once)
     stack = [bsyms[i].args[1] for i in copies]
     while stack:
-        name = stack.pop().name
+        name = stack.pop()._name  # (aliasing.py, Note [proxy names read directly])
         if name in seen:
             continue
         seen.add(name)
