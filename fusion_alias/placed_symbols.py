@@ -161,6 +161,10 @@ class _Placed:
             done = i + 1
             b = out[i]
             placed_before, placed_after = before.get(id(b), ()), after.get(id(b), ())
+            if not placed_before and len(placed_after) == 1 and id(placed_after[0]) not in anchors:
+                append(b)  # (one symbol placed after it, with nothing beside it: a pushed-down read)
+                append(placed_after[0])
+                continue
             if anchors.isdisjoint(map(id, placed_before)) and anchors.isdisjoint(map(id, placed_after)):
                 laid.extend(placed_before)  # (nothing placed beside those placed: the walk below, unrolled)
                 append(b)
