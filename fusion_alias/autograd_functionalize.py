@@ -316,6 +316,7 @@ def _checked_as_the_fusion_pass_sees_it(trace, explicit, ret, tensor_inputs, inp
     keeps compute composites for the autodiff, and gets clones at the same reshapes (same bound
     symbols, same output names)."""
     from fusion_alias.aliasing import analyze as analyze_
+    from fusion_alias.autocast_dtypes import check_autocast_dtypes
     from fusion_alias.executor import executor
     from fusion_alias.flatten import _drop_update_aliases
     from fusion_alias.input_groups import identical_inputs, read_through_first
@@ -334,6 +335,7 @@ def _checked_as_the_fusion_pass_sees_it(trace, explicit, ret, tensor_inputs, inp
     # a view eager never runs (``a.view(-1) if a.is_contiguous() else ...`` of a column), whose layout error
     # said "eager PyTorch rejects this too" (session 19 probe)
     check_layout_queries(_traced_program(), full, actual)
+    check_autocast_dtypes(_traced_program())
     full = copying_reshapes(trace, full, actual, _traced_program(), contiguous=False)  # contiguous stays opaque here (_OPAQUE_VIEWS)
     copied = {  # the reshapes behind a clone copying_reshapes inserted (not the program's own clone)
         b.output.name

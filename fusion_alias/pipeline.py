@@ -38,6 +38,7 @@ from fusion_alias.functionalize import substitute_reads
 from fusion_alias.dependency_edges import DependencyEdges
 from fusion_alias.graph import build_edges
 from fusion_alias.input_groups import _input_groups, identical_inputs, read_through_first
+from fusion_alias.autocast_dtypes import check_autocast_dtypes
 from fusion_alias.layout_queries import check_layout_queries
 from fusion_alias.layouts import copying_reshapes
 from fusion_alias.noop_copies import drop_copies_onto_themselves
@@ -79,6 +80,7 @@ def prepare(executor, trace: TraceCtx, input_groups=None) -> Prepared:
         input_groups, actual = _input_groups(trace, ctx, tensor_inputs)
     traced = _traced_program()
     check_layout_queries(traced, flat, actual)  # (layout_queries.py, Note [a layout query answered at trace time])
+    check_autocast_dtypes(traced)  # (autocast_dtypes.py, Note [autocast: eager's dtype or a refusal])
     flat = copying_reshapes(trace, flat, actual, traced)
     t0 = time.perf_counter()
     same_inputs = identical_inputs(tensor_inputs, actual)

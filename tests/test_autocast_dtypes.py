@@ -1,0 +1,121 @@
+"""Ops under torch.autocast: eager's dtypes, or a refusal that names the op (fusion_alias/autocast_dtypes.py).
+
+Thunder 0.2.6 applies autocast to matmul, linear, the convolutions and scaled_dot_product_attention only; plain
+``thunder.jit`` returns float32 for ``torch.mm`` under ``torch.autocast("cpu", dtype=torch.bfloat16)`` where eager
+returns bfloat16 (session 24 hand probe). These tests fail without the check: the refused programs return a
+result of another dtype.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import fusion_alias
+from fusion_alias.autocast_dtypes import AutocastDtypeError
+from grad_helpers import assert_matches_eager
+
+BF16 = torch.bfloat16
+
+
+def _inside(op):
+    def f(a, b):
+        with torch.autocast("cpu", dtype=BF16):
+            return op(a, b)
+
+    return f
+
+
+REFUSED = {
+    "mm": (lambda a, b: torch.mm(a, b), torch.float32),
+    "bmm": (lambda a, b: torch.bmm(a[None], b[None]), torch.float32),
+    "addmm": (lambda a, b: torch.addmm(a, a, b), torch.float32),
+    "tensordot": (lambda a, b: torch.tensordot(a, b, 1), torch.float32),
+    "prelu": (lambda a, b: F.prelu(a, b[0, :1]), torch.float32),
+    "prod": (lambda a, b: torch.prod(a), BF16),  # float32 in eager's autocast, bfloat16 in Thunder
+    "mse_loss": (lambda a, b: F.mse_loss(a, b), BF16),
+    "cross_entropy": (lambda a, b: F.cross_entropy(a, torch.tensor([0, 1, 2, 3])), BF16),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_an_op_thunder_does_not_autocast_is_refused(name):
+    op, dtype = REFUSED[name]
+    a, b = torch.randn(4, 4, dtype=dtype), torch.randn(4, 4, dtype=dtype)
+    eager = _inside(op)(a, b)
+    with pytest.raises(AutocastDtypeError, match=r"fusion_alias: .* under torch\.autocast\('cpu'") as err:
+        fusion_alias.jit(_inside(op))(a, b)
+    assert str(eager.dtype) in str(err.value)  # eager's dtype, named
+
+
+def test_the_autocast_the_call_runs_under_counts_too():
+    def f(a, b):
+        return torch.mm(a, b)
+
+    with torch.autocast("cpu", dtype=BF16), pytest.raises(AutocastDtypeError, match="torch.bfloat16"):
+        fusion_alias.jit(f)(torch.randn(4, 4), torch.randn(4, 4))
+    # the same function outside autocast runs, as eager
+    a, b = torch.randn(4, 4), torch.randn(4, 4)
+    torch.testing.assert_close(fusion_alias.jit(f)(a, b), f(a, b))
+
+
+def _fresh():
+    torch.manual_seed(0)
+    x, w = torch.randn(4, 4), torch.randn(4, 4)
+    return [], [x, w]
+
+
+def test_ops_thunder_autocasts_run_as_eager_beside_an_aliased_write():
+    def f(x, w):
+        v = x[0]
+        with torch.autocast("cpu", dtype=BF16):
+            y = x @ w
+            z = F.linear(x, w)
+            s = torch.softmax(y, 1)
+            c = torch.cat([y, x])  # promotes: float32, as in eager
+        x.add_(y.float())
+        return v * 2, y, z, s, c
+
+    assert_matches_eager(f, _fresh)
+
+
+def test_an_op_on_operands_already_in_the_autocast_dtype_runs():
+    def f(x, w):
+        with torch.autocast("cpu", dtype=BF16):
+            y = torch.mm(x.to(BF16), w.to(BF16))
+        x.mul_(2)
+        return y
+
+    assert_matches_eager(f, _fresh)
+
+
+def test_autocast_disabled_inside_autocast_runs():
+    def f(x, w):
+        with torch.autocast("cpu", dtype=BF16):
+            with torch.autocast("cpu", enabled=False):
+                y = torch.mm(x, w)
+        x.mul_(2)
+        return y
+
+    assert_matches_eager(f, _fresh)
+
+
+def test_with_gradients_the_op_is_refused_and_autocast_ops_run():
+    def refused(x, w):
+        with torch.autocast("cpu", dtype=BF16):
+            return torch.mm(x, w)
+
+    def runs(x, w):
+        with torch.autocast("cpu", dtype=BF16):
+            y = x @ w
+        return y.float().sum(0) * w[0]
+
+    def fresh():
+        torch.manual_seed(0)
+        x = torch.randn(4, 4, requires_grad=True)
+        return [x], [x, torch.randn(4, 4)]
+
+    with pytest.raises(AutocastDtypeError, match="torch.spmm"):
+        fusion_alias.jit(refused)(*fresh()[1])
+    assert_matches_eager(runs, fresh)
