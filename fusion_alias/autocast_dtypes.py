@@ -162,14 +162,28 @@ def _fake_dtypes(fn, b, stack) -> list[torch.dtype]:
             contexts.enter_context(torch.autocast(device, enabled=False))
         for device, dtype, enabled in stack:
             contexts.enter_context(torch.autocast(device, dtype=dtypes.to_torch_dtype(dtype), enabled=enabled))
-        try:
-            out = fn(*args, **kwargs)
-        except Exception:
-            # Thunder's signature may spell a default eager's does not take (``prod(a, None, False,
-            # dtype=None)``): once more, the positional arguments up to the first None, no None keywords
-            cut = next((i for i, a in enumerate(args) if a is None), len(args))
-            out = fn(*args[:cut], **{k: v for k, v in kwargs.items() if v is not None})
+        out = _call_as_eager(fn, b.sym.id, args, kwargs)
     return [t.dtype for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
+
+
+def _call_as_eager(fn, sym_id: str, args: tuple, kwargs: dict):
+    """``fn(*args, **kwargs)``, or, where Thunder's signature spells what eager's does not take (``prod(a,
+    None, False, dtype=None)``, ``reshape(a, 2, 3)``, ``relu(a, False)``), the first of: the positional
+    arguments up to the first None without None keywords, then the Tensor method of the op's name (which
+    takes sizes and dims one by one), each with those keywords and with none. The last error if all raise."""
+    cut = next((i for i, a in enumerate(args) if a is None), len(args))
+    set_kwargs = {k: v for k, v in kwargs.items() if v is not None}
+    method = getattr(torch.Tensor, sym_id.rsplit(".", 1)[-1], None)
+    calls = [(fn, args, kwargs), (fn, args[:cut], set_kwargs), (fn, args[:cut], {})]
+    if method is not None and args and isinstance(args[0], torch.Tensor):
+        calls += [(method, args, kwargs), (method, args[:cut], set_kwargs), (method, args[:cut], {}), (method, args[:1], {})]
+    error = None
+    for f, a, k in calls:
+        try:
+            return f(*a, **k)
+        except Exception as e:  # noqa: BLE001 - the next spelling
+            error = e
+    raise error
 
 
 def _fake(x):

@@ -179,8 +179,9 @@ def test_every_generator_agrees_with_itself_eagerly():
     report = fuzz.run_fuzz(programs=60, seed=9, system="eager")
     assert not report.failures and not report.jit_errors, [f.detail for f in report.failures]
     # (the train generator is drawn among the others only with grad=True: test_train_generator_*; the
-    # modules and order generators only alone: tests/test_fuzz_modules.py, test_order_generator_*)
-    assert set(report.per_generator) == set(fuzz.GENERATORS) - {"train", "modules", "order"}, report.summary()
+    # modules, order and autocast generators only alone: tests/test_fuzz_modules.py, test_order_generator_*,
+    # test_autocast_generator_*)
+    assert set(report.per_generator) == set(fuzz.GENERATORS) - {"train", "modules", "order", "autocast"}, report.summary()
     assert sum(report.per_generator.values()) == 60
     assert "fuzz runs per generator" in report.summary()
     for g in report.per_generator:
@@ -799,6 +800,38 @@ def test_order_generator_bounded():
             assert report.ok > 0, report.summary()
         else:  # 20132 #54: refused on a guessed layout until session 21; swapaxes is now the transpose it is
             assert report.ok == report.runs, report.summary()  # (view_rewrites.py): eager's value, every schedule
+
+
+# --------------------------------------------------------------------------
+# The autocast generator (gen_autocast.py, Note [statements under autocast]): statements and products of 2-D
+# tensors, about half under a bfloat16 torch.autocast
+# --------------------------------------------------------------------------
+
+
+def test_autocast_generator_spells_statements_under_autocast():
+    ps = [fuzz.generate_program(24000, i, generators=("autocast",)) for i in range(40)]
+    assert all(p.kind == "autocast" for p in ps)
+    code = [s.code for p in ps for s in p.stmts]
+    under = [c for c in code if c.startswith(fuzz.gen_autocast.AUTOCAST)]
+    assert len(under) >= len(code) // 3, (len(under), len(code))
+    for piece in (" @ ", "torch.mm(", "torch.nn.functional.linear(", "torch.addmm(", "torch.prod("):
+        assert any(piece in c for c in code), piece
+    products = ("@", "torch.matmul(", "torch.mm(", "torch.bmm(", "torch.addmm(", "linear(", "einsum(")
+    assert sum(any(piece in c for piece in products) for c in under) >= 5
+    # the default streams do not draw it (Note [statements under autocast])
+    assert all(fuzz.generate_program(20123, i).kind != "autocast" for i in range(40))
+
+
+@needs_jit
+def test_autocast_generator_bounded():
+    """Before session 24's autocast check, seed 24000 #21 and #40 returned another dtype than eager (an op
+    Thunder 0.2.6 does not autocast, under a bfloat16 autocast) and #22 and #23 raised a raw error (``mm`` of bfloat16 and float32); now each call
+    runs as eager or is refused by name."""
+    report = fuzz.run_fuzz(seed=24000, only=[21, 22, 23, 40], generators=("autocast",), log=print, do_shrink=False)
+    print(report.summary())
+    msgs = "\n\n".join(f"{f.status} [{f.schedule}]\n{f.repro}\n{f.detail}" for f in report.failures)
+    assert not report.failures and not report.jit_errors, msgs
+    assert report.unsupported, report.summary()
 
 
 def test_scatter_spellings_keep_every_stream(monkeypatch):

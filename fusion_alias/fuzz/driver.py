@@ -276,8 +276,9 @@ def _documented_refusal(p: Program, detail: str) -> bool:
     return any(piece in message for piece in allowed)
 
 
-# fusion_alias.AliasInputError and its subclasses (the traceback names the class raised)
-_REFUSAL_TYPES = ("AliasInputError", "WriteIntoGradInput", "ViewLayoutError")
+# fusion_alias.AliasInputError and its subclasses, and autocast_dtypes.AutocastDtypeError (the traceback names the
+# class raised)
+_REFUSAL_TYPES = ("AliasInputError", "WriteIntoGradInput", "ViewLayoutError", "AutocastDtypeError")
 
 
 def _is_refusal(detail: str) -> bool:

@@ -22,7 +22,8 @@ from typing import Sequence
 
 import torch
 
-from fusion_alias.fuzz import (gen_aliasing, gen_dtype, gen_edges, gen_fresh, gen_layout, gen_modules, gen_order,
+from fusion_alias.fuzz import (gen_aliasing, gen_autocast, gen_dtype, gen_edges, gen_fresh, gen_layout, gen_modules,
+                               gen_order,
                                gen_strided, gen_train, out_spellings)
 from fusion_alias.fuzz.gen_basic import _gen_inputs, _Gen
 from fusion_alias.fuzz.hazard import _exec_stmt, _ill_defined, eager_env
@@ -30,13 +31,13 @@ from fusion_alias.fuzz.program import GENERATORS, Program, Stmt
 
 # relative frequency of each generator when several are enabled
 _WEIGHTS = {"basic": 3, "dtype": 2, "layout": 2, "hidden": 2, "calls": 2, "strided": 1, "fresh": 1, "train": 4, "edges": 1, "modules": 0,
-            "order": 0}
+            "order": 0, "autocast": 0}
 # drawn among others only in gradient mode (alone, with ``generators=("train",)``, in either mode): the
 # streams without --grad stay the ones of the fuzzer before it existed
 _GRAD_ONLY = ("train",)
 # drawn only alone (``generators=("modules",)``, ``--generator modules``): adding them to the mix would change
 # every default stream, and with it the programs behind every seed the docs and tests name
-_ASKED_ONLY = ("modules", "order")
+_ASKED_ONLY = ("modules", "order", "autocast")
 
 
 def _basic_inputs(rng: random.Random) -> dict:
@@ -56,6 +57,7 @@ _MAKERS = {
     "fresh": (gen_fresh.fresh_inputs, gen_fresh.FreshGen, 1.0),
     "edges": (gen_edges.edges_inputs, gen_edges.EdgesGen, 6.0),
     "order": (gen_order.order_inputs, gen_order.OrderGen, 1.0),
+    "autocast": (gen_autocast.autocast_inputs, gen_autocast.AutocastGen, 1.0),
 }
 
 

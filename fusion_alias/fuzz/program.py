@@ -34,7 +34,10 @@ CONSTANTS = (0.5, -0.25, 2.0, 0.75, -1.5, 0.125)
 #           in memory order: fusion_alias must refuse or match), written into views fusion_alias does not
 #           replay (adjoint, as_strided; swapaxes, narrow until session 21) and results that keep a layout (a.t() * 2), and
 #           masked_scatter_ from itself (gen_order.py); drawn only when asked for (--generator order)
-GENERATORS = ("basic", "dtype", "layout", "hidden", "calls", "strided", "fresh", "train", "edges", "modules", "order")
+#   autocast the basic generator's statements and products of 2-D tensors, about half under a bfloat16 torch.autocast
+#           (gen_autocast.py); drawn only when asked for (--generator autocast)
+GENERATORS = ("basic", "dtype", "layout", "hidden", "calls", "strided", "fresh", "train", "edges", "modules", "order",
+              "autocast")
 # how a float base is made with --grad (Program.base_grad; absent: "nonleaf", ``x_leaf * 1``)
 BASE_GRAD_KINDS = ("nonleaf", "leaf", "none")
 
