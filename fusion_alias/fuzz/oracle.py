@@ -41,6 +41,17 @@ MakeJit = Callable[[Callable, str], Callable]
 #     float16/bfloat16 results are compared with a wider tolerance (a fused
 #     region may keep an intermediate in float32 where eager rounds it), every
 #     other dtype with assert_close's defaults; dtypes must match exactly.
+# Note [a rounding difference, checked against float64]
+#     float32 programs that square and add a value several times (``torch._foreach_addcmul_`` of one
+#     tensor thrice, then ``mul(b, b, out=b)``: fuzz seed 20808 #118) reach a few hundred, where
+#     another order of the same float32 operations differs from eager's by more than assert_close's
+#     rtol of 1.3e-6, on a correct program. So where float32 values differ, eager runs the call once
+#     more on the same inputs in float64 (``make_inputs(wide=True)``: the float32 bases as float64,
+#     every argument made from them as before) and the difference is rounding when, element by
+#     element, the jitted value is at most four times as far from the float64 one as eager's float32
+#     value is, plus assert_close's tolerance. Not for calls with CARRIED bases (their earlier calls
+#     would need the float64 run too), not for gradients, and not where the float64 run raises or gives
+#     another dtype than float64 for a float32 value: the mismatch then stands.
 # Note [training calls in the fuzzer] (the oracle's part; the programs: gen_train.py)
 #     Four flags of a program (all off for every generator but ``train``) extend the oracle
 #     above to the ways a training loop calls a function:
@@ -89,12 +100,37 @@ def _requires_grad(*groups):
     return [[t.requires_grad for t in ts if isinstance(t, torch.Tensor)] for ts in groups]
 
 
-def _run(fn, variant, state=None):
+def _rounding_only(got, want, wide):
+    \"\"\"Whether ``got`` differs from eager's ``want`` by rounding only: Note [a rounding difference, checked
+    against float64]. Values other than float32 tensors must still be close as before.\"\"\"
+    if wide is None or len(got) != len(want) or len(wide) != len(want):
+        return False
+    for g, w, w64 in zip(got, want, wide):
+        if not (isinstance(w, torch.Tensor) and w.dtype == torch.float32):
+            try:
+                _assert_close([g], [w])
+            except AssertionError:
+                return False
+            continue
+        if not (isinstance(g, torch.Tensor) and g.dtype == torch.float32 and isinstance(w64, torch.Tensor)
+                and w64.dtype == torch.float64 and g.shape == w.shape == w64.shape):
+            return False
+        g64, w32 = g.detach().double(), w.detach().double()
+        w64 = w64.detach()
+        bound = 4 * (w32 - w64).abs() + 1e-5 + 1.3e-6 * w64.abs()
+        fine = ((g64 - w64).abs() <= bound) | (g64.isnan() & w32.isnan()) | (g64 == w32)
+        if not bool(fine.all()):
+            return False
+    return True
+
+
+def _run(fn, variant, state=None, wide=False):
     \"\"\"(outputs, bases, args, hidden, leaf gradients, error, phase of the error, requires_grad flags)
-    of one call on fresh inputs (the bases of CARRIED: kept in ``state`` from this side's previous call).\"\"\"
+    of one call on fresh inputs (the bases of CARRIED: kept in ``state`` from this side's previous call;
+    ``wide``: the float32 bases in float64).\"\"\"
     state = {{}} if state is None else state
     # leaves: --grad, the leaves the bases come from
-    bases, args, leaves, hidden = make_inputs(variant, state.get("carried"))
+    bases, args, leaves, hidden = make_inputs(variant, state.get("carried"), wide)
     if CARRIED:
         state["carried"] = {{n: b for n, b in zip(BASE_NAMES, bases) if n in CARRIED}}
     install_hidden(hidden)
@@ -165,10 +201,15 @@ def check(schedule, make_jit=make_jit):
                   ("hidden tensors after the call", got_hidden, want_hidden)]
         if want_grads:  # None (no gradient flowed) stands for zeros: see Note [gradients in the fuzzer]
             checks.append(("leaf gradients (None as zeros)", got_grads, want_grads))
-        for what, g, w in checks:
+        wide = None
+        for k, (what, g, w) in enumerate(checks):
             try:
                 _assert_close(g, w)
             except AssertionError as e:
+                if k < 4 and not CARRIED:  # Note [a rounding difference, checked against float64]
+                    wide = _run(prog, variant, None, wide=True) if wide is None else wide
+                    if wide[5] is None and _rounding_only(g, w, [wide[0], wide[2], wide[1], wide[3]][k]):
+                        continue
                 return "mismatch", f"{{where}}: {{what}} differ from eager:\\n{{e}}"
         if got_flags != want_flags:  # (after the values: a lost write shows as one)
             kinds = ("outputs", "arguments", "bases")

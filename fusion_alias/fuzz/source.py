@@ -54,9 +54,10 @@ def _base_source(name: str, shape: tuple[int, ...], dtype: str, grad: bool, how:
 
 def _make_inputs_source(p: Program) -> str:
     lines = [
-        "def make_inputs(variant=0, carried=None):",
+        "def make_inputs(variant=0, carried=None, wide=False):",
         '    """(bases, arguments, leaves that require grad, hidden tensors) of one call of the given aliasing'
-        + (' (``carried``: the bases of CARRIED kept from the previous call)' if p.carried else '') + '."""',
+        + (' (``carried``: the bases of CARRIED kept from the previous call)' if p.carried else '')
+        + ' (``wide``: the float32 bases in float64, the same values)."""',
         f"    g = torch.Generator().manual_seed({p.input_seed})",
     ]
     leaves = []
@@ -68,6 +69,10 @@ def _make_inputs_source(p: Program) -> str:
             leaves.append(f"{name}_leaf")
         elif made[0].endswith(".requires_grad_()"):
             leaves.append(name)
+    wide = [n for n, _ in p.bases if p.dtype_of(n) == "float32"]
+    if wide:  # Note [a rounding difference, checked against float64] (oracle.py)
+        lines.append("    if wide:")
+        lines += [f"        {n} = {n}.double()" for n in wide]
     carried = [n for n, _ in p.bases if n in p.carried]
     if carried:  # Note [training calls in the fuzzer]: a buffer kept from one step to the next
         lines.append("    if carried is not None:")
