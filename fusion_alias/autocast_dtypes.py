@@ -48,6 +48,7 @@ from thunder.core.pytree import tree_flatten, tree_map
 _ENTER = "torch.amp.autocast_mode._enter_autocast"
 _EXIT = "torch.amp.autocast_mode._exit_autocast"
 _DEVICES = ("cpu", "cuda")
+_THUNDER_RULES = "applies autocast to matmul, linear, convolutions and scaled_dot_product_attention only"
 
 
 class AutocastDtypeError(NotImplementedError):
@@ -103,20 +104,17 @@ def _check(b, stack) -> None:
         if any(dtypes.is_float_dtype(p.dtype) for p in tensors):
             raise AutocastDtypeError(
                 f"fusion_alias: {name} (as Thunder traces the op) under torch.autocast({device!r}) is not supported: "
-                f"fusion_alias cannot tell "
-                f"which dtype eager PyTorch gives it there ({type(e).__name__}: {e}), and Thunder 0.2.6 applies "
-                f"autocast to matmul, linear, convolutions and scaled_dot_product_attention only. Workaround: "
-                f"call it outside torch.autocast, on operands cast to the dtype you want"
+                f"fusion_alias cannot tell which dtype eager PyTorch gives it there ({type(e).__name__}: {e}), "
+                f"and Thunder 0.2.6 {_THUNDER_RULES}. Workaround: call it outside torch.autocast, on operands cast "
+                f"to the dtype you want"
             ) from None
         return
     if eager != plain:
         raise AutocastDtypeError(
             f"fusion_alias: {name} (as Thunder traces the op) under torch.autocast({device!r}, "
-            f"dtype={_active(stack, device)}) is not "
-            f"supported: eager PyTorch's autocast computes it in {', '.join(map(str, eager))}, Thunder 0.2.6 in "
-            f"{', '.join(map(str, plain))} (it applies autocast to matmul, linear, convolutions and "
-            f"scaled_dot_product_attention only). Workaround: cast the operands yourself (x.to({eager[0]})) or "
-            f"call it outside torch.autocast"
+            f"dtype={_active(stack, device)}) is not supported: eager PyTorch's autocast computes it in "
+            f"{', '.join(map(str, eager))}, Thunder 0.2.6 in {', '.join(map(str, plain))} (it {_THUNDER_RULES}). "
+            f"Workaround: cast the operands yourself (x.to({eager[0]})) or call it outside torch.autocast"
         )
 
 

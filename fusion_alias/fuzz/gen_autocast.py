@@ -21,7 +21,6 @@ Note [statements under autocast]
 from __future__ import annotations
 
 import dataclasses
-import random
 
 from fusion_alias.fuzz.gen_basic import _Gen
 from fusion_alias.fuzz.program import Stmt
@@ -30,8 +29,7 @@ AUTOCAST = 'with torch.autocast("cpu", dtype=torch.bfloat16): '
 
 
 class AutocastGen(_Gen):
-    def __init__(self, rng: random.Random, env: dict, names: list[str]):
-        super().__init__(rng, env, names)
+    """The basic generator's statements and ``product``s, about half spelled under ``AUTOCAST``."""
 
     def statement(self) -> Stmt:
         rng = self.rng
@@ -67,9 +65,3 @@ class AutocastGen(_Gen):
         t = self.fresh()
         return Stmt(f"{t} = {e}", target=t, reads=tuple(dict.fromkeys((x, y))))
 
-
-def autocast_inputs(rng: random.Random) -> dict:
-    from fusion_alias.fuzz.gen_basic import _gen_inputs
-
-    bases, args = _gen_inputs(rng)
-    return {"bases": bases, "args": args}

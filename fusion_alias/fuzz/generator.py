@@ -23,8 +23,7 @@ from typing import Sequence
 import torch
 
 from fusion_alias.fuzz import (gen_aliasing, gen_autocast, gen_dtype, gen_edges, gen_fresh, gen_layout, gen_modules,
-                               gen_order,
-                               gen_strided, gen_train, out_spellings)
+                               gen_order, gen_strided, gen_train, out_spellings)
 from fusion_alias.fuzz.gen_basic import _gen_inputs, _Gen
 from fusion_alias.fuzz.hazard import _exec_stmt, _ill_defined, eager_env
 from fusion_alias.fuzz.program import GENERATORS, Program, Stmt
@@ -57,7 +56,7 @@ _MAKERS = {
     "fresh": (gen_fresh.fresh_inputs, gen_fresh.FreshGen, 1.0),
     "edges": (gen_edges.edges_inputs, gen_edges.EdgesGen, 6.0),
     "order": (gen_order.order_inputs, gen_order.OrderGen, 1.0),
-    "autocast": (gen_autocast.autocast_inputs, gen_autocast.AutocastGen, 1.0),
+    "autocast": (_basic_inputs, gen_autocast.AutocastGen, 1.0),
 }
 
 
