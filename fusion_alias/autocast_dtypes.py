@@ -37,7 +37,9 @@ is the same there, with eager's CUDA policy, whose float32 list holds common ops
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import logging
 import warnings
 
 import torch
@@ -93,13 +95,13 @@ def _check(b, stack) -> None:
     device = "cpu" if any(p.device.devicetype is devices.DeviceType.CPU for p in tensors) else "cuda"
     if _active(stack, device) is None:
         return
-    fn = _torch_function(b.sym.id)
-    if fn is None:  # Thunder's own prims and symbols (its autocast rule's conversions): not a user call
+    fns = _torch_functions(b.sym)
+    if not fns:  # Thunder's own prims and symbols (its autocast rule's conversions): not a user call
         return
     name = b.sym.id
     try:
-        eager = _fake_dtypes(fn, b, stack)
-        plain = _fake_dtypes(fn, b, [])
+        eager = _fake_dtypes(fns, b, stack)
+        plain = _fake_dtypes(fns, b, [])
     except Exception as e:  # eager's dtype cannot be told: refused where a cast could matter
         if any(dtypes.is_float_dtype(p.dtype) for p in tensors):
             raise AutocastDtypeError(
@@ -118,17 +120,30 @@ def _check(b, stack) -> None:
         )
 
 
-_RESOLVED: dict[str, object] = {}
+_RESOLVED: dict[int, tuple] = {}  # id(symbol) -> (symbol, eager's functions for it)
+
+
+def _torch_functions(sym) -> list:
+    """Eager's functions for a Thunder torch symbol, most specific first: those Thunder maps to it
+    (``thunder.torch._torch_to_thunder_function_map``: ``F.batch_norm`` for the symbol with id
+    ``"torch.batch_norm"``, whose ``torch.batch_norm`` takes other arguments), functional ones first,
+    then the function its id names. Empty for a prim or a symbol of Thunder's own."""
+    entry = _RESOLVED.get(id(sym))
+    if entry is None or entry[0] is not sym:
+        import thunder.torch as ltorch
+
+        mapped = [fn for fn, s in ltorch._torch_to_thunder_function_map.items() if s is sym]
+        mapped.sort(key=lambda fn: 0 if getattr(fn, "__module__", None) == "torch.nn.functional" else 1)
+        named = _torch_function(sym.id)
+        entry = _RESOLVED[id(sym)] = (sym, mapped + ([named] if named is not None and named not in mapped else []))
+    return entry[1]
 
 
 def _torch_function(sym_id) -> object | None:
-    """Eager's function for a Thunder torch symbol's id (``"torch.mm"``, ``"torch.nn.functional.mse_loss"``,
+    """Eager's function a Thunder torch symbol's id names (``"torch.mm"``, ``"torch.nn.functional.mse_loss"``,
     ``"torch.Tensor.mm"``), or None (a prim, Thunder's own symbol, or nothing under that path)."""
     if not isinstance(sym_id, str) or not sym_id.startswith("torch."):
         return None
-    if sym_id in _RESOLVED:
-        return _RESOLVED[sym_id]
-    fn = None
     parts = sym_id.split(".")
     for cut in range(len(parts) - 1, 0, -1):  # the longest importable module, then attributes
         try:
@@ -139,40 +154,51 @@ def _torch_function(sym_id) -> object | None:
             for attr in parts[cut:]:
                 obj = getattr(obj, attr)
         except AttributeError:
-            break
-        fn = obj if callable(obj) else None
-        break
-    _RESOLVED[sym_id] = fn
-    return fn
+            return None
+        return obj if callable(obj) else None
+    return None
 
 
-def _fake_dtypes(fn, b, stack) -> list[torch.dtype]:
-    """The dtypes of eager's tensor outputs of ``fn`` on fake tensors like ``b``'s operands, under the
-    autocast state ``stack`` (outermost first)."""
-    from contextlib import ExitStack
-
+def _fake_dtypes(fns, b, stack) -> list[torch.dtype]:
+    """The dtypes of eager's tensor outputs of ``b``'s op (``fns``: eager's functions for it) on fake
+    tensors like ``b``'s operands, under the autocast state ``stack`` (outermost first)."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    with FakeTensorMode(), ExitStack() as contexts, warnings.catch_warnings():
+    with FakeTensorMode(), contextlib.ExitStack() as contexts, warnings.catch_warnings():
         warnings.simplefilter("ignore")  # (torch.autocast("cuda") on a machine without CUDA warns)
+        contexts.enter_context(_quiet(_FAKE_LOG))  # (a spelling eager does not take is logged there as an error)
         args, kwargs = tree_map(_fake, (b.args, b.kwargs))
         for device in _DEVICES:  # (the call's own autocast, if any, is in ``stack``: from a clean state)
             contexts.enter_context(torch.autocast(device, enabled=False))
         for device, dtype, enabled in stack:
             contexts.enter_context(torch.autocast(device, dtype=dtypes.to_torch_dtype(dtype), enabled=enabled))
-        out = _call_as_eager(fn, b.sym.id, args, kwargs)
+        out = _call_as_eager(fns, b.sym.id, args, kwargs)
     return [t.dtype for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
 
 
-def _call_as_eager(fn, sym_id: str, args: tuple, kwargs: dict):
-    """``fn(*args, **kwargs)``, or, where Thunder's signature spells what eager's does not take (``prod(a,
-    None, False, dtype=None)``, ``reshape(a, 2, 3)``, ``relu(a, False)``), the first of: the positional
-    arguments up to the first None without None keywords, then the Tensor method of the op's name (which
-    takes sizes and dims one by one), each with those keywords and with none. The last error if all raise."""
+_FAKE_LOG = logging.getLogger("torch._subclasses.fake_tensor")
+
+
+@contextlib.contextmanager
+def _quiet(log: logging.Logger):
+    level = log.level
+    log.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
+
+
+def _call_as_eager(fns, sym_id: str, args: tuple, kwargs: dict):
+    """The first of ``fns`` that takes ``(*args, **kwargs)``, or, where Thunder's signature spells what
+    eager's does not take (``prod(a, None, False, dtype=None)``, ``reshape(a, 2, 3)``, ``relu(a, False)``),
+    the first that takes the positional arguments up to the first None without None keywords, then the
+    Tensor method of the op's name (which takes sizes and dims one by one), each with those keywords and
+    with none. The last error if all raise."""
     cut = next((i for i, a in enumerate(args) if a is None), len(args))
     set_kwargs = {k: v for k, v in kwargs.items() if v is not None}
     method = getattr(torch.Tensor, sym_id.rsplit(".", 1)[-1], None)
-    calls = [(fn, args, kwargs), (fn, args[:cut], set_kwargs), (fn, args[:cut], {})]
+    calls = [(fn, args, kwargs) for fn in fns] + [(fn, args[:cut], k) for k in (set_kwargs, {}) for fn in fns]
     if method is not None and args and isinstance(args[0], torch.Tensor):
         calls += [(method, args, kwargs), (method, args[:cut], set_kwargs), (method, args[:cut], {}), (method, args[:1], {})]
     error = None
