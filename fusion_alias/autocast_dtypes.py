@@ -28,9 +28,23 @@ autocast would cast what Thunder runs as it is, and the call is refused with an 
 and both dtypes. ``x @ w`` under autocast runs (its operands are bfloat16 already: no difference), as do
 ops autocast leaves alone (``softmax``, ``layer_norm`` on CPU) and ops on operands already in the
 autocast dtype. Where eager's dtype cannot be told (the fake run raises) and an operand is a floating
-tensor, the call is refused as well. Refused needlessly: ``torch.einsum``, whose decomposition Thunder
-does run with the conversions (it comes out as eager's), because trace 0 cannot tell it from ``bmm``.
-Outside any autocast nothing is run. Not verified on CUDA (no GPU in the sessions so far): the check
+tensor, the call is refused as well.
+
+An op no executor of the call runs as a whole runs as its decomposition. Thunder's dtype for it is
+then the one its decomposition traced, provided each symbol in the decomposition runs as traced (an
+executor that claims one whole runs eager's function on its operands without autocast: checked as
+that, recursively). ``torch.einsum`` is the case in point: its trace-0 symbol looks like ``bmm``'s
+(conversions to bfloat16 and a ``matmul`` inside, a bfloat16 result), but no executor claims
+``einsum``, so Thunder runs the conversions and the ``matmul`` on bfloat16 operands, as eager does,
+while the torch executor claims ``bmm`` whole and runs it on the float32 operands::
+
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        a = torch.einsum("ij,kj->ik", x, y)  # eager bf16, decomposition traced bf16: runs
+        d = torch.einsum("ij,ij->i", x, x)   # eager bf16 (a bmm inside), decomposition mul+sum f32: refused
+        b = torch.bmm(x3, y3)                # run whole: float32 vs eager's bfloat16, refused
+
+Where the call's executors are not known, every op is checked whole. Outside any autocast nothing is
+run. Not verified on CUDA (no GPU in the sessions so far): the check
 is the same there, with eager's CUDA policy, whose float32 list holds common ops (``exp``, ``sum``,
 ``softmax``), so more programs are refused.
 """
@@ -44,6 +58,7 @@ import warnings
 
 import torch
 from thunder.core import devices, dtypes
+from thunder.core.compile_data import get_compile_data
 from thunder.core.proxies import NumberProxy, TensorProxy
 from thunder.core.pytree import tree_flatten, tree_map
 
@@ -66,6 +81,8 @@ def check_autocast_dtypes(traced) -> None:
     bsyms = traced.bound_symbols
     if not stack and not any(b.sym.id == _ENTER for b in bsyms):
         return
+    compile_data = get_compile_data()
+    executors = list(compile_data.executors_list) if compile_data is not None else None
     for b in bsyms:
         sym_id = b.sym.id
         if sym_id == _ENTER:
@@ -76,7 +93,7 @@ def check_autocast_dtypes(traced) -> None:
             if stack:
                 stack.pop()
         elif stack:
-            _check(b, stack)
+            _check(b, stack, executors)
 
 
 def _active(stack, device: str):
@@ -87,8 +104,22 @@ def _active(stack, device: str):
     return None
 
 
-def _check(b, stack) -> None:
-    tensors = [p for p in tree_flatten((b.args, b.kwargs))[0] if isinstance(p, TensorProxy)]
+def _runs_whole(b, executors) -> bool:
+    """Whether an executor of the call runs ``b`` as one op (else Thunder runs its decomposition:
+    module Note). True where the executors are not known, or one cannot tell."""
+    if executors is None or not b.subsymbols:
+        return True
+    for ex in executors:
+        try:
+            if ex.can_execute(b):
+                return True
+        except Exception:  # noqa: BLE001 - cannot tell: checked whole, the stricter check
+            return True
+    return False
+
+
+def _check(b, stack, executors) -> None:
+    tensors = _tensor_operands(b)
     if not tensors:
         return
     # Thunder's rule asks for the CPU's state when any operand is on the CPU (autocast.maybe_apply_autocast)
@@ -98,26 +129,73 @@ def _check(b, stack) -> None:
     fns = _torch_functions(b.sym)
     if not fns:  # Thunder's own prims and symbols (its autocast rule's conversions): not a user call
         return
-    name = b.sym.id
+    whole = _runs_whole(b, executors)
     try:
         eager = _fake_dtypes(fns, b, stack)
-        plain = _fake_dtypes(fns, b, [])
+        # run whole, under the computation's no_autocast: eager's function on the operands as traced;
+        # run as its decomposition: what the decomposition traced (checked below to run as traced)
+        thunder = _fake_dtypes(fns, b, []) if whole else _traced_dtypes(b)
     except Exception as e:  # eager's dtype cannot be told: refused where a cast could matter
-        if any(dtypes.is_float_dtype(p.dtype) for p in tensors):
-            raise AutocastDtypeError(
-                f"fusion_alias: {name} (as Thunder traces the op) under torch.autocast({device!r}) is not supported: "
-                f"fusion_alias cannot tell which dtype eager PyTorch gives it there ({type(e).__name__}: {e}), "
-                f"and Thunder 0.2.6 {_THUNDER_RULES}. Workaround: call it outside torch.autocast, on operands cast "
-                f"to the dtype you want"
-            ) from None
+        _refuse_unless_exact(b, tensors, e, f"under torch.autocast({device!r})")
         return
-    if eager != plain:
+    if eager and eager != thunder:  # (eager's in-place ``setitem`` returns no tensor: its write keeps the dtype)
         raise AutocastDtypeError(
-            f"fusion_alias: {name} (as Thunder traces the op) under torch.autocast({device!r}, "
+            f"fusion_alias: {b.sym.id} (as Thunder traces the op) under torch.autocast({device!r}, "
             f"dtype={_active(stack, device)}) is not supported: eager PyTorch's autocast computes it in "
-            f"{', '.join(map(str, eager))}, Thunder 0.2.6 in {', '.join(map(str, plain))} (it {_THUNDER_RULES}). "
+            f"{', '.join(map(str, eager))}, Thunder 0.2.6 in {', '.join(map(str, thunder))} (it {_THUNDER_RULES}). "
             f"Workaround: cast the operands yourself (x.to({eager[0]})) or call it outside torch.autocast"
         )
+    if not whole:
+        for sub in b.subsymbols:
+            _check_runs_as_traced(sub, executors)
+
+
+def _check_runs_as_traced(b, executors) -> None:
+    """Refuse where a symbol of a decomposition that runs gives another dtype than the trace records:
+    one an executor claims whole is run by eager's function, without autocast, on its operands as
+    traced (module Note: ``bmm`` inside a decomposition would be); a prim runs as traced."""
+    tensors = _tensor_operands(b)
+    if not tensors:
+        return
+    if not _runs_whole(b, executors):
+        for sub in b.subsymbols:
+            _check_runs_as_traced(sub, executors)
+        return
+    fns = _torch_functions(b.sym)
+    if not fns:
+        return
+    try:
+        runs, traced = _fake_dtypes(fns, b, []), _traced_dtypes(b)
+    except Exception as e:  # noqa: BLE001
+        _refuse_unless_exact(b, tensors, e, "inside a decomposition under torch.autocast")
+        return
+    if runs != traced:
+        raise AutocastDtypeError(
+            f"fusion_alias: {b.sym.id}, inside a decomposition under torch.autocast, is not supported: "
+            f"Thunder 0.2.6 traces it as {', '.join(map(str, traced))} and runs it in {', '.join(map(str, runs))} "
+            f"(it {_THUNDER_RULES}). Workaround: call the op outside torch.autocast, on operands cast to the "
+            f"dtype you want"
+        )
+
+
+def _tensor_operands(b) -> list:
+    return [p for p in tree_flatten((b.args, b.kwargs))[0] if isinstance(p, TensorProxy)]
+
+
+def _traced_dtypes(b) -> list[torch.dtype]:
+    """The dtypes of ``b``'s tensor outputs as the trace records them."""
+    return [dtypes.to_torch_dtype(p.dtype) for p in tree_flatten(b.output)[0] if isinstance(p, TensorProxy)]
+
+
+def _refuse_unless_exact(b, tensors, error, where: str) -> None:
+    """Eager's dtype for ``b`` cannot be told: refused where an operand is floating (a cast could matter)."""
+    if any(dtypes.is_float_dtype(p.dtype) for p in tensors):
+        raise AutocastDtypeError(
+            f"fusion_alias: {b.sym.id} (as Thunder traces the op) {where} is not supported: "
+            f"fusion_alias cannot tell which dtype eager PyTorch gives it there ({type(error).__name__}: {error}), "
+            f"and Thunder 0.2.6 {_THUNDER_RULES}. Workaround: call it outside torch.autocast, on operands cast "
+            f"to the dtype you want"
+        ) from None
 
 
 _RESOLVED: dict[int, tuple] = {}  # id(symbol) -> (symbol, eager's functions for it)

@@ -156,3 +156,38 @@ def test_a_block_of_common_ops_under_autocast_runs_as_eager():
 def _eager_and_inputs(f):
     _, args = _fresh()
     return f(*args), args
+
+
+def test_einsum_runs_as_its_decomposition_where_that_casts_and_is_refused_where_it_does_not():
+    """``einsum`` is run by no executor whole: Thunder runs its decomposition, whose dtype is checked against
+    eager's (autocast_dtypes.py, Note [autocast: eager's dtype or a refusal]). A contraction decomposes into
+    conversions to bfloat16 and a ``matmul``: bfloat16, as eager (refused needlessly before session 25). An
+    elementwise one (``ij,ij->i``) decomposes into a float32 multiply and sum, where eager's einsum runs a
+    ``bmm`` in bfloat16: refused."""
+
+    def contraction(x, w):
+        v = x[0]
+        with torch.autocast("cpu", dtype=BF16):
+            x.mul_(2)
+            a = torch.einsum("ij,kj->ik", x, w)
+            c = torch.einsum("bij,bjk->bik", x[None], w.mT[None])
+        return a, c, v * 1
+
+    want_out, want_args = _eager_and_inputs(contraction)
+    assert [t.dtype for t in want_out] == [BF16, BF16, torch.float32]
+    for schedule in SCHEDULES:
+        jitted = fusion_alias.jit(contraction, backend="reference", schedule=schedule)
+        for _ in range(2):
+            _, args = _fresh()
+            got = jitted(*args)
+            for g, w in zip([*got, *args], [*want_out, *want_args]):
+                torch.testing.assert_close(g, w, rtol=4e-2, atol=4e-2)  # dtypes exactly
+
+    def elementwise(x, w):
+        with torch.autocast("cpu", dtype=BF16):
+            return torch.einsum("ij,ij->i", x, w)
+
+    _, args = _fresh()
+    assert elementwise(*args).dtype == BF16
+    with pytest.raises(AutocastDtypeError, match=r"torch\.einsum .*torch\.bfloat16, Thunder 0\.2\.6 in torch\.float32"):
+        fusion_alias.jit(elementwise)(*args)
