@@ -658,6 +658,37 @@ def test_setitem_of_a_tensor_into_its_own_memory_is_a_no_op(schedule):
     torch.testing.assert_close(got, want)
 
 
+def _setitem_broadcast(a, b):
+    h = _HOLDER["h"]
+    h[1::2, :] = b  # eager: b dropped of leading 1s, expanded to (2, 4), then copy_
+    return h * 1, a + 1
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_setitem_of_a_broadcast_value_onto_its_own_memory_is_a_no_op(schedule):
+    """Fuzz seed 20811 #120 (hidden): ``h[1::2, :] = x[1]`` with ``h = x[1].expand(4, 4)``: eager expands the
+    value to the slice's sizes before ``copy_``, whose early return then sees the same memory (noop_copies.py,
+    Note [a setitem value broadcast onto its own memory]); it was refused as a write into an expanded input
+    "eager rejects too". Where the value is other memory, eager raises and so does the jitted function; a plain
+    ``h`` is written as eager writes it, before and after."""
+    jitted = fusion_alias.jit(_setitem_broadcast, backend="reference", schedule=schedule)
+    x0 = torch.arange(16.0).reshape(4, 4)
+    for row, expanded in ((1, False), (1, True), (2, True), (1, False)):
+        got_base, want_base = x0.clone(), x0.clone()
+        results = []
+        for base in (got_base, want_base):
+            _HOLDER["h"] = base[1].expand(4, 4) if expanded else base.t().clone()
+            fn = jitted if base is got_base else _setitem_broadcast
+            if expanded and row != 1:
+                with pytest.raises(RuntimeError, match="unsupported operation|overlap"):
+                    fn(base[0].clone(), base[row])
+                continue
+            results.append([*fn(base[0].clone(), base[row]), _HOLDER["h"]])
+        for g, w in zip(*results) if results else ():
+            torch.testing.assert_close(g, w)
+        torch.testing.assert_close(got_base, want_base)
+
+
 def _narrow_then_add(a, b):
     t0 = a.narrow(1, 0, 4)  # the torch executor's torch.narrow: a slice since session 21 (view_rewrites.py)
     t0.add_(b)
