@@ -308,6 +308,28 @@ def _decomposes_into_views(b) -> bool:
     return all(_made_from_args(b.subsymbols, o.name, outer) for o in outs)
 
 
+def _sources_of_other_gradients(flat, requires, root) -> frozenset:
+    """The values written in grad mode, by ``copy_`` or ``d[key] = v``, into memory that requires grad, whose
+    gradient is not that memory's: values that require no grad, and values rooted in another tensor than
+    the destination (another input). Such a write replaces the gradient of what it writes even where it
+    writes the values there already (Note [a copy from itself detached], noop_copies.py: an input ``x =
+    h.detach()[1]``, or ``h[1]`` taken under ``torch.no_grad()``, which requires grad with no history,
+    copied into ``h[1]``)."""
+    found = set()
+    for b in flat:
+        if ops.is_copy(b):
+            value, dst = b.args[0], b.args[1]
+        elif "setitem" in b.sym.name and len(b.args) > 2:
+            value, dst = b.args[2], b.args[0]
+        else:
+            continue
+        if not (isinstance(value, TensorProxy) and isinstance(dst, TensorProxy)) or not b.kwargs.get("grad_enabled", True):
+            continue
+        if requires(dst.name) and (not requires(value.name) or root.get(value.name) != root.get(dst.name)):
+            found.add(value.name)
+    return frozenset(found)
+
+
 def _checked_as_the_fusion_pass_sees_it(trace, explicit, ret, tensor_inputs, input_groups, actual, ctx) -> set:
     """Eager's refusals, checked on the trace flattened the fusion pass's way (down to compute
     prims, whose layout rules ``layouts`` knows: ``t1 * 0.5`` of a transposed ``t1`` is transposed
@@ -414,14 +436,19 @@ def functionalize(prologue_trc, trace, epilogue_trc):
     detached = detached_names(flat, requires)  # Note [reads through detach, after writes]
     _refuse_lerp_with_gradients(flat, requires)
     proxies = tensor_proxies_by_name(flat, tensor_inputs)
-    flat = drop_copies_onto_themselves(flat, info, actual, proxies, keep=detached)  # (Note [a copy from itself
-    *flat, ret = flat  # detached], noop_copies.py)
+    keep = detached | _sources_of_other_gradients(flat, requires, info.root)  # (Note [a copy from itself detached], noop_copies.py)
+    flat = drop_copies_onto_themselves(flat, info, actual, proxies, keep=keep)
+    *flat, ret = flat
 
     new = from_trace(trace)
     rewriter = Rewriter(new, info, proxies)
     rewriter.input_groups = input_groups
     rewriter.detached = detached
     rewriter.input_names = frozenset(p.name for p in tensor_inputs)
+    rewriter.leaf_views = frozenset(  # (functional_rewrite.py, Note [a view of a leaf read after a no_grad write])
+        p.name for p in tensor_inputs
+        if actual.get(p.name) is not None and actual[p.name].is_leaf and actual[p.name].requires_grad
+        and actual[p.name]._base is not None)
     cd = get_compile_data()
     was_enabled = cd.is_grad_enabled if cd is not None else None
     if cd is not None:

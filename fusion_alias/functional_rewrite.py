@@ -60,6 +60,7 @@ class Rewriter:
         self.members: dict[str, list[str]] = {}  # memory key -> its inputs, in order
         self.input_groups: list = []  # trace inputs that may overlap (``input_groups._input_groups``)
         self.detached: frozenset = frozenset()  # Note [reads through detach, after writes] (``detached_names``)
+        self.leaf_views: frozenset = frozenset()  # inputs that are leaves requiring grad and views (Note [a view of a leaf read after a no_grad write])
 
     def _emit(self, bsym):
         self.trace.bound_symbols.append(bsym)
@@ -110,9 +111,18 @@ class Rewriter:
             return p
         self._check_not_stale(p.name)
         root = self.info.root[p.name]
-        now = self.version.get(self.memory.get(root, root), 0)
+        mem = self.memory.get(root, root)
+        now = self.version.get(mem, 0)
         if self.made_at.get(p.name, 0) == now:
             return p
+        if self.leaf_views and (self.info.chain.get(p.name) or root not in self.leaf_views) and any(
+                m in self.leaf_views for m in self.members.get(mem, (root,))):
+            raise AliasInputError(  # Note [a view of a leaf read after a no_grad write]
+                f"fusion_alias: in a call that computes gradients, {p.name} is read after a write into the memory of "
+                f"a leaf tensor that requires grad and is itself a view (w = base.view(...).requires_grad_()), of "
+                "which it is a view made before the write: not supported (eager PyTorch then rebuilds the view's "
+                "history from the base that requires no grad, and its gradient no longer reaches the leaf). "
+                "Workaround: take the view again after the write, or make the leaf with .clone() first")
         key = (p.name, now)
         value = self.replayed.get(key)
         if value is None:
@@ -126,6 +136,18 @@ class Rewriter:
             value = _detached(value) if p.name in self.detached else value  # Note [reads through detach, after writes]
             self.replayed[key] = value
         return value
+
+    # Note [a view of a leaf read after a no_grad write]
+    # -------------------------------------------------
+    # A leaf that requires grad is written only under ``torch.no_grad()`` (eager rejects the rest). When the
+    # leaf is itself a view of a tensor that requires no grad (``w = torch.arange(12.).view(3, 4)
+    # .requires_grad_()``), a view of it made before such a write (``v = w[0]`` in the program, or an input
+    # ``x = w[0]`` passed beside ``w``) and read after it has its history rebuilt by eager from that base, and
+    # the rebuilt history does not reach ``w``: ``v = w[0]; with no_grad(): w.mul_(0.5); return (v * 2).sum()
+    # + w.sum()`` gives ``w.grad`` 1 everywhere (hostile probe, session 25; torch 2.9.1,
+    # ``v.grad_fn.next_functions == ((None, 0),)``), where the replay of the view on the written value carried
+    # the gradient to ``w`` (3 in row 0). Refused. A leaf made directly (no ``_base``) keeps its views'
+    # gradients in eager, as the replay does; the leaf itself, and views taken after the write, read as before.
 
     def mode_of(self, root: str):
         """The grad mode of the write-back of ``root``'s memory (Note [the grad mode of a write-back]),
@@ -411,8 +433,16 @@ class Rewriter:
 
 
 def _autograd_base(t: torch.Tensor) -> torch.Tensor:
-    """The tensor whose history ``t``'s gradient goes into: the base it is a view of, or itself."""
-    return t._base if t._base is not None else t
+    """The tensor whose history ``t``'s gradient goes into: the base it is a view of, or itself.
+
+    A view made under ``torch.no_grad()`` of a tensor that requires grad requires grad too, with no history
+    (``grad_fn`` None): its gradient reaches nothing, not its base, so it is its own. Taken for its base's,
+    ``with no_grad(): x = w[0]`` passed beside ``w``, written through ``x`` under ``no_grad`` and read through
+    ``w``, gave ``w.grad[0]`` zero where eager gives ``x`` (hostile probe, session 25): the joined base took row
+    0's gradient from ``x``."""
+    if t._base is not None and not (t.requires_grad and t.grad_fn is None):
+        return t._base
+    return t
 
 
 def _positions(t: torch.Tensor, lo: int, device) -> TensorProxy:

@@ -166,3 +166,8 @@ def drop_copies_onto_themselves(flat: list, info: AliasInfo, actual: dict, proxi
 # itself, ``a`` kept its history and the leaf behind it got the loss's gradient (fuzz seed 20516 #141, ``basic
 # --grad``; plain ``thunder.jit`` too). The functionalization keeps copies whose source is a detached name
 # (``leaf_views.detached_names``), and its rewrite makes the detached value ``a``'s current value, as eager.
+# The same holds for a source whose gradient is not the destination's by any other route: an input ``x =
+# h.detach()[1]``, or ``h[1]`` taken under ``torch.no_grad()`` (which requires grad, with no history), in
+# ``h[1].copy_(x)`` is ``h[1]``'s own memory, and eager's ``a.grad[1]`` is 0 where the dropped copy gave 2
+# (hostile probe, session 25). Every grad-mode copy into memory that requires grad from a value that requires
+# none, or that is rooted in another input, is kept (``autograd_functionalize._sources_of_other_gradients``).

@@ -898,3 +898,139 @@ def test_writes_into_elements_apart_still_run(fn, make_inputs, schedule):
 )
 def test_operands_made_by_torch_functions_of_new_memory_run(fn, make_inputs, schedule):
     assert_like_eager(fn, make_inputs, schedule)
+
+
+def _copy_row(h, x):
+    h[1].copy_(x)
+    return h * 1
+
+
+def _setitem_row(h, x):
+    h[1] = x
+    return h.sum(0)
+
+
+def _copy_whole(h, x):
+    h.copy_(x.view(h.shape))
+    return h * 1
+
+
+@pytest.mark.parametrize("fn", [_copy_row, _setitem_row, _copy_whole])
+@pytest.mark.parametrize("source", ["detached", "no_grad view", "view"])
+def test_a_copy_of_its_own_values_from_another_gradient_is_not_dropped(fn, source):
+    """Hostile probe (session 25): ``h[1].copy_(x)`` with ``x = h.detach()[1]``, or ``h[1]`` taken under
+    ``torch.no_grad()``, writes the values ``h[1]`` holds but replaces its gradient (eager: ``a.grad[1]`` 0).
+    Dropped as a copy onto itself (noop_copies.py, Note [a copy from itself detached]), it gave 2, silently. Now
+    eager's gradient or a refusal; a view that carries ``h``'s own gradient still runs."""
+
+    def make():
+        a = (torch.arange(12.0) / 5 - 1).view(3, 4).requires_grad_(True)
+        h = a * 2
+        whole = fn is _copy_whole
+        if source == "detached":
+            x = h.detach() if whole else h.detach()[1]
+        elif source == "no_grad view":
+            with torch.no_grad():
+                x = h.view(-1) if whole else h[1]
+        else:
+            x = h.view(-1) if whole else h[1]
+        return a, h, x
+
+    a, h, x = make()
+    fn(h, x).sum().backward()
+    want = a.grad
+    for schedule in SCHEDULES:
+        a, h, x = make()
+        try:
+            fusion_alias.jit(fn, backend="reference", schedule=schedule)(h, x).sum().backward()
+        except (NotImplementedError, RuntimeError) as e:
+            assert source != "view", e  # (the plain view runs)
+            assert "fusion_alias" in str(e) or "no_grad" in str(e), e
+            continue
+        torch.testing.assert_close(a.grad, want)
+
+
+def _index_fill_from_itself(x, i):
+    return x.index_fill_(0, i, -1) * 1
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_index_fill_with_an_index_in_the_memory_it_writes_is_refused(schedule):
+    """Hostile probe (session 25): eager's ``index_fill_`` checks its index against what it writes, as the index ops
+    do (any overlap raises); the index was left unchecked and ``x.index_fill_(0, x[:3], -1)`` ran. An index of
+    other memory still runs as eager, before and after."""
+    jitted = fusion_alias.jit(_index_fill_from_itself, backend="reference", schedule=schedule)
+    base = torch.tensor([3, 1, 0, 2, 5, 4, 1, 0])
+    for overlapping in (False, True, False):
+        got_x, want_x = base.clone(), base.clone()
+        if overlapping:
+            for index in (lambda x: x[:3], lambda x: x):
+                with pytest.raises(RuntimeError, match="unsupported operation"):
+                    _index_fill_from_itself(want_x, index(want_x))
+                with pytest.raises(RuntimeError, match="unsupported operation"):
+                    jitted(got_x, index(got_x))
+            continue
+        torch.testing.assert_close(jitted(got_x, torch.tensor([1, 4])), _index_fill_from_itself(want_x, torch.tensor([1, 4])))
+        torch.testing.assert_close(got_x, want_x)
+
+
+def _write_through_view_read_base(w, x):
+    with torch.no_grad():
+        x.mul_(0.5)
+    return (w * x).sum()
+
+
+def _view_read_after_leaf_written(w, x):
+    v = w[0]
+    with torch.no_grad():
+        w.mul_(0.5)
+    return (v * 2).sum() + (w * x).sum()
+
+
+def _view_of_view_after_write(w, x):
+    v = w[:2]
+    vv = v[:, 1]
+    with torch.no_grad():
+        v.add_(1)
+    return vv.sum() * 2 + w.sum() + x.sum()
+
+
+@pytest.mark.parametrize("fn", [_write_through_view_read_base, _view_read_after_leaf_written, _view_of_view_after_write])
+@pytest.mark.parametrize("x_kind", ["row made under no_grad", "row", "other"])
+@pytest.mark.parametrize("leaf", ["made directly", "a view itself"])
+def test_views_of_a_leaf_written_under_no_grad_get_eagers_gradient_or_a_refusal(fn, x_kind, leaf):
+    """Hostile probe (session 25), wrong gradients, silently: an input made under ``torch.no_grad()`` (which requires
+    grad with no history) was taken for a view of its base's gradient (functional_rewrite.py, ``_autograd_base``),
+    and a view of a leaf that is itself a view (``arange(12).view(3, 4).requires_grad_()``) made before a ``no_grad``
+    write was replayed on the written value, where eager rebuilds its history without the leaf (Note [a view of a
+    leaf read after a no_grad write]). Now eager's gradient or a refusal; with ``x`` apart from ``w`` and a leaf
+    made directly, everything runs."""
+
+    def make():
+        w = torch.randn(12, generator=torch.Generator().manual_seed(0))
+        w = (w.view(3, 4) if leaf == "a view itself" else w.reshape(3, 4).clone()).requires_grad_(True)
+        if x_kind == "row made under no_grad":
+            with torch.no_grad():
+                x = w[0]
+        elif x_kind == "row":
+            x = w[0]
+        else:
+            x = torch.arange(4.0)
+        return w, x
+
+    w, x = make()
+    try:
+        fn(w, x).backward()
+        want = w.grad
+    except RuntimeError:
+        want = None  # eager rejects it (a view of a leaf written in place)
+    for schedule in SCHEDULES:
+        w, x = make()
+        try:
+            fusion_alias.jit(fn, backend="reference", schedule=schedule)(w, x).backward()
+        except (NotImplementedError, RuntimeError) as e:
+            assert not (x_kind == "other" and leaf == "made directly"), e
+            assert "fusion_alias" in str(e) or want is None, e
+            continue
+        assert want is not None, "eager raises"
+        torch.testing.assert_close(w.grad, want)

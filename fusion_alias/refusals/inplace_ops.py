@@ -30,6 +30,8 @@ from fusion_alias.aliasing import _proxies, copies_in, tensor_outs
 #       ``x[0:2] = x[0]`` and ``x[0:2] = x[0, 0]`` are fine, ``x[0:2] = x[1:3]`` is not.
 #     * ``masked_fill_`` and ``fill_`` read their value as a number: nothing to check
 #       (``x.fill_(x[0, 0])`` is fine; ``fill_`` is fusion_alias's own, inplace_lookasides.py).
+#       ``index_fill_`` reads its value so too, and its index as the index ops above do:
+#       ``x.index_fill_(0, x[:3], -1)`` and ``x.index_fill_(0, x, -1)`` raise (hostile probe, session 25).
 #
 #     * ``masked_scatter_``: nothing checked, and its source is read in the mask's order while
 #       it writes: any overlap is refused (rule "ordered", Note [masked_scatter_ reads its source
@@ -126,6 +128,9 @@ def _describe_inplace_op(bsym, renamed: dict) -> _InplaceOp | None:
     written = actual(bsym.args[0]) if bsym.args else None
     if not isinstance(written, TensorProxy):
         return None
+    if name == "index_fill_":  # its value is read as a number; its index, as index ops read theirs
+        index = actual(bsym.args[2]) if len(bsym.args) > 2 else bsym.kwargs.get("index")
+        return _InplaceOp(name, written, None, ((index, "any"),) if isinstance(index, TensorProxy) else ())
     if name in _UNCHECKED_OPS:
         return _InplaceOp(name, written, None, ())
     if name == "setitem_":
