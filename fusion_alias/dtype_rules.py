@@ -28,8 +28,11 @@ tensors"), although float -> complex is a legal cast.
 
 from __future__ import annotations
 
+import functools
+
 import torch
 import thunder.core.prims as prims
+from thunder.core import devices
 from thunder.core import dtypes as thunder_dtypes
 from thunder.core.dtypes import to_torch_dtype
 from thunder.core.proxies import TensorProxy
@@ -93,15 +96,51 @@ def _is_inplace(bsym) -> bool:
     return prims.OpTags.IN_PLACE in (bsym.sym.tags or ())
 
 
+# Note [ops whose result is floating for integer operands]
+# --------------------------------------------------------
+# True division, ``atan2`` and ``copysign`` compute in floating point whatever their operands (eager
+# promotes integer and bool operands to the default dtype), so in place on an integer or bool tensor
+# eager always refuses the store (torch 2.9.1)::
+#
+#     torch.arange(3).copysign_(torch.arange(3))   # "result type Float can't be cast to ... Long"
+#     b.div_(c); b.true_divide_(c); b.atan2_(c)    # b, c bool: "... to the desired output type Bool"
+#     a.div_(2, rounding_mode="floor")             # integer division: an integer result, runs
+#
+# Thunder 0.2.6 types ``copysign`` of integers as an integer, and the bool operands' skip below (where
+# eager computes in bool) let the bool ones through: both returned a value (hostile probe). The unary
+# floating ops (``sqrt_``, ``exp_``) need no rule: Thunder's result is floating too, refused below.
+_FLOAT_RESULT = frozenset({"div_", "true_divide_", "atan2_", "arctan2_", "copysign_"})
+
+
+def _check_float_result(b, name: str) -> None:
+    """Note [ops whose result is floating for integer operands]."""
+    dst = b.args[0] if b.args else None
+    if name not in _FLOAT_RESULT or not isinstance(dst, TensorProxy) or not thunder_dtypes.is_exact_dtype(dst.dtype):
+        return
+    if b.kwargs.get("rounding_mode") is not None:
+        return  # (floor or trunc division of integers is an integer)
+    floats = [d for d in map(_torch_dtype, (a for a in b.args[:2] if isinstance(a, TensorProxy)))
+              if d is not None and (d.is_floating_point or d.is_complex)]
+    have = functools.reduce(torch.promote_types, floats) if floats else torch.get_default_dtype()
+    raise InplaceDtypeError(
+        f"fusion_alias: {name}: result type {have} can't be cast to the desired output type {_torch_dtype(dst)} of "
+        f"{dst.name} ({name[:-1]} of integer or bool tensors is floating point; eager PyTorch rejects this too)")
+
+
+def _bool_operand(a) -> bool:
+    return (isinstance(a, TensorProxy) and _torch_dtype(a) is torch.bool) or isinstance(a, bool)
+
+
 def check_inplace_dtypes(top_bsyms) -> None:
     """Raise :class:`InplaceDtypeError` where eager refuses an in-place op's store (module Note)."""
     convert = prims.PrimIDs.CONVERT_ELEMENT_TYPE
     copy_id = prims.PrimIDs.COPY_
     in_place = prims.OpTags.IN_PLACE
     for b in top_bsyms:
+        name = b.sym.name
+        _check_float_result(b, name)  # (before the filter: true_divide_ is one of inplace_lookasides.py's)
         if not b.subsymbols or in_place not in (b.sym.tags or ()):  # (_is_inplace)
             continue
-        name = b.sym.name
         if name in _CASTING_OPS:
             continue
         # the cast Thunder puts before copy_ is a direct subsymbol; without one, nothing to look through
@@ -130,9 +169,10 @@ def check_inplace_dtypes(top_bsyms) -> None:
                     f"fusion_alias: {name}: In-place abs is not supported for complex tensors "
                     "(eager PyTorch rejects this too)"
                 )
-            if want is torch.bool and len(b.args) > 1 and all(
-                    isinstance(a, TensorProxy) and _torch_dtype(a) is torch.bool for a in b.args):
-                continue  # bool operands: eager computes in bool (``b.add_(c, alpha=2)``); Thunder's int8 casts back alike
+            if want is torch.bool and len(b.args) > 1 and all(map(_bool_operand, b.args)):
+                # bool operands: eager computes in bool (``b.add_(c, alpha=2)``, ``b.pow_(True)``); Thunder's int8
+                # or int64 casts back alike (those eager refuses in bool: above, and check_op_dtypes)
+                continue
             if not torch.can_cast(have, want):
                 raise InplaceDtypeError(
                     f"fusion_alias: {name}: result type {have} can't be cast to the desired output type "
@@ -151,10 +191,26 @@ def check_inplace_dtypes(top_bsyms) -> None:
 #     int_x.addcdiv_(a, b)          # eager: integer division with addcdiv is no longer supported
 #     int_x.addcmul_(a, b, value=0.5)   # eager casts the value to the integer type (0): x unchanged;
 #                                       # Thunder multiplies by 0.5 first (refused: its result differs)
+#     f32_x.addcdiv_(int_a, int_b)      # eager: integer division, by tensor1 and tensor2 alone
+#     f16_x.lerp_(f32_y, 0.3)           # eager: expected dtype Half for `end` (also `weight`, not 0-d)
+#
+# and by bool operands, where eager has no bool kernel and Thunder computes in int8 or int64 (``b ** c``
+# returned int64). Run on CPU; on CUDA torch's kernel sources (read, not run) list no Bool for these
+# either, but for ``abs`` (``abs_cuda`` has one: ``b.abs()`` is refused on CPU tensors only)::
+#
+#     b.floor_(); b.ceil(); b.round(); b.trunc_(); b.abs()   # "floor_vml_cpu" not implemented for 'Bool'
+#     b ** c; b.pow_(c); True ** c                          # "pow" not implemented for 'Bool'
+#     b.addcmul_(c, d)                                      # "addcmul_cpu_out" not implemented for 'Bool'
+#     b ** True                                             # runs: eager's b.clone(), a bool; Thunder's
+#                                                           # int64 (refused: its dtype differs); b.pow_(True) runs
 _LERP_NAMES = frozenset({"lerp", "lerp_"})
 _ADDCDIV_NAMES = frozenset({"addcdiv", "addcdiv_"})
 _ADDCMUL_NAMES = frozenset({"addcmul", "addcmul_"})
 _SUB_NAMES = frozenset({"sub", "sub_", "rsub", "__sub__", "__rsub__", "__isub__"})
+_ALPHA_NAMES = frozenset({"add", "add_", "sub", "sub_", "rsub"})
+_NO_BOOL_KERNEL = frozenset({"ceil", "ceil_", "floor", "floor_", "round", "round_", "trunc", "trunc_", "fix", "fix_"})
+_POW_NAMES = frozenset({"pow", "pow_"})
+_NO_BOOL_KERNEL_ON_CPU = frozenset({"abs", "abs_", "absolute", "absolute_"})
 _TORCH_TYPE_NAMES = {torch.int8: "Char", torch.uint8: "Byte", torch.int16: "Short", torch.int32: "Int",
                      torch.int64: "Long", torch.bool: "Bool"}
 
@@ -164,6 +220,7 @@ def check_op_dtypes(top_bsyms) -> None:
     for b in top_bsyms:
         name = b.sym.name
         if name in _LERP_NAMES:
+            _check_lerp_operands(b, name)
             start = b.args[0] if b.args else None
             dtype = _torch_dtype(start) if isinstance(start, TensorProxy) else None
             if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
@@ -178,8 +235,91 @@ def check_op_dtypes(top_bsyms) -> None:
                 f"fusion_alias: {name}: Subtraction, the `-` operator, with a bool tensor is not supported. If you "
                 "are trying to invert a mask, use the `~` or `logical_not()` operator instead (eager PyTorch "
                 "rejects this too)")
+        elif name in _NO_BOOL_KERNEL or (name in _NO_BOOL_KERNEL_ON_CPU and _on_cpu(b.args[0])):
+            _check_bool_kernel(b, name, b.args[:1])
+        elif name in _POW_NAMES:
+            _check_bool_pow(b, name)
+        if name in _ALPHA_NAMES:
+            _check_alpha(b, name)
         if name in _PROMOTING:
             _check_result_dtype(b, name)
+
+
+def _check_bool_kernel(b, name: str, operands) -> None:
+    """Eager's error where every operand is bool (Note [ops eager has no kernel for])."""
+    tensors = [a for a in operands if isinstance(a, TensorProxy)]
+    if tensors and all(_torch_dtype(t) is torch.bool for t in tensors):
+        raise NotImplementedError(
+            f"fusion_alias: {name}: not implemented for 'Bool' (eager PyTorch has no {name.rstrip('_')} kernel for "
+            "bool tensors and rejects this too)")
+
+
+def _on_cpu(t) -> bool:
+    return isinstance(t, TensorProxy) and t.device.devicetype is devices.DeviceType.CPU
+
+
+def _check_bool_pow(b, name: str) -> None:
+    """``b ** c`` and ``True ** c`` of bool tensors: no kernel; ``b ** True``: Thunder's dtype is not eager's."""
+    base, exponent = (tuple(b.args) + (None, None))[:2]
+    if isinstance(exponent, TensorProxy) and isinstance(base, (bool, TensorProxy)):
+        _check_bool_kernel(b, name, (base, exponent) if isinstance(base, TensorProxy) else (exponent,))
+    elif name == "pow" and isinstance(base, TensorProxy) and _torch_dtype(base) is torch.bool and isinstance(
+            exponent, bool):
+        raise NotImplementedError(
+            f"fusion_alias: {name} of a bool tensor by {exponent}: eager PyTorch returns a bool tensor, Thunder 0.2.6 "
+            f"an int64 one, and a fusion would return that: not supported. Workaround: "
+            f"{'x.clone()' if exponent else 'torch.ones_like(x)'}")
+
+
+def _check_alpha(b, name: str) -> None:
+    """Eager's checks of ``alpha`` against the result type of ``add``/``sub`` (torch 2.9.1's ``alpha_check``)::
+
+        f32.sub_(y, alpha=True)     # "Boolean alpha only supported for Boolean results."
+        b.add_(c, alpha=0.5)        # "For integral input tensors, argument alpha must not be a floating point ..."
+        int_a.add(2.5, alpha=0.5)   # runs: the result is floating
+    """
+    alpha = b.kwargs.get("alpha", b.args[2] if len(b.args) > 2 else None)
+    if not isinstance(alpha, (bool, float, complex)):
+        return  # (an int, None or a number proxy: every result type takes it)
+    result = _eager_result_type(b.args[:2])
+    if result is None:
+        return
+    if isinstance(alpha, bool):
+        problem = None if result is torch.bool else "Boolean alpha only supported for Boolean results."
+    elif isinstance(alpha, complex):
+        problem = None if result.is_complex else (
+            "For non-complex input tensors, argument alpha must not be a complex number.")
+    else:
+        problem = None if result.is_floating_point or result.is_complex else (
+            "For integral input tensors, argument alpha must not be a floating point number.")
+    if problem:
+        raise RuntimeError(f"fusion_alias: {name} with alpha={alpha!r}: {problem} (eager PyTorch rejects this too)")
+
+
+def _eager_result_type(operands):
+    """The dtype eager computes two operands in (a 0-d tensor promotes as eager's do), or None."""
+    if len(operands) != 2 or not any(isinstance(o, TensorProxy) for o in operands):
+        return None
+    dtypes = [_torch_dtype(o) if isinstance(o, TensorProxy) else None for o in operands]
+    if any(isinstance(o, TensorProxy) and d is None for o, d in zip(operands, dtypes)):
+        return None
+    if not all(isinstance(o, (TensorProxy, bool, int, float, complex)) for o in operands):
+        return None  # (a number proxy: its type is not asked)
+    return torch.result_type(*(torch.empty((1,) * o.ndim, dtype=d, device="meta") if d is not None else o
+                               for o, d in zip(operands, dtypes)))
+
+
+def _check_lerp_operands(b, name: str) -> None:
+    """Eager requires ``end`` (and a ``weight`` tensor that is not 0-d) of ``start``'s dtype."""
+    start, end, weight = (tuple(b.args) + (None, None, None))[:3]
+    weight = b.kwargs.get("weight", weight)
+    if not isinstance(start, TensorProxy):
+        return
+    for what, t in (("end", end), ("weight", weight)):
+        if isinstance(t, TensorProxy) and t.dtype != start.dtype and (what == "end" or t.ndim > 0):
+            raise RuntimeError(
+                f"fusion_alias: {name}: expected dtype {_torch_dtype(start)} for `{what}` but got dtype "
+                f"{_torch_dtype(t)} (eager PyTorch rejects this too)")
 
 
 # Note [a result type Thunder infers from a 0-d tensor's history]
@@ -229,12 +369,16 @@ def _check_result_dtype(b, name: str) -> None:
 
 def _check_integer_addc(b, name: str) -> None:
     tensors = [a for a in b.args[:3] if isinstance(a, TensorProxy)]
-    if not tensors or not all(thunder_dtypes.is_exact_dtype(t.dtype) for t in tensors):
-        return  # (a floating operand: eager's ordinary rules)
-    if name in _ADDCDIV_NAMES:
+    divisors = tuple(b.args[1:3])  # (tensor1, tensor2: integer or bool, whatever self is: f32.addcdiv_(int_a, int_b))
+    if name in _ADDCDIV_NAMES and len(divisors) == 2 and all(
+            isinstance(t, TensorProxy) and thunder_dtypes.is_exact_dtype(t.dtype) for t in divisors):
         raise RuntimeError(
             f"fusion_alias: {name}: Integer division with addcdiv is no longer supported (eager PyTorch rejects "
             "this too); use torch.floor_divide or true division on floating tensors")
+    if name in _ADDCMUL_NAMES:
+        _check_bool_kernel(b, name, tensors)
+    if not tensors or not all(thunder_dtypes.is_exact_dtype(t.dtype) for t in tensors):
+        return  # (a floating operand: eager's ordinary rules)
     value = b.kwargs.get("value", b.args[3] if len(b.args) > 3 else 1)
     if isinstance(value, float) and not value.is_integer():
         raise NotImplementedError(

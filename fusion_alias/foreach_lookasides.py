@@ -17,7 +17,8 @@ An argument that is a list or tuple is taken element by element (tensors, or eag
 ``scalars``); anything else (a number, one tensor) is passed to every call. The 4th argument of
 ``addcmul``/``addcdiv`` is their ``value``. In-place ops return the list they were given, the others
 a tuple, as eager's do. The per-tensor op is the tensor's method of the same name, including the
-in-place ops fusion_alias adds (``sigmoid_``: inplace_lookasides.py).
+in-place ops fusion_alias adds (``sigmoid_``: inplace_lookasides.py), except ``maximum``/``minimum``
+(Note [foreach maximum is clamp_min per tensor]).
 """
 
 from __future__ import annotations
@@ -37,6 +38,17 @@ from fusion_alias import context, inplace_lookasides
 from fusion_alias.errors import AliasInputError
 
 _VALUE_AT_FOURTH = frozenset({"addcmul", "addcdiv", "addcmul_", "addcdiv_"})
+
+# Note [foreach maximum is clamp_min per tensor]
+# ----------------------------------------------
+# Eager's ``_foreach_maximum_``/``_foreach_minimum_`` (and their out-of-place forms) run
+# ``clamp_min``/``clamp_max`` per tensor (its CPU kernels are ``foreach_tensor_clamp_min_*_slow``),
+# with a list, one number or a list of numbers. Thunder 0.2.6 has no ``maximum_`` method
+# ("Unknown attribute maximum_", amsgrad Adam with ``foreach=True``) and its ``maximum`` takes no
+# number, so the per-tensor op is eager's: ``_foreach_maximum_(ms, vs)`` -> ``ms[i].clamp_min_(vs[i])``
+# (the same values as eager's foreach op, NaN and mixed dtypes included: checked on torch 2.9.1).
+_PER_TENSOR_METHOD = {"maximum": "clamp_min", "maximum_": "clamp_min_",
+                      "minimum": "clamp_max", "minimum_": "clamp_max_"}
 
 
 def _foreach(method: str, tensors, *args, **kwargs):
@@ -66,10 +78,11 @@ def _foreach(method: str, tensors, *args, **kwargs):
         {k: _scalar_tensor(method, v, k, args, kwargs) if isinstance(v, TensorProxy) else v for k, v in kwargs.items()},
     )
     results = []
+    per_tensor = _PER_TENSOR_METHOD.get(method, method)
     for i, t in enumerate(tensors):
         args_i = [a[i] if isinstance(a, (list, tuple)) else a for a in args]
         kwargs_i = {k: (v[i] if isinstance(v, (list, tuple)) else v) for k, v in kwargs.items()}
-        results.append(inplace_lookasides.proxy_method(t, method)(*args_i, **kwargs_i))
+        results.append(inplace_lookasides.proxy_method(t, per_tensor)(*args_i, **kwargs_i))
     if grad_writes:
         _record(method, results)
     if method.endswith("_"):

@@ -64,7 +64,7 @@ def _copy_and_unary(ps, gs, _):
 def _make(kind):
     g = torch.Generator().manual_seed(11)
     lists = [[torch.randn(4, generator=g) for _ in range(3)] for _ in range(4)]
-    if kind is _flat_buffer_views:
+    if kind in (_flat_buffer_views, _maximum_of_views_of_one_buffer):
         return [torch.randn(12, generator=g), lists[1], None]
     if kind is _adam:
         lists[3] = [v.abs() for v in lists[3]]
@@ -82,8 +82,26 @@ def _scalar_tensor_of_a_written_tensor(ps, gs, _):
     return ps[0] * 1
 
 
+def _maximum_and_minimum(ps, gs, ms):
+    # Note [foreach maximum is clamp_min per tensor]: Thunder 0.2.6 has no maximum_ ("Unknown attribute
+    # maximum_", amsgrad Adam with foreach=True; hostile probe r12)
+    torch._foreach_maximum_(ms, gs)  # a list
+    torch._foreach_minimum_(ps, 0.5)  # a number
+    torch._foreach_maximum_(gs, [0.1, -0.2, 0.3])  # a number per tensor
+    torch._foreach_minimum_(ms, ms)  # the same list twice
+    return torch._foreach_maximum(ps, -0.25), torch._foreach_minimum(ps, ms)
+
+
+def _maximum_of_views_of_one_buffer(flat, gs, _):
+    # each row takes the maximum with the next row, in turn: the last reads the first as already written
+    ps = list(flat.view(3, 4).unbind(0))
+    torch._foreach_maximum_(ps, [ps[1], ps[2], ps[0]])
+    torch._foreach_minimum_(ps, gs)
+    return flat * 1
+
+
 PROGRAMS = [_sgd_momentum, _adam, _ema, _per_tensor_scalars, _flat_buffer_views, _same_list_twice, _copy_and_unary,
-            _scalar_tensor_of_a_written_tensor]
+            _scalar_tensor_of_a_written_tensor, _maximum_and_minimum, _maximum_of_views_of_one_buffer]
 
 
 def _assert_same(got, want):
@@ -167,19 +185,22 @@ def test_per_tensor_scalars_given_as_one_tensor(schedule):
     _assert_same(j, e)
 
 
+@pytest.mark.parametrize("amsgrad", [False, True], ids=["adam", "amsgrad"])
 @pytest.mark.parametrize("size", [3, 4])
-def test_torch_optim_functional_adam_foreach(size):
-    # torch.optim.adam.adam(foreach=True), parameters at different steps (its step sizes become a tensor)
+def test_torch_optim_functional_adam_foreach(size, amsgrad):
+    # torch.optim.adam.adam(foreach=True), parameters at different steps (its step sizes become a tensor);
+    # amsgrad calls torch._foreach_maximum_ (Note [foreach maximum is clamp_min per tensor])
     import torch.optim.adam as adam
 
-    def step(params, grads, m, v, steps):
-        adam.adam(params, grads, m, v, [], steps, foreach=True, amsgrad=False, beta1=0.9, beta2=0.999,
+    def step(params, grads, m, v, v_max, steps):
+        adam.adam(params, grads, m, v, v_max, steps, foreach=True, amsgrad=amsgrad, beta1=0.9, beta2=0.999,
                   lr=0.1, weight_decay=0.0, eps=1e-8, maximize=False)
 
     def state():
         g = torch.Generator().manual_seed(0)
         return ([torch.randn(size, generator=g) for _ in range(3)], [torch.randn(size, generator=g) for _ in range(3)],
-                [torch.zeros(size) for _ in range(3)], [torch.zeros(size) for _ in range(3)],
+                [torch.zeros(size) for _ in range(3)], [torch.rand(size, generator=g) for _ in range(3)],
+                [torch.rand(size, generator=g) for _ in range(3)] if amsgrad else [],
                 [torch.tensor(float(5 * i)) for i in range(3)])
 
     want = state()
