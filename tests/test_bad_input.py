@@ -932,3 +932,22 @@ def test_bool_tensor_to_a_bool_power_is_refused_not_int64(exponent):
     assert f(_bools()[0]).dtype == torch.bool
     with pytest.raises(NotImplementedError, match="eager PyTorch returns a bool tensor"):
         fusion_alias.jit(f, backend="reference")(_bools()[0])
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: x.logical_and_(True), lambda x: x.logical_or_(0), lambda x: x.logical_xor_(1.5),
+    lambda x: torch.logical_and(x, True), lambda x: x.logical_or(False), lambda x: torch.logical_xor(x, 2),
+], ids=["logical_and_", "logical_or_", "logical_xor_", "logical_and", "logical_or", "logical_xor"])
+def test_a_number_where_eager_takes_only_a_tensor_is_refused(fn):
+    """refusals/tensor_arguments.py, Note [an argument eager takes only as a tensor]: eager raises a TypeError,
+    a fused region returned a value (hostile probe, session 25). With a tensor, the same ops run as eager."""
+    x = torch.tensor([True, False, True])
+    with pytest.raises(TypeError, match="must be Tensor"):
+        fn(x.clone())
+    with pytest.raises(TypeError, match="must be Tensor"):
+        fusion_alias.jit(fn, backend="reference")(x.clone())
+    got, want = x.clone(), x.clone()
+    both = lambda a: (a.logical_and_(a.flip(0)), torch.logical_xor(a, a.roll(1)))  # noqa: E731
+    for g, w in zip(fusion_alias.jit(both, backend="reference")(got), both(want)):
+        torch.testing.assert_close(g, w)
+    torch.testing.assert_close(got, want)

@@ -42,6 +42,7 @@ from fusion_alias.refusals.inplace_ops import (
 )
 from fusion_alias.refusals.operands import _check_original_operands, _compares_operands
 from fusion_alias.refusals.saved_versions import check_saved_versions
+from fusion_alias.refusals.tensor_arguments import check_tensor_arguments
 from fusion_alias.refusals.writes import _check_writes, check_self_copies
 
 __all__ = ["AliasInputError", "check_refusals"]
@@ -85,6 +86,7 @@ def check_refusals(
             refuse_bool_key(b)  # (with gradients, Thunder's autodiff decomposed it before the pass)
     dtype_rules.check_inplace_dtypes(traced)
     dtype_rules.check_op_dtypes(traced)
+    check_tensor_arguments(traced)
     renamed_names = {v.proxy.name: p.name for v, p in renamed.items()}  # (flat's names for the traced ones)
     check_self_copies(traced, info, actual, renamed_names)  # (dropped from flat before _check_writes looks)
     _check_writes(flat, info, actual, proxies, inplace_ops, grad_inputs, input_names)
