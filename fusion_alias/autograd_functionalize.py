@@ -50,7 +50,7 @@ import torch
 import thunder.core.prims as prims
 from thunder.core.compile_data import get_compile_data
 import thunder.core.dtypes as dtypes
-from thunder.core.proxies import ProxyTag, TensorProxy
+from thunder.core.proxies import TensorProxy
 from thunder.core.pytree import tree_map
 from thunder.core.trace import from_trace, tracectx
 from thunder.core.transform_common import Transform
@@ -60,12 +60,12 @@ from fusion_alias.aliasing import _made_from_args, _view_symbols, analyze, may_w
 from fusion_alias.proxies_by_name import tensor_proxies_by_name
 from fusion_alias.errors import AliasInputError
 from fusion_alias.functional_rewrite import Rewriter, _detached
-from fusion_alias.gradient_operands import gradient_operands
+from fusion_alias.gradient_paths import requires_grad_by_name, sources_of_other_gradients
 from fusion_alias.input_outputs import outputs_as_the_callers, outputs_of_written_inputs
 from fusion_alias.refusals.returned_views import check_returned_no_grad_views
 from fusion_alias.refusals.strided_outputs import check_returned_strided_views
 from fusion_alias.functionalized_epilogue import eager_store_flags, epilogue_returning_finals, refuse_stores_of_input_views
-from fusion_alias.leaf_views import detached_names, detaches
+from fusion_alias.leaf_views import detached_names
 from fusion_alias.view_outputs import remade_outputs
 from fusion_alias.view_rewrites import as_view_prim
 
@@ -153,53 +153,11 @@ def _constant_outputs(flat, info, tensor_inputs, outs, step_outputs=frozenset())
     requires grad still does, and so do views of ``b``), and a write of a value that requires grad
     makes the memory require it. Returns the positions among ``outs`` (the program's outputs) of
     those no gradient reaches, or that are not floating point."""
-    requires = _requires_grad(flat, info, tensor_inputs, step_outputs)
+    requires = requires_grad_by_name(flat, info, tensor_inputs, step_outputs)
     return [
         i for i, o in enumerate(outs)
         if isinstance(o, TensorProxy) and (not requires(o.name) or not dtypes.is_inexact_dtype(o.dtype))
     ]
-
-
-def _requires_grad(flat, info, tensor_inputs, step_outputs=frozenset()):
-    """Whether a name of ``flat`` requires grad after the program, by eager's rules for memory
-    (Note [outputs no gradient reaches]): a predicate over names."""
-    root = info.root
-    memory = {root.get(p.name, p.name) for p in tensor_inputs if p.requires_grad}  # memories that require grad
-    values: set = set()  # names computed from something that requires grad
-    # ``x.detach()`` and views of it share ``x``'s memory but require no grad (Note [a write-back no
-    # gradient reaches]); a write into them with a value that requires grad is not followed here
-    detached_names: set = set()
-
-    def requires(n: str) -> bool:
-        return n not in detached_names and (n in values or root.get(n, n) in memory)
-
-    for b in flat:
-        if ops.is_copy(b):
-            src, dst = b.args[0], b.args[1]
-            if isinstance(src, TensorProxy) and requires(src.name) and b.kwargs.get("grad_enabled", True):
-                memory.add(root.get(dst.name, dst.name))
-            elif isinstance(dst, TensorProxy) and dst.name in detached_names:
-                # eager's ``t.neg_()`` of a detached ``t`` returns ``t`` itself: no grad (fuzz seed 20602 #39,
-                # --grad: ``t2 = h.sin().detach(); return t2.neg_()`` came back requiring grad)
-                detached_names.update(o.name for o in b.flat_outs if isinstance(o, TensorProxy))
-            continue
-        if detaches(b, detached_names):
-            detached_names.update(o.name for o in b.flat_outs if isinstance(o, TensorProxy))
-            continue
-        if ops.is_view(b):
-            continue  # a view requires grad when its memory does
-        operands = gradient_operands(b.sym.name, [a for a in b.flat_args if isinstance(a, TensorProxy)])
-        if any(requires(a.name) for a in operands):  # (``zeros_like(t)`` requires no grad: gradient_operands.py)
-            for o in b.flat_outs:
-                detached = ProxyTag.DETACHED_AUTOGRAD_GRAPH in o.tags if isinstance(o, TensorProxy) else True
-                # an integer or bool result requires no grad in eager, nor does what is computed from it
-                # alone: ``(b < 0).float()`` of ``b`` that requires grad (fuzz seed 20415 #166, basic --grad)
-                if (isinstance(o, TensorProxy) and dtypes.is_inexact_dtype(o.dtype)
-                        and (not detached or o.name in step_outputs)):
-                    values.add(o.name)
-                    if root.get(o.name) == o.name:
-                        memory.add(o.name)
-    return requires
 
 
 def _refuse_lerp_with_gradients(flat, requires) -> None:
@@ -308,28 +266,6 @@ def _decomposes_into_views(b) -> bool:
     return all(_made_from_args(b.subsymbols, o.name, outer) for o in outs)
 
 
-def _sources_of_other_gradients(flat, requires, root) -> frozenset:
-    """The values written in grad mode, by ``copy_`` or ``d[key] = v``, into memory that requires grad, whose
-    gradient is not that memory's: values that require no grad, and values rooted in another tensor than
-    the destination (another input). Such a write replaces the gradient of what it writes even where it
-    writes the values there already (Note [a copy from itself detached], noop_copies.py: an input ``x =
-    h.detach()[1]``, or ``h[1]`` taken under ``torch.no_grad()``, which requires grad with no history,
-    copied into ``h[1]``)."""
-    found = set()
-    for b in flat:
-        if ops.is_copy(b):
-            value, dst = b.args[0], b.args[1]
-        elif "setitem" in b.sym.name and len(b.args) > 2:
-            value, dst = b.args[2], b.args[0]
-        else:
-            continue
-        if not (isinstance(value, TensorProxy) and isinstance(dst, TensorProxy)) or not b.kwargs.get("grad_enabled", True):
-            continue
-        if requires(dst.name) and (not requires(value.name) or root.get(value.name) != root.get(dst.name)):
-            found.add(value.name)
-    return frozenset(found)
-
-
 def _checked_as_the_fusion_pass_sees_it(trace, explicit, ret, tensor_inputs, input_groups, actual, ctx) -> set:
     """Eager's refusals, checked on the trace flattened the fusion pass's way (down to compute
     prims, whose layout rules ``layouts`` knows: ``t1 * 0.5`` of a transposed ``t1`` is transposed
@@ -432,11 +368,11 @@ def functionalize(prologue_trc, trace, epilogue_trc):
     same_inputs = identical_inputs(tensor_inputs, actual)
     flat = read_through_first(flat, same_inputs, tensor_inputs)
     info = analyze(flat, tensor_inputs, list(input_groups) + alias_facts, same_inputs, detach_is_view=True)
-    requires = _requires_grad(flat, info, tensor_inputs)
+    requires = requires_grad_by_name(flat, info, tensor_inputs)
     detached = detached_names(flat, requires)  # Note [reads through detach, after writes]
     _refuse_lerp_with_gradients(flat, requires)
     proxies = tensor_proxies_by_name(flat, tensor_inputs)
-    keep = detached | _sources_of_other_gradients(flat, requires, info.root)  # (Note [a copy from itself detached], noop_copies.py)
+    keep = detached | sources_of_other_gradients(flat, requires, info.root)  # (Note [a copy from itself detached], noop_copies.py)
     flat = drop_copies_onto_themselves(flat, info, actual, proxies, keep=keep)
     *flat, ret = flat
 
@@ -445,7 +381,7 @@ def functionalize(prologue_trc, trace, epilogue_trc):
     rewriter.input_groups = input_groups
     rewriter.detached = detached
     rewriter.input_names = frozenset(p.name for p in tensor_inputs)
-    rewriter.leaf_views = frozenset(  # (functional_rewrite.py, Note [a view of a leaf read after a no_grad write])
+    rewriter.leaf_views = frozenset(  # (gradient_paths.py, Note [a view of a leaf read after a no_grad write])
         p.name for p in tensor_inputs
         if actual.get(p.name) is not None and actual[p.name].is_leaf and actual[p.name].requires_grad
         and actual[p.name]._base is not None)
@@ -507,7 +443,7 @@ def functionalize(prologue_trc, trace, epilogue_trc):
     # (``buf.mul_(0.9).add_(x.detach().mean(0))`` in a training call) got a CopyBackwards history,
     # and the next step's backward ran through this one ("backward through the graph a second
     # time"; hostile probes 2026-12-02). Such a write-back runs under no_grad, as eager's writes did.
-    requires = _requires_grad(flat, info, tensor_inputs, rewriter.step_outputs)
+    requires = requires_grad_by_name(flat, info, tensor_inputs, rewriter.step_outputs)
     eager_store_flags(new_epilogue, epilogue_trc, outs, requires)
     refuse_stores_of_input_views(new_epilogue, epilogue_trc, outs, info, tensor_inputs)
     modes = {p.name: bool(rewriter.mode_of(p.name)) and requires(p.name) for p in written}

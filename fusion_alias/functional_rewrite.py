@@ -15,6 +15,7 @@ from thunder.core.proxies import ProxyTag, TensorProxy, variableify
 from fusion_alias import ops
 from fusion_alias.aliasing import may_write
 from fusion_alias.errors import AliasInputError
+from fusion_alias.gradient_paths import autograd_base, check_leaf_view_read
 from fusion_alias.overlap import may_overlap_itself
 from fusion_alias.refusals.storage_views import STORAGE_VIEWS, refuse_storage_view
 
@@ -60,7 +61,7 @@ class Rewriter:
         self.members: dict[str, list[str]] = {}  # memory key -> its inputs, in order
         self.input_groups: list = []  # trace inputs that may overlap (``input_groups._input_groups``)
         self.detached: frozenset = frozenset()  # Note [reads through detach, after writes] (``detached_names``)
-        self.leaf_views: frozenset = frozenset()  # inputs that are leaves requiring grad and views (Note [a view of a leaf read after a no_grad write])
+        self.leaf_views: frozenset = frozenset()  # leaves requiring grad that are views (gradient_paths.py, Note [a view of a leaf read after a no_grad write])
 
     def _emit(self, bsym):
         self.trace.bound_symbols.append(bsym)
@@ -115,14 +116,9 @@ class Rewriter:
         now = self.version.get(mem, 0)
         if self.made_at.get(p.name, 0) == now:
             return p
-        if self.leaf_views and (self.info.chain.get(p.name) or root not in self.leaf_views) and any(
-                m in self.leaf_views for m in self.members.get(mem, (root,))):
-            raise AliasInputError(  # Note [a view of a leaf read after a no_grad write]
-                f"fusion_alias: in a call that computes gradients, {p.name} is read after a write into the memory of "
-                f"a leaf tensor that requires grad and is itself a view (w = base.view(...).requires_grad_()), of "
-                "which it is a view made before the write: not supported (eager PyTorch then rebuilds the view's "
-                "history from the base that requires no grad, and its gradient no longer reaches the leaf). "
-                "Workaround: take the view again after the write, or make the leaf with .clone() first")
+        if self.leaf_views:
+            check_leaf_view_read(p.name, bool(self.info.chain.get(p.name)), root, self.members.get(mem, (root,)),
+                                 self.leaf_views)
         key = (p.name, now)
         value = self.replayed.get(key)
         if value is None:
@@ -136,18 +132,6 @@ class Rewriter:
             value = _detached(value) if p.name in self.detached else value  # Note [reads through detach, after writes]
             self.replayed[key] = value
         return value
-
-    # Note [a view of a leaf read after a no_grad write]
-    # -------------------------------------------------
-    # A leaf that requires grad is written only under ``torch.no_grad()`` (eager rejects the rest). When the
-    # leaf is itself a view of a tensor that requires no grad (``w = torch.arange(12.).view(3, 4)
-    # .requires_grad_()``), a view of it made before such a write (``v = w[0]`` in the program, or an input
-    # ``x = w[0]`` passed beside ``w``) and read after it has its history rebuilt by eager from that base, and
-    # the rebuilt history does not reach ``w``: ``v = w[0]; with no_grad(): w.mul_(0.5); return (v * 2).sum()
-    # + w.sum()`` gives ``w.grad`` 1 everywhere (hostile probe, session 25; torch 2.9.1,
-    # ``v.grad_fn.next_functions == ((None, 0),)``), where the replay of the view on the written value carried
-    # the gradient to ``w`` (3 in row 0). Refused. A leaf made directly (no ``_base``) keeps its views'
-    # gradients in eager, as the replay does; the leaf itself, and views taken after the write, read as before.
 
     def mode_of(self, root: str):
         """The grad mode of the write-back of ``root``'s memory (Note [the grad mode of a write-back]),
@@ -182,7 +166,7 @@ class Rewriter:
                 continue
             if len({(t.dtype, t.device) for t in tensors}) > 1:
                 continue
-            if any(t.requires_grad for t in tensors) and len({id(_autograd_base(t)) for t in tensors}) > 1:
+            if any(t.requires_grad for t in tensors) and len({id(autograd_base(t)) for t in tensors}) > 1:
                 continue
             lo = min(t.storage_offset() for t in tensors)
             hi = max(t.storage_offset() + sum((n - 1) * st for n, st in zip(t.shape, t.stride()) if n > 0) + 1
@@ -430,19 +414,6 @@ class Rewriter:
             if isinstance(o, TensorProxy):
                 self.made_at[o.name] = -1
                 self._count_made(o.name, root)
-
-
-def _autograd_base(t: torch.Tensor) -> torch.Tensor:
-    """The tensor whose history ``t``'s gradient goes into: the base it is a view of, or itself.
-
-    A view made under ``torch.no_grad()`` of a tensor that requires grad requires grad too, with no history
-    (``grad_fn`` None): its gradient reaches nothing, not its base, so it is its own. Taken for its base's,
-    ``with no_grad(): x = w[0]`` passed beside ``w``, written through ``x`` under ``no_grad`` and read through
-    ``w``, gave ``w.grad[0]`` zero where eager gives ``x`` (hostile probe, session 25): the joined base took row
-    0's gradient from ``x``."""
-    if t._base is not None and not (t.requires_grad and t.grad_fn is None):
-        return t._base
-    return t
 
 
 def _positions(t: torch.Tensor, lo: int, device) -> TensorProxy:

@@ -170,4 +170,4 @@ def drop_copies_onto_themselves(flat: list, info: AliasInfo, actual: dict, proxi
 # h.detach()[1]``, or ``h[1]`` taken under ``torch.no_grad()`` (which requires grad, with no history), in
 # ``h[1].copy_(x)`` is ``h[1]``'s own memory, and eager's ``a.grad[1]`` is 0 where the dropped copy gave 2
 # (hostile probe, session 25). Every grad-mode copy into memory that requires grad from a value that requires
-# none, or that is rooted in another input, is kept (``autograd_functionalize._sources_of_other_gradients``).
+# none, or that is rooted in another input, is kept (``gradient_paths.sources_of_other_gradients``).

@@ -1000,7 +1000,7 @@ def _view_of_view_after_write(w, x):
 @pytest.mark.parametrize("leaf", ["made directly", "a view itself"])
 def test_views_of_a_leaf_written_under_no_grad_get_eagers_gradient_or_a_refusal(fn, x_kind, leaf):
     """Hostile probe (session 25), wrong gradients, silently: an input made under ``torch.no_grad()`` (which requires
-    grad with no history) was taken for a view of its base's gradient (functional_rewrite.py, ``_autograd_base``),
+    grad with no history) was taken for a view of its base's gradient (gradient_paths.py, ``autograd_base``),
     and a view of a leaf that is itself a view (``arange(12).view(3, 4).requires_grad_()``) made before a ``no_grad``
     write was replayed on the written value, where eager rebuilds its history without the leaf (Note [a view of a
     leaf read after a no_grad write]). Now eager's gradient or a refusal; with ``x`` apart from ``w`` and a leaf
