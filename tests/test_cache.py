@@ -1,5 +1,6 @@
 """A call whose inputs alias differently never runs the program compiled for another aliasing."""
 
+import pytest
 import torch
 
 import fusion_alias
@@ -38,3 +39,58 @@ def test_non_overlapping_views_of_one_storage_are_independent():
     torch.testing.assert_close(out, fn(y2[:, :3], y2[:, 1:4]))
     torch.testing.assert_close(y, y2)
     assert region_count(jitted) == 2
+
+
+def _nograd_write_through_x(w, x):
+    with torch.no_grad():
+        x.mul_(0.5)
+    return (w * x).sum()
+
+
+def _view_read_after_leaf_write(w, x):
+    v = w[0]
+    with torch.no_grad():
+        w.mul_(0.5)
+    return (v * 2).sum() + (w * x).sum()
+
+
+def _inputs(kind):
+    a = (torch.arange(12.0) / 5 - 1).view(3, 4)
+    if kind == "leaf that is a view":
+        w = a.requires_grad_(True)
+        return w, w, torch.arange(4.0)
+    if kind == "leaf":
+        w = a.clone().requires_grad_(True)
+        return w, w, torch.arange(4.0)
+    a = a.clone().requires_grad_(True)
+    w = a * 1
+    if kind == "view made under no_grad":
+        with torch.no_grad():
+            return a, w, w[0]
+    return a, w, w[0]
+
+
+@pytest.mark.parametrize("fn, kinds", [
+    (_nograd_write_through_x, ("view", "view made under no_grad", "view")),
+    (_view_read_after_leaf_write, ("leaf", "leaf that is a view", "leaf")),
+])
+def test_a_view_with_a_gradient_of_its_own_is_another_program(fn, kinds):
+    """guard.py, Note [views with a gradient of their own]: the second call, whose input differs from the first only
+    in where its gradient goes, reused the first call's program: a value where eager raises, or a gradient eager
+    does not give (session 25 probe). Each call now gives eager's gradient or a refusal; the first form still runs."""
+    jitted = fusion_alias.jit(fn, backend="reference")
+    for n, kind in enumerate(kinds):
+        leaf, w, x = _inputs(kind)
+        try:
+            fn(w, x).backward()
+            want = leaf.grad
+        except RuntimeError:
+            want = None
+        leaf, w, x = _inputs(kind)
+        try:
+            jitted(w, x).backward()
+        except (NotImplementedError, RuntimeError) as e:
+            assert n == 1, e  # (the first form runs, before and after)
+            continue
+        assert want is not None, f"call {n}: eager raises"
+        torch.testing.assert_close(leaf.grad, want)
