@@ -23,20 +23,20 @@ from typing import Sequence
 import torch
 
 from fusion_alias.fuzz import (gen_aliasing, gen_autocast, gen_dtype, gen_edges, gen_fresh, gen_layout, gen_modules,
-                               gen_order, gen_strided, gen_train, out_spellings)
+                               gen_nograd, gen_order, gen_strided, gen_train, out_spellings)
 from fusion_alias.fuzz.gen_basic import _gen_inputs, _Gen
 from fusion_alias.fuzz.hazard import _exec_stmt, _ill_defined, eager_env
 from fusion_alias.fuzz.program import GENERATORS, Program, Stmt
 
 # relative frequency of each generator when several are enabled
 _WEIGHTS = {"basic": 3, "dtype": 2, "layout": 2, "hidden": 2, "calls": 2, "strided": 1, "fresh": 1, "train": 4, "edges": 1, "modules": 0,
-            "order": 0, "autocast": 0}
+            "order": 0, "autocast": 0, "nograd": 0}
 # drawn among others only in gradient mode (alone, with ``generators=("train",)``, in either mode): the
 # streams without --grad stay the ones of the fuzzer before it existed
 _GRAD_ONLY = ("train",)
 # drawn only alone (``generators=("modules",)``, ``--generator modules``): adding them to the mix would change
 # every default stream, and with it the programs behind every seed the docs and tests name
-_ASKED_ONLY = ("modules", "order", "autocast")
+_ASKED_ONLY = ("modules", "order", "autocast", "nograd")
 
 
 def _basic_inputs(rng: random.Random) -> dict:
@@ -102,6 +102,8 @@ def _program_of_kind(kind: str, seed: int, index: int, rng: random.Random, max_s
         return gen_train.train_program(f"seed {seed} #{index}", rng)
     if kind == "modules":  # Note [module programs]: a module class, a forward, calls on one module object
         return gen_modules.modules_program(f"seed {seed} #{index}", rng, grad=grad, max_stmts=max_stmts)
+    if kind == "nograd":  # Note [memory shared with another gradient]: whole programs, checked against eager
+        return gen_nograd.nograd_program(f"seed {seed} #{index}", rng, grad=grad)
     make_inputs, gen_class, bad_factor = _MAKERS[kind]
     fields = make_inputs(rng)
     p = Program(name=f"seed {seed} #{index}", input_seed=rng.randrange(2**31), stmts=(), returns=(), **fields)

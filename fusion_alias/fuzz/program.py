@@ -36,10 +36,15 @@ CONSTANTS = (0.5, -0.25, 2.0, 0.75, -1.5, 0.125)
 #           masked_scatter_ from itself (gen_order.py); drawn only when asked for (--generator order)
 #   autocast the basic generator's statements and products of 2-D tensors, about half under a bfloat16 torch.autocast
 #           (gen_autocast.py); drawn only when asked for (--generator autocast)
+#   nograd  a host that requires grad and arguments of its memory with another gradient (made under no_grad,
+#           detached) or its own, changing from call to call; leaves that are views; copies of a tensor's own
+#           values from another gradient, writes under no_grad read by views taken before them, index_fill_
+#           with an index of its own memory (gen_nograd.py); drawn only when asked for (--generator nograd)
 GENERATORS = ("basic", "dtype", "layout", "hidden", "calls", "strided", "fresh", "train", "edges", "modules", "order",
-              "autocast")
-# how a float base is made with --grad (Program.base_grad; absent: "nonleaf", ``x_leaf * 1``)
-BASE_GRAD_KINDS = ("nonleaf", "leaf", "none")
+              "autocast", "nograd")
+# how a float base is made with --grad (Program.base_grad; absent: "nonleaf", ``x_leaf * 1``; "leaf_view": a leaf
+# that is a view of values that do not require grad, gen_nograd.py)
+BASE_GRAD_KINDS = ("nonleaf", "leaf", "none", "leaf_view")
 
 # Kinds of hidden tensors (Program.hidden); see source.py for how each is rendered.
 HIDDEN_KINDS = ("global", "global_dict", "closure", "buffer", "attr")

@@ -18,6 +18,8 @@ Note [hidden tensors, rendered]
 
 from __future__ import annotations
 
+import math
+
 from fusion_alias.fuzz.program import ATTR_HOLDER, Program
 
 _INT_DTYPES = ("int32", "int64", "int16", "int8", "uint8")
@@ -27,7 +29,14 @@ FLOAT_DTYPES = ("float32", "float64", "float16", "bfloat16")
 def _base_source(name: str, shape: tuple[int, ...], dtype: str, grad: bool, how: str = "nonleaf") -> list[str]:
     """Lines that create base ``name``: seeded values of ``dtype`` (with ``grad``, ``how``: "nonleaf",
     ``*_leaf`` requires grad and the base is ``*_leaf * 1``; "leaf", the base itself requires grad;
-    "none", it does not)."""
+    "leaf_view", the base is a view of flat values that do not require grad, and itself requires grad
+    (a leaf with a ``_base``: gen_nograd.py), a view of the same values without ``grad``; "none", it does
+    not)."""
+    if how == "leaf_view" and not shape:  # (a 0-d base: a leaf of its own)
+        how = "leaf"
+    if how == "leaf_view" and dtype in FLOAT_DTYPES:  # the same values, drawn flat
+        flat = _base_source(name, (math.prod(shape),), dtype, False)[0].split(" = ", 1)[1]
+        return [f"    {name} = ({flat}).view{shape!r}" + (".requires_grad_()" if grad else "")]
     rand = f"torch.rand({shape!r}, generator=g)"
     if dtype == "float32":
         value = f"{rand} * 2 - 1"
