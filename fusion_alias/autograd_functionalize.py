@@ -60,7 +60,7 @@ from fusion_alias.aliasing import _made_from_args, _view_symbols, analyze, may_w
 from fusion_alias.proxies_by_name import tensor_proxies_by_name
 from fusion_alias.errors import AliasInputError
 from fusion_alias.functional_rewrite import Rewriter, _detached
-from fusion_alias.gradient_paths import requires_grad_by_name, sources_of_other_gradients
+from fusion_alias.gradient_paths import own_gradient, requires_grad_by_name, sources_of_other_gradients
 from fusion_alias.input_outputs import outputs_as_the_callers, outputs_of_written_inputs
 from fusion_alias.refusals.returned_views import check_returned_no_grad_views
 from fusion_alias.refusals.strided_outputs import check_returned_strided_views
@@ -373,7 +373,10 @@ def functionalize(prologue_trc, trace, epilogue_trc):
     _refuse_lerp_with_gradients(flat, requires)
     proxies = tensor_proxies_by_name(flat, tensor_inputs)
     keep = detached | sources_of_other_gradients(flat, requires, info.root)  # (Note [a copy from itself detached], noop_copies.py)
-    flat = drop_copies_onto_themselves(flat, info, actual, proxies, keep=keep)
+    if not any(own_gradient(t) for t in actual.values() if isinstance(t, torch.Tensor)):
+        # (with an input whose gradient is its own, eager's copy onto itself bumps the version a read of that
+        # input checks: kept, as a write, nograd fuzz generator seed 25001 #42)
+        flat = drop_copies_onto_themselves(flat, info, actual, proxies, keep=keep)
     *flat, ret = flat
 
     new = from_trace(trace)
@@ -381,10 +384,9 @@ def functionalize(prologue_trc, trace, epilogue_trc):
     rewriter.input_groups = input_groups
     rewriter.detached = detached
     rewriter.input_names = frozenset(p.name for p in tensor_inputs)
-    rewriter.leaf_views = frozenset(  # (gradient_paths.py, Note [a view of a leaf read after a no_grad write])
-        p.name for p in tensor_inputs
-        if actual.get(p.name) is not None and actual[p.name].is_leaf and actual[p.name].requires_grad
-        and actual[p.name]._base is not None)
+    own = {p.name: actual[p.name] for p in tensor_inputs if actual.get(p.name) is not None and own_gradient(actual[p.name])}
+    rewriter.leaf_views = frozenset(n for n, t in own.items() if t.is_leaf)  # (gradient_paths.py, Note [a view of a
+    rewriter.cut_views = frozenset(n for n, t in own.items() if t.grad_fn is not None)  # leaf read after a no_grad write])
     cd = get_compile_data()
     was_enabled = cd.is_grad_enabled if cd is not None else None
     if cd is not None:

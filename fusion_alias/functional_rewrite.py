@@ -62,6 +62,7 @@ class Rewriter:
         self.input_groups: list = []  # trace inputs that may overlap (``input_groups._input_groups``)
         self.detached: frozenset = frozenset()  # Note [reads through detach, after writes] (``detached_names``)
         self.leaf_views: frozenset = frozenset()  # leaves requiring grad that are views (gradient_paths.py, Note [a view of a leaf read after a no_grad write])
+        self.cut_views: frozenset = frozenset()  # inputs that are views of such leaves (the same Note)
 
     def _emit(self, bsym):
         self.trace.bound_symbols.append(bsym)
@@ -116,9 +117,9 @@ class Rewriter:
         now = self.version.get(mem, 0)
         if self.made_at.get(p.name, 0) == now:
             return p
-        if self.leaf_views:
+        if self.leaf_views or self.cut_views:
             check_leaf_view_read(p.name, bool(self.info.chain.get(p.name)), root, self.members.get(mem, (root,)),
-                                 self.leaf_views)
+                                 self.leaf_views, self.cut_views)
         key = (p.name, now)
         value = self.replayed.get(key)
         if value is None:

@@ -59,24 +59,39 @@ def requires_grad_by_name(flat, info, tensor_inputs, step_outputs=frozenset()):
 
 def sources_of_other_gradients(flat, requires, root) -> frozenset:
     """The values written in grad mode, by ``copy_`` or ``d[key] = v``, into memory that requires grad, whose
-    gradient is not that memory's: values that require no grad, and values rooted in another tensor than
-    the destination (another input). Such a write replaces the gradient of what it writes even where it
-    writes the values there already (Note [a copy from itself detached], noop_copies.py: an input ``x =
-    h.detach()[1]``, or ``h[1]`` taken under ``torch.no_grad()``, which requires grad with no history,
-    copied into ``h[1]``)."""
+    gradient is not that memory's: values that require no grad, values made under ``torch.no_grad()`` (and views
+    of them), and values rooted in another tensor than the destination (another input). Such a write replaces
+    the gradient of what it writes even where it writes the values there already (Note [a copy from itself
+    detached], noop_copies.py: an input ``x = h.detach()[1]``, or ``h[1]`` taken under ``torch.no_grad()``,
+    which requires grad with no history, copied into ``h[1]``; ``with no_grad(): t0 = h[1]`` in the program,
+    nograd fuzz generator seed 25000 #8)."""
     found = set()
+    gradless: set = set()  # made under no_grad (Thunder's tag), or views of such
     for b in flat:
         if ops.is_copy(b):
             value, dst = b.args[0], b.args[1]
         elif "setitem" in b.sym.name and len(b.args) > 2:
             value, dst = b.args[2], b.args[0]
         else:
+            outs = [o for o in b.flat_outs if isinstance(o, TensorProxy)]
+            if any(ProxyTag.DETACHED_AUTOGRAD_GRAPH in o.tags for o in outs) or (
+                    ops.is_view(b) and b.args and getattr(b.args[0], "name", None) in gradless):
+                gradless.update(o.name for o in outs)
             continue
         if not (isinstance(value, TensorProxy) and isinstance(dst, TensorProxy)) or not b.kwargs.get("grad_enabled", True):
             continue
-        if requires(dst.name) and (not requires(value.name) or root.get(value.name) != root.get(dst.name)):
+        if requires(dst.name) and (not requires(value.name) or value.name in gradless
+                                   or root.get(value.name) != root.get(dst.name)):
             found.add(value.name)
     return frozenset(found)
+
+
+def own_gradient(t: torch.Tensor) -> bool:
+    """Whether ``t`` requires grad and is a view whose gradient does not enter its ``_base``'s history: a view made
+    under ``torch.no_grad()``, a leaf that is itself a view, or a view of such a leaf (its ``_base`` requires no
+    grad). Eager rebuilds such a view's history from its ``_base`` after a write of its memory (Note [a view of
+    a leaf read after a no_grad write]); guard.py keys on it (Note [views with a gradient of their own])."""
+    return t.requires_grad and t._base is not None and (t.grad_fn is None or not t._base.requires_grad)
 
 
 def autograd_base(t: torch.Tensor) -> torch.Tensor:
@@ -101,13 +116,19 @@ def autograd_base(t: torch.Tensor) -> torch.Tensor:
 # the rebuilt history does not reach ``w``: ``v = w[0]; with no_grad(): w.mul_(0.5); return (v * 2).sum()
 # + w.sum()`` gives ``w.grad`` 1 everywhere (hostile probe, session 25; torch 2.9.1,
 # ``v.grad_fn.next_functions == ((None, 0),)``), where the replay of the view on the written value carried
-# the gradient to ``w`` (3 in row 0). Refused. A leaf made directly (no ``_base``) keeps its views'
+# the gradient to ``w`` (3 in row 0). An input that is a view of such a leaf (``x = w[2]``, passed without
+# ``w``: its ``_base`` is the tensor that requires no grad) is rebuilt alike, and read after a write of its
+# memory is refused too (nograd fuzz generator, seed 25000 #41). Refused. A leaf made directly (no ``_base``) keeps its views'
 # gradients in eager, as the replay does; the leaf itself, and views taken after the write, read as before.
-def check_leaf_view_read(name: str, is_view: bool, root: str, members, leaf_views: frozenset) -> None:
-    """Refuse a read of ``name`` (a view made before the latest write of its memory: ``is_view``, or another
-    input joined with the leaf) in memory holding a leaf in ``leaf_views`` (Note [a view of a leaf read after a
-    no_grad write])."""
-    if (is_view or root not in leaf_views) and any(m in leaf_views for m in members):
+def check_leaf_view_read(name: str, is_view: bool, root: str, members, leaf_views: frozenset,
+                         cut_views: frozenset = frozenset()) -> None:
+    """Refuse a read of ``name`` after a write of its memory (Note [a view of a leaf read after a no_grad write]):
+    a view made before the write, of memory that holds a leaf in ``leaf_views`` or an input in ``cut_views``
+    (views of such a leaf, whose ``_base`` requires no grad); an input in ``cut_views`` itself; another input
+    joined with such a leaf (``is_view``: ``name`` is not its root). The leaf itself reads as before."""
+    if not any(m in leaf_views or m in cut_views for m in members):
+        return
+    if is_view or root in cut_views or root not in leaf_views:
         raise AliasInputError(
             f"fusion_alias: in a call that computes gradients, {name} is read after a write into the memory of "
             f"a leaf tensor that requires grad and is itself a view (w = base.view(...).requires_grad_()), of "

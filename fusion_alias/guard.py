@@ -48,8 +48,8 @@ _first = itemgetter(0)
 # Note [views with a gradient of their own]
 # ----------------------------------------
 # A tensor that requires grad, has a ``_base`` and no ``grad_fn`` is a view whose gradient does not enter its
-# base's history: one made under ``torch.no_grad()`` (``with no_grad(): x = w[0]``), or a leaf that is itself a
-# view (``arange(12.).view(3, 4).requires_grad_()``). The functionalization before Thunder's autodiff decides
+# base's history: one made under ``torch.no_grad()`` (``with no_grad(): x = w[0]``), a leaf that is itself a
+# view (``arange(12.).view(3, 4).requires_grad_()``), or a view of such a leaf (its ``_base`` requires no grad). The functionalization before Thunder's autodiff decides
 # from that (gradient_paths.py: ``autograd_base``, Note [a view of a leaf read after a no_grad write]), and
 # Thunder's prologue checks ``requires_grad`` only: ``f(w, w[0])`` compiled a program that joins both into one
 # base, and ``f(w, x)`` with ``x`` taken under no_grad reused it, returning a value where eager raises (session
@@ -86,7 +86,8 @@ def guard_key(items: Sequence[object], *, max_work: int | None = DEFAULT_MAX_WOR
         if tp is _Tensor or tp is _Parameter:
             if t.requires_grad:
                 grad = True
-                if t._base is not None and t.grad_fn is None:  # Note [views with a gradient of their own]
+                if t._base is not None and (t.grad_fn is None or not t._base.requires_grad):  # Note [views with a
+                    # gradient of their own] (gradient_paths.own_gradient)
                     layouts.append((i, _OWN_GRADIENT))
             try:
                 if t.layout is _strided and (t.is_cpu or t.is_cuda):

@@ -54,8 +54,17 @@ def _view_read_after_leaf_write(w, x):
     return (v * 2).sum() + (w * x).sum()
 
 
+def _row_written_then_read(w, x):
+    with torch.no_grad():
+        x.mul_(0.5)
+    return (x * 2).sum() + w.sum()
+
+
 def _inputs(kind):
     a = (torch.arange(12.0) / 5 - 1).view(3, 4)
+    if kind.startswith("row of"):  # (w: another tensor; x a grad-mode row of a leaf, passed without it)
+        leaf = a.requires_grad_(True) if kind == "row of a leaf that is a view" else a.clone().requires_grad_(True)
+        return leaf, torch.ones(2), leaf[0]
     if kind == "leaf that is a view":
         w = a.requires_grad_(True)
         return w, w, torch.arange(4.0)
@@ -73,6 +82,7 @@ def _inputs(kind):
 @pytest.mark.parametrize("fn, kinds", [
     (_nograd_write_through_x, ("view", "view made under no_grad", "view")),
     (_view_read_after_leaf_write, ("leaf", "leaf that is a view", "leaf")),
+    (_row_written_then_read, ("row of a leaf", "row of a leaf that is a view", "row of a leaf")),
 ])
 def test_a_view_with_a_gradient_of_its_own_is_another_program(fn, kinds):
     """guard.py, Note [views with a gradient of their own]: the second call, whose input differs from the first only

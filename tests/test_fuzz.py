@@ -887,6 +887,20 @@ def test_nograd_generator_bounded():
     assert not report.failures and not report.jit_errors, msgs
 
 
+@pytest.mark.parametrize("seed, only", [(25000, [8, 41]), (25001, [42])])
+def test_nograd_generator_found_these_after_the_first_fixes(seed, only):
+    """The nograd generator's first runs, on the library with session 25's first gradient fixes: seed 25000 #8 (a copy
+    of a tensor's own values from a view of it made under no_grad in the program: eager's gradient there is 0) and
+    #41 (an argument that is a view of a leaf that is itself a view, read after a no_grad write) gave wrong gradients,
+    silently; seed 25001 #42 (an argument made under no_grad, read after a no_grad copy of its own values into its
+    base: eager raises) ran. gradient_paths.py, Note [a view of a leaf read after a no_grad write],
+    ``sources_of_other_gradients``."""
+    report = fuzz.run_fuzz(seed=seed, only=only, generators=("nograd",), grad=True, log=print, do_shrink=False)
+    print(report.summary())
+    msgs = "\n\n".join(f"{f.status} [{f.schedule}]\n{f.repro}\n{f.detail}" for f in report.failures)
+    assert not report.failures and not report.jit_errors, msgs
+
+
 def test_scatter_spellings_keep_every_stream(monkeypatch):
     # Note [scatter spellings keep the stream] (gen_fresh.py, session 19): some fresh operands spelled as a
     # functional scatter into the tensor they were computed from; without them, the same programs
