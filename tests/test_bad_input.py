@@ -951,3 +951,56 @@ def test_a_number_where_eager_takes_only_a_tensor_is_refused(fn):
     for g, w in zip(fusion_alias.jit(both, backend="reference")(got), both(want)):
         torch.testing.assert_close(g, w)
     torch.testing.assert_close(got, want)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x, y: y * 2 if x.sum().item() > 0 else y * 3,
+    lambda x, y: y * max(x.sum().item(), 1.0),
+    lambda x, y: y * min(0.0, x.sum().item() * 2),
+    lambda x, y: x.mul_(int(x[0].item())),
+    lambda x, y: y * abs(x.sum().item()),
+], ids=["if", "max", "min", "int", "abs"])
+def test_a_python_decision_on_an_item_is_refused(fn):
+    """item_branches.py, Note [a branch on a value the trace does not know]: the branch (or max, int, ...) taken when
+    the function was traced was fixed for every later call, silently (hostile probe, session 25: a second call with
+    a negative sum returned eager's first-call answer)."""
+    from fusion_alias.item_branches import DataDependentBranchError
+
+    with pytest.raises(DataDependentBranchError, match=r"x\.item\(\)"):
+        fusion_alias.jit(fn, backend="reference")(torch.arange(1.0, 4.0), torch.ones(3))
+
+
+def test_item_as_an_operand_and_builtins_of_plain_numbers_still_run():
+    def f(x, y):
+        n = max(x.shape[0], 2) + int(2.5) + round(1.4) + abs(-1) + sorted([3, 1])[0] + min([4, 5])
+        return x.mul_(2) * y.sum().item() + n + float(3)
+
+    x, y = torch.arange(1.0, 4.0), torch.ones(3)
+    got_x, want_x = x.clone(), x.clone()
+    torch.testing.assert_close(fusion_alias.jit(f, backend="reference")(got_x, y), f(want_x, y))
+    torch.testing.assert_close(got_x, want_x)
+
+
+def test_exponential_and_inference_mode_inside_are_refused_by_name():
+    """Hostile probe (session 25): ``exponential_`` ran with other numbers than eager's and left the generator in
+    another state (inplace_lookasides.py, Note [exponential_ is refused]); a tensor made under
+    ``torch.inference_mode()`` inside the function was written outside it where eager raises (untraceable_calls.py,
+    Note [inference_mode inside a compiled function]). ``inference_mode`` around the call still runs."""
+
+    def inside(x, y):
+        with torch.inference_mode():
+            t = x * 2
+        t.add_(y)
+        return t
+
+    x, y = torch.arange(6.0).view(2, 3), torch.ones(2, 3)
+    with pytest.raises(RuntimeError, match="Inplace update to inference tensor"):
+        inside(x, y)
+    with pytest.raises(NotImplementedError, match=r"inference_mode\(\) entered inside"):
+        fusion_alias.jit(inside, backend="reference")(x, y)
+    from fusion_alias.inplace_lookasides import UnsupportedMethodError
+
+    with pytest.raises(UnsupportedMethodError, match="exponential_"):
+        fusion_alias.jit(lambda a: a[1:].exponential_(), backend="reference")(torch.zeros(4, 3))
+    with torch.inference_mode():
+        torch.testing.assert_close(fusion_alias.jit(lambda a: a * 2, backend="reference")(x), x * 2)
