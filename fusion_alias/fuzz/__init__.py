@@ -39,7 +39,11 @@ weights, buffers and a global, written by optimizer-like, EMA, running-statistic
 aliasing, its state and layout compared after every call: Note [module programs], gen_modules.py), ``order``
 (drawn only when asked for: in-place ops whose operand overlaps what they write at other indices, kept
 where eager runs them in memory order, in layouts the program made: Note [programs whose eager answer
-depends on memory order], gen_order.py). A raise of the jitted call that eager does not make is a failure
+depends on memory order], gen_order.py), ``autocast`` (drawn only when asked for: statements and products
+of 2-D tensors under a bfloat16 ``torch.autocast``, gen_autocast.py) and ``nograd`` (drawn only when asked for,
+meant for ``--grad``: arguments sharing a base's memory with another gradient, made under ``torch.no_grad()``
+or detached, leaves that are views, copies of a tensor's own values from another gradient, no_grad writes read
+through views taken before them: Note [memory shared with another gradient], gen_nograd.py). A raise of the jitted call that eager does not make is a failure
 unless plain ``thunder.jit`` raises the same or fusion_alias refuses clearly
 (Note [what a raise of the jitted call counts as], driver.py).
 
