@@ -73,9 +73,10 @@ def _foreach(method: str, tensors, *args, **kwargs):
         if isinstance(a, (list, tuple)) and len(a) != len(tensors):
             raise RuntimeError(f"torch._foreach_{method}: tensor lists must have the same number of tensors, "
                                f"got {len(tensors)} and {len(a)}")
+    grad = any(t.requires_grad for t in tensors)
     args, kwargs = (
-        [_scalar_tensor(method, a, i, args, kwargs) if isinstance(a, TensorProxy) else a for i, a in enumerate(args)],
-        {k: _scalar_tensor(method, v, k, args, kwargs) if isinstance(v, TensorProxy) else v for k, v in kwargs.items()},
+        [_scalar_tensor(method, a, i, args, kwargs, grad) if isinstance(a, TensorProxy) else a for i, a in enumerate(args)],
+        {k: _scalar_tensor(method, v, k, args, kwargs, grad) if isinstance(v, TensorProxy) else v for k, v in kwargs.items()},
     )
     results = []
     per_tensor = _PER_TENSOR_METHOD.get(method, method)
@@ -161,12 +162,16 @@ def refuse_overlapping_list(method: str, what: str) -> AliasInputError:
 # before the first op (read as a number); where the operand check fired, ``v`` goes to every op (the
 # pass's operand check rejects the overlap as eager does); another error is eager's.
 # ``_foreach_add_([a], a[0, 0])`` was refused, saying eager does too (fuzz seed 19910, edges).
+# A list with a tensor that requires grad takes eager's slow path, each tensor's op with ``v`` as its operand,
+# whatever the overload: ``_foreach_add_([a], a[0, 0, 0])`` of ``a`` that requires grad raises in eager, and ran
+# (fuzz seed 27100 #0, edges --grad). The probe is then made on a tensor that requires grad.
 
 _SCALAR_FORMS: dict = {}  # (method, form of the call) -> "number" | "tensor" | the error eager raised
 
 
-def _eager_form(method: str, args, kwargs, where):
-    """How eager takes the lone 0-dim tensor at ``where`` (Note [a foreach op's tensor scalar])."""
+def _eager_form(method: str, args, kwargs, where, grad: bool = False):
+    """How eager takes the lone 0-dim tensor at ``where`` (Note [a foreach op's tensor scalar]), for a list
+    with a tensor that requires grad where ``grad``."""
     def shape_of(a, here):
         if here:
             return "scalar"
@@ -177,10 +182,10 @@ def _eager_form(method: str, args, kwargs, where):
         return "tensor" if isinstance(a, TensorProxy) else type(a).__name__
 
     form = (method, tuple(shape_of(a, i == where) for i, a in enumerate(args)),
-            tuple((k, shape_of(v, k == where)) for k, v in kwargs.items()))
+            tuple((k, shape_of(v, k == where)) for k, v in kwargs.items()), grad)
     if form in _SCALAR_FORMS:
         return _SCALAR_FORMS[form]
-    x = torch.ones(2)
+    x = torch.ones(2, requires_grad=True) * 1 if grad else torch.ones(2)
 
     def probe(a, here):
         if here:
@@ -202,12 +207,13 @@ def _eager_form(method: str, args, kwargs, where):
     return answer
 
 
-def _scalar_tensor(method: str, value: TensorProxy, where, args, kwargs):
-    """A lone tensor argument of a foreach op as eager takes it (Note [a foreach op's tensor scalar])."""
+def _scalar_tensor(method: str, value: TensorProxy, where, args, kwargs, grad: bool = False):
+    """A lone tensor argument of a foreach op as eager takes it (Note [a foreach op's tensor scalar]); ``grad``:
+    a tensor of the list requires grad."""
     if value.ndim != 0:
         raise RuntimeError(f"torch._foreach_{method}: scalar tensor expected to be 0 dim but it has "
                            f"{value.ndim} dimensions (eager PyTorch rejects this too)")
-    form = _eager_form(method, args, kwargs, where)
+    form = _eager_form(method, args, kwargs, where, grad)
     if isinstance(form, Exception):
         raise type(form)(f"torch._foreach_{method}: {form} (eager PyTorch rejects this too)")
     return ltorch.clone(value) if form == "number" else value

@@ -55,6 +55,17 @@ _first = itemgetter(0)
 # base, and ``f(w, x)`` with ``x`` taken under no_grad reused it, returning a value where eager raises (session
 # 25 probe). Each such tensor's index is in ``layouts`` with the mark below.
 _OWN_GRADIENT = "own gradient"
+
+# Note [a leaf's .grad, None or not]
+# ----------------------------------
+# ``if p.grad is not None: p.sub_(p.grad, alpha=lr)``, or ``p.grad if p.grad is not None else ...``, the custom
+# optimizer's guard, is a Python decision Thunder 0.2.6 takes while tracing and does not check again: its
+# prologue checks a tensor's shape, dtype and requires_grad, not whether its ``.grad`` is None. Compiled on a
+# first call with no gradient yet, every later call skipped the update, silently (fuzz seed 26001 #8, modules
+# --grad; plain ``thunder.jit`` too). Each leaf that requires grad and has a ``.grad`` is in ``layouts`` with the
+# mark below, so a call where that changes runs another program (one more compile where a loop keeps zeroed
+# gradients instead of None ones: ``zero_grad(set_to_none=False)``).
+_HAS_GRAD = "has .grad"
 _LEAF_TYPES = frozenset({int, float, bool, complex, str, type(None), torch.dtype, torch.device})
 
 
@@ -89,6 +100,8 @@ def guard_key(items: Sequence[object], *, max_work: int | None = DEFAULT_MAX_WOR
                 if t._base is not None and (t.grad_fn is None or not t._base.requires_grad):  # Note [views with a
                     # gradient of their own] (gradient_paths.own_gradient)
                     layouts.append((i, _OWN_GRADIENT))
+                if t.grad_fn is None and t.grad is not None:  # Note [a leaf's .grad, None or not]
+                    layouts.append((i, _HAS_GRAD))
             try:
                 if t.layout is _strided and (t.is_cpu or t.is_cuda):
                     p = t.data_ptr()

@@ -901,6 +901,18 @@ def test_nograd_generator_found_these_after_the_first_fixes(seed, only):
     assert not report.failures and not report.jit_errors, msgs
 
 
+@pytest.mark.parametrize("seed, only, generator", [(26001, [8], "modules"), (27100, [0], "edges")])
+def test_session_25_module_and_edge_seeds_bounded(seed, only, generator):
+    """Session 25's fresh seeds, --grad: 26001 #8 (modules) skipped an update decided on ``p.grad is not None``
+    on every call after the first, silently (guard.py, Note [a leaf's .grad, None or not]); 27100 #0 (edges) ran
+    ``_foreach_add_([a], a[0, 0, 0])`` of an ``a`` that requires grad, where eager's slow path raises
+    (foreach_lookasides.py, Note [a foreach op's tensor scalar])."""
+    report = fuzz.run_fuzz(seed=seed, only=only, generators=(generator,), grad=True, log=print, do_shrink=False)
+    print(report.summary())
+    msgs = "\n\n".join(f"{f.status} [{f.schedule}]\n{f.repro}\n{f.detail}" for f in report.failures)
+    assert not report.failures and not report.jit_errors, msgs
+
+
 def test_scatter_spellings_keep_every_stream(monkeypatch):
     # Note [scatter spellings keep the stream] (gen_fresh.py, session 19): some fresh operands spelled as a
     # functional scatter into the tensor they were computed from; without them, the same programs
