@@ -53,7 +53,7 @@ import torch
 from fusion_alias.backends.reference import SCHEDULES
 from fusion_alias.fuzz.hazard import _EXEC_GLOBALS, _exec_stmt, _overlaps, _same_layout, eager_env
 from fusion_alias.fuzz.oracle import run_program
-from fusion_alias.fuzz.program import Program, Stmt, Variant
+from fusion_alias.fuzz.program import Program, Stmt, Variant, StatementBuilder
 
 HOST_SHAPES = ((3, 4), (4, 4), (4, 3))
 GRAD_KINDS = ("nonleaf", "leaf", "leaf_view")
@@ -77,20 +77,18 @@ def _arg_expr(kind: str, host: str, other: str | None, row: int | None) -> str:
     return f"{other}{part}"
 
 
-class _Builder:
+class _Builder(StatementBuilder):
     """Bases, arguments per call, statements and returns of one program."""
 
     def __init__(self, rng: random.Random):
-        self.rng = rng
+        super().__init__(rng)
         self.bases: list[tuple[str, tuple[int, ...]]] = []
         self.base_grad: list[tuple[str, str]] = []
         self.dtypes: list[tuple[str, str]] = []
         self.args: list[tuple[str, list[str]]] = []  # (parameter, expression of each call's variant)
-        self.stmts: list[Stmt] = []
         self.floats: list[str] = []  # float tensors the final read reads
         self.returns: list[str] = []
         self.moves: list[str] = []
-        self.counter = 0
 
     def base(self, shape: tuple[int, ...], how: str = "nonleaf", dtype: str = "float32") -> str:
         name = f"x{len(self.bases)}"
@@ -100,14 +98,6 @@ class _Builder:
         if dtype != "float32":
             self.dtypes.append((name, dtype))
         return name
-
-    def tmp(self) -> str:
-        t = f"t{self.counter}"
-        self.counter += 1
-        return t
-
-    def add(self, code: str, **kw) -> None:
-        self.stmts.append(Stmt(code, **kw))
 
     def c(self) -> float:
         return self.rng.choice(_CONSTS)

@@ -45,25 +45,23 @@ import random
 
 import torch
 
-from fusion_alias.fuzz.program import Program, Stmt
+from fusion_alias.fuzz.program import Program, StatementBuilder
 
 CLASSES = ("no_grad", "diagonal", "grad_no_grad", "running_stat")
 _CLASS_WEIGHTS = (3, 2, 3, 2)
 _CONSTS = (2.0, 0.5, -1.5, 0.25, 3.0)
 
 
-class _Builder:
+class _Builder(StatementBuilder):
     """Bases, arguments (one base each), statements and returns of one program."""
 
     def __init__(self, rng: random.Random):
-        self.rng = rng
+        super().__init__(rng)
         self.bases: list[tuple[str, tuple[int, ...]]] = []
         self.args: list[tuple[str, str]] = []
         self.base_grad: list[tuple[str, str]] = []
         self.carried: list[str] = []
-        self.stmts: list[Stmt] = []
         self.returns: list[str] = []
-        self.counter = 0
 
     def arg(self, name: str, shape: tuple[int, ...], how: str = "nonleaf", carried: bool = False) -> str:
         base = f"x{len(self.bases)}"
@@ -74,14 +72,6 @@ class _Builder:
         if carried:
             self.carried.append(base)
         return name
-
-    def tmp(self) -> str:
-        t = f"t{self.counter}"
-        self.counter += 1
-        return t
-
-    def add(self, code: str, **kw) -> None:
-        self.stmts.append(Stmt(code, **kw))
 
     def value(self, expr: str, reads: tuple[str, ...]) -> str:
         t = self.tmp()

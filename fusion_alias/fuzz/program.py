@@ -148,3 +148,21 @@ class Program:
 
     def replace(self, **kw) -> "Program":
         return dataclasses.replace(self, **kw)
+
+
+class StatementBuilder:
+    """The statements of one program as a generator draws them: fresh temporaries and appended statements
+    (shared by the builders of gen_train.py and gen_nograd.py)."""
+
+    def __init__(self, rng):
+        self.rng = rng
+        self.stmts: list[Stmt] = []
+        self.counter = 0
+
+    def tmp(self) -> str:
+        t = f"t{self.counter}"
+        self.counter += 1
+        return t
+
+    def add(self, code: str, **kw) -> None:
+        self.stmts.append(Stmt(code, **kw))
