@@ -42,7 +42,7 @@ from fusion_alias.refusals.inplace_ops import (
 )
 from fusion_alias.refusals.operands import _check_original_operands, _compares_operands
 from fusion_alias.refusals.saved_versions import check_saved_versions
-from fusion_alias.refusals.tensor_arguments import check_tensor_arguments
+from fusion_alias.refusals.tensor_arguments import TENSOR_ONLY_SECOND, check_tensor_argument
 from fusion_alias.refusals.writes import _check_writes, check_self_copies
 
 __all__ = ["AliasInputError", "check_refusals"]
@@ -82,11 +82,13 @@ def check_refusals(
     )
     traced = (original or trace).bound_symbols
     for b in traced:
-        if b.sym.name in _INDEXING:
+        name = b.sym.name
+        if name in _INDEXING:
             refuse_bool_key(b)  # (with gradients, Thunder's autodiff decomposed it before the pass)
+        elif name in TENSOR_ONLY_SECOND:
+            check_tensor_argument(b)  # (tensor_arguments.py, Note [an argument eager takes only as a tensor])
     dtype_rules.check_inplace_dtypes(traced)
     dtype_rules.check_op_dtypes(traced)
-    check_tensor_arguments(traced)
     renamed_names = {v.proxy.name: p.name for v, p in renamed.items()}  # (flat's names for the traced ones)
     check_self_copies(traced, info, actual, renamed_names)  # (dropped from flat before _check_writes looks)
     _check_writes(flat, info, actual, proxies, inplace_ops, grad_inputs, input_names)

@@ -18,22 +18,19 @@ from __future__ import annotations
 from thunder.core.proxies import TensorProxy
 
 # op name (as traced) -> the name eager gives its second argument
-_TENSOR_ONLY_SECOND = {
+TENSOR_ONLY_SECOND = {
     name + suffix: "other"
     for name in ("logical_and", "logical_or", "logical_xor")
     for suffix in ("", "_")
 }
 
 
-def check_tensor_arguments(traced_bsyms) -> None:
-    """Raise eager's TypeError where an op of ``traced_bsyms`` (the program as traced) has a number for an
-    argument eager takes only as a tensor (module Note)."""
-    for b in traced_bsyms:
-        arg = _TENSOR_ONLY_SECOND.get(b.sym.name)
-        if arg is None:
-            continue
-        value = b.args[1] if len(b.args) > 1 else b.kwargs.get(arg)
-        if value is not None and not isinstance(value, TensorProxy):
-            raise TypeError(
-                f"fusion_alias: {b.sym.name}(): argument '{arg}' (position {2 if b.sym.name[-1] != '_' else 1}) must "
-                f"be Tensor, not {type(getattr(value, 'value', value)).__name__} (eager PyTorch rejects this too)")
+def check_tensor_argument(b) -> None:
+    """Raise eager's TypeError where ``b`` (a symbol of the program as traced, one of ``TENSOR_ONLY_SECOND``)
+    has a number for an argument eager takes only as a tensor (module Note)."""
+    arg = TENSOR_ONLY_SECOND[b.sym.name]
+    value = b.args[1] if len(b.args) > 1 else b.kwargs.get(arg)
+    if value is not None and not isinstance(value, TensorProxy):
+        raise TypeError(
+            f"fusion_alias: {b.sym.name}(): argument '{arg}' (position {2 if b.sym.name[-1] != '_' else 1}) must "
+            f"be Tensor, not {type(getattr(value, 'value', value)).__name__} (eager PyTorch rejects this too)")
