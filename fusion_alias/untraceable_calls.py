@@ -55,28 +55,8 @@ def _refuse(name: str, *args, **kwargs):
     )
 
 
-# Note [inference_mode inside a compiled function]
-# ------------------------------------------------
-# ``with torch.inference_mode():`` inside the function leaves no mark in Thunder 0.2.6's trace (``autocast`` does),
-# so the tensors made under it are ordinary tensors of the trace, and what eager refuses of inference tensors
-# runs (hostile probe, session 25)::
-#
-#     with torch.inference_mode():
-#         t = x * 2
-#     t.add_(y)        # eager: "Inplace update to inference tensor outside InferenceMode is not allowed"
-#
-# Entering it inside the compiled function is refused; ``inference_mode`` around the call is not traced, and runs.
-def _refuse_inference_mode(*args, **kwargs):
-    raise UntraceableCallError(
-        "fusion_alias: torch.inference_mode() entered inside a compiled function is not supported: Thunder 0.2.6 "
-        "drops it from the trace, so eager's checks of the inference tensors it makes are lost (an in-place write "
-        "of one outside it raises in eager). Use torch.no_grad() inside, or torch.inference_mode() around the call")
-
-
 def register(executor) -> None:
-    """Lend ``executor`` a lookaside per call of ``_SEEDING`` that raises :class:`UntraceableCallError`, and one
-    for entering ``torch.inference_mode`` (Note [inference_mode inside a compiled function])."""
+    """Lend ``executor`` a lookaside per call of ``_SEEDING`` that raises :class:`UntraceableCallError`."""
     for name, fn in _SEEDING.items():
         if fn not in executor._lookasides:  # (where two names are one function, the first names it)
             executor._lookasides[fn] = partial(_refuse, name)
-    executor._lookasides[torch.inference_mode.__enter__] = _refuse_inference_mode
