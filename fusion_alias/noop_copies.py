@@ -33,7 +33,7 @@ from fusion_alias.aliasing import AliasInfo
 from fusion_alias.errors import AliasInputError
 from fusion_alias.overlap import _view_bits
 from fusion_alias.refusals.inplace_ops import _describe_setitem
-from fusion_alias.refusals.operands import _actual_view, _written_view
+from fusion_alias.refusals.operands import _actual_view, _setitem_value, _written_view
 
 
 def _memory(view, name: str, info: AliasInfo):
@@ -62,24 +62,11 @@ def _source_view(src: TensorProxy, dst: TensorProxy, setitems: dict, info, actua
         if op is None or op.key is None or not isinstance(value, TensorProxy):
             return None
         written = _written_view(op, info, actual, proxies, metas)
-        return value, _as_setitem_copies(_actual_view(value.name, info, actual, proxies, metas), written), written
+        read = _actual_view(value.name, info, actual, proxies, metas)
+        if read is not None and written is not None:  # Note [a setitem value broadcast onto its own memory]
+            read = _setitem_value(read, written)
+        return value, read, written
     return src, _actual_view(src.name, info, actual, proxies, metas), _actual_view(dst.name, info, actual, proxies, metas)
-
-
-def _as_setitem_copies(value, written):
-    """The view of ``value`` eager's ``d[key] = value`` copies from (Note [a setitem value broadcast onto its own
-    memory]), or None where eager's copy is no plain ``copy_`` of a view (a 0-dim value is filled)."""
-    if value is None or written is None or value.shape == written.shape:
-        return value
-    if value.dim() == 0:
-        return None
-    lead = 0
-    while lead < value.dim() - 1 and value.shape[lead] == 1:
-        lead += 1
-    try:
-        return value.view(value.shape[lead:]).expand(written.shape)
-    except Exception:  # eager raises there too: the copy stays, as written
-        return None
 
 
 # Note [a setitem value broadcast onto its own memory]

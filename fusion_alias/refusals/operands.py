@@ -136,8 +136,8 @@ def _setitem_value(value: torch.Tensor, written: torch.Tensor):
     """The tensor eager's ``a[key] = value`` copies from, or None when it fills.
 
     Note: a value of the written slice's shape is copied as it is; a 0-dim value
-    is a ``fill_`` (on CPU); any other value loses its leading 1-sized dims and is
-    expanded to the slice. ``x[0] = x[0:1]`` copies ``x[0]`` (checked);
+    is a ``fill_`` (on CPU); any other value loses its leading 1-sized dims (all but
+    the last, as eager's ``slicePrefix1sSize``) and is expanded to the slice. ``x[0] = x[0:1]`` copies ``x[0]`` (checked);
     ``x[0:2] = x[0]`` copies ``x[0].expand(2, 4)`` (too hard: not checked);
     ``x[0:2] = x[0, 0]`` fills.
     """
@@ -145,7 +145,7 @@ def _setitem_value(value: torch.Tensor, written: torch.Tensor):
         return value
     if value.dim() == 0:
         return None
-    while value.dim() > 0 and value.shape[0] == 1:
+    while value.dim() > 1 and value.shape[0] == 1:
         value = value.squeeze(0)
     try:
         return value.expand(written.shape)
