@@ -373,7 +373,8 @@ def functionalize(prologue_trc, trace, epilogue_trc):
     _refuse_lerp_with_gradients(flat, requires)
     proxies = tensor_proxies_by_name(flat, tensor_inputs)
     keep = detached | sources_of_other_gradients(flat, requires, info.root)  # (Note [a copy from itself detached], noop_copies.py)
-    if not any(own_gradient(t) for t in actual.values() if isinstance(t, torch.Tensor)):
+    own = {n: t for n, t in actual.items() if isinstance(t, torch.Tensor) and own_gradient(t)}  # inputs whose gradient is their own
+    if not own:
         # (with an input whose gradient is its own, eager's copy onto itself bumps the version a read of that
         # input checks: kept, as a write, nograd fuzz generator seed 25001 #42)
         flat = drop_copies_onto_themselves(flat, info, actual, proxies, keep=keep)
@@ -384,7 +385,6 @@ def functionalize(prologue_trc, trace, epilogue_trc):
     rewriter.input_groups = input_groups
     rewriter.detached = detached
     rewriter.input_names = frozenset(p.name for p in tensor_inputs)
-    own = {p.name: actual[p.name] for p in tensor_inputs if actual.get(p.name) is not None and own_gradient(actual[p.name])}
     rewriter.leaf_views = frozenset(n for n, t in own.items() if t.is_leaf)  # (gradient_paths.py, Note [a view of a
     rewriter.cut_views = frozenset(n for n, t in own.items() if t.grad_fn is not None)  # leaf read after a no_grad write])
     cd = get_compile_data()
