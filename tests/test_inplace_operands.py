@@ -325,3 +325,81 @@ def test_an_added_inplace_op_through_an_opaque_view_is_refused(schedule):
     want = _hypot_through_narrow(xe, be)
     torch.testing.assert_close(fusion_alias.jit(_hypot_through_narrow, backend="reference", schedule=schedule)(xj, bj), want)
     torch.testing.assert_close(xj, xe)
+
+
+# Session 26 hand probe: tensors eager checks that the operand check never looked at.
+def _bools():
+    return (torch.arange(12).reshape(3, 4) % 3).bool()
+
+
+def _perm():
+    return torch.tensor([2, 0, 1, 3])
+
+
+def _set(x, key, value):
+    x[key] = value
+    return x
+
+
+# Note [a tensor key is read as the write happens] (inplace_ops.py): a setitem's key tensors and
+# masked_fill_'s mask, against what the op writes
+KEY_REJECTED = {
+    "int_index_is_the_written_tensor": (_perm, lambda x: _set(x, x, 0)),
+    "int_index_is_part_of_it": (_perm, lambda x: _set(x, x[:2], 0)),
+    "int_index_overlaps_the_written_rows": (_perm, lambda x: _set(x[1:], x[:2], 0)),
+    "int_index_with_a_tensor_value": (_perm, lambda x: _set(x, x[2:], x[0:2] * 1)),
+    "bool_mask_in_a_tuple_key": (_bools, lambda x: _set(x, (slice(None), x[0]), False)),
+    "bool_mask_partly_overlapping": (_bools, lambda x: _set(x[1:], x[:2], True)),
+    "bool_mask_partly_overlapping_0dim_value": (_bools, lambda x: _set(x[1:], x[:2], torch.tensor(True))),
+    "bool_mask_itself_with_a_tensor_value": (_bools, lambda x: _set(x, x, torch.zeros(8, dtype=torch.bool))),
+    "masked_fill_mask_a_row": (_bools, lambda x: x.masked_fill_(x[0], False)),
+    "index_put_index_itself": (_perm, lambda x: x.index_put_((x,), torch.tensor(0))),
+}
+KEY_ACCEPTED = {
+    "bool_mask_itself": (_bools, lambda x: _set(x, x, False)),
+    "bool_mask_itself_0dim_value": (_bools, lambda x: _set(x, x, torch.tensor(False))),
+    "masked_fill_mask_itself": (_bools, lambda x: x.masked_fill_(x, False)),
+    "masked_fill_disjoint_row": (_bools, lambda x: x[1].masked_fill_(x[0], True)),
+    "int_index_of_a_copy": (_perm, lambda x: _set(x, x[2:] + 0, x[0:2] * 1)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(KEY_REJECTED))
+def test_a_key_or_mask_overlapping_the_write_is_rejected_as_eager_does(name):
+    make, fn = KEY_REJECTED[name]
+    with pytest.raises(RuntimeError, match=OVERLAP):
+        fn(make())
+    with pytest.raises(fusion_alias.AliasInputError, match=OVERLAP):
+        fusion_alias.jit(fn)(make())
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("name", sorted(KEY_ACCEPTED))
+def test_a_key_or_mask_eager_accepts_gives_eagers_result(name, schedule):
+    make, fn = KEY_ACCEPTED[name]
+    x_eager, x_jit = make(), make()
+    want = fn(x_eager) * 1
+    got = fusion_alias.jit(lambda x: fn(x) * 1, backend="reference", schedule=schedule)(x_jit)
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(x_jit, x_eager)
+
+
+# Note [an in-place op another executor split] (inplace_ops.py): ops on dtypes fusion_alias does not fuse
+# reach the pass as the torch executor's out-of-place op and a bare copy_
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16, torch.bool])
+def test_an_op_on_a_dtype_we_do_not_fuse_has_its_operands_checked(dtype):
+    def fn(x):
+        return x.bitwise_or_(x[0, 3])
+
+    def make():
+        return (torch.arange(12).reshape(3, 4) % 3).to(dtype)
+
+    with pytest.raises(RuntimeError, match=OVERLAP):
+        fn(make())
+    with pytest.raises(fusion_alias.AliasInputError, match=r"bitwise_or_: .*" + OVERLAP):
+        fusion_alias.jit(fn)(make())
+    disjoint = make()
+    want = disjoint.clone()
+    want[1].bitwise_or_(want[0])
+    fusion_alias.jit(lambda x: x[1].bitwise_or_(x[0]))(disjoint)
+    torch.testing.assert_close(disjoint, want)

@@ -131,10 +131,13 @@ def _describe_inplace_op(bsym, renamed: dict) -> _InplaceOp | None:
     if name == "index_fill_":  # its value is read as a number; its index, as index ops read theirs
         index = actual(bsym.args[2]) if len(bsym.args) > 2 else bsym.kwargs.get("index")
         return _InplaceOp(name, written, None, ((index, "any"),) if isinstance(index, TensorProxy) else ())
+    if name == "masked_fill_":  # its value is read as a number; its mask, as TensorIterator ops read operands
+        mask = actual(bsym.args[1]) if len(bsym.args) > 1 else bsym.kwargs.get("mask")
+        return _InplaceOp(name, written, None, ((mask, "partial"),) if isinstance(mask, TensorProxy) else ())
     if name in _UNCHECKED_OPS:
         return _InplaceOp(name, written, None, ())
     if name == "setitem_":
-        return _describe_setitem(written, bsym.args[1], actual(bsym.args[2]))
+        return _describe_setitem(written, bsym.args[1], actual(bsym.args[2]), actual)
     rule = "any" if name in _ANY_OVERLAP_OPS else "ordered" if name in _ORDERED_SOURCE_OPS else "partial"
     # (the proxies among the other arguments: ``_proxies`` walks the tuples, lists and dicts ops take,
     # without the cost of Thunder's general ``tree_flatten``, once per in-place op of the program)
@@ -162,23 +165,35 @@ def _advanced(k) -> bool:
     return isinstance(k, (list, TensorProxy))
 
 
-def _describe_setitem(written: TensorProxy, key, value) -> _InplaceOp | None:
+# Note [a tensor key is read as the write happens]
+# ------------------------------------------------
+# Eager checks the tensors of a setitem's key against what it writes too (torch 2.9.1, checked by hand):
+# a lone bool mask with a one-element value is ``masked_fill_``, whose mask must not partly overlap the
+# tensor written (``x[x] = False`` of a bool ``x`` runs, ``x[1:][x[:2]] = False`` raises); any other
+# tensor key is ``index_put_``'s, which rejects any overlap with the view it writes (``x[x] = 0`` of an
+# int64 ``x`` raises, as does ``x[:, x[0]] = False``). Unchecked, a region ran them (session 26 hand
+# probe). ``masked_fill_(x, mask, v)`` called as such checks its mask alike.
+def _describe_setitem(written: TensorProxy, key, value, actual=_same) -> _InplaceOp | None:
     parts = key if isinstance(key, tuple) else (key,)
     advanced = [k for k in parts if _advanced(k)]
-    if advanced and isinstance(value, TensorProxy):  # Note [a list key is an index_put_]
-        mask = len(advanced) == 1 and (
-            (isinstance(advanced[0], TensorProxy) and advanced[0].dtype in (dtypes.bool8, dtypes.uint8))
-            or (isinstance(advanced[0], list) and advanced[0] and all(isinstance(k, bool) for k in advanced[0])))
-        own_key = None if any(isinstance(k, TensorProxy) for k in advanced) else key  # (None: a tensor index)
-        if mask and value.ndim == 0:
-            return _InplaceOp("setitem_", written, own_key, ())  # masked_fill_: its value read as a number
+    key_tensors = [actual(k) for k in tree_flatten(key)[0] if isinstance(k, TensorProxy)]
+    one_value = not isinstance(value, TensorProxy) or value.ndim == 0
+    mask = len(advanced) == 1 and (
+        (isinstance(advanced[0], TensorProxy) and advanced[0].dtype in (dtypes.bool8, dtypes.uint8))
+        or (isinstance(advanced[0], list) and advanced[0] and all(isinstance(k, bool) for k in advanced[0])))
+    if advanced and (isinstance(value, TensorProxy) or key_tensors):  # Note [a list key is an index_put_]
+        own_key = None if key_tensors else key  # (None: a tensor index)
         basic = tuple(slice(None) if _advanced(k) else k for k in parts)
-        return _InplaceOp("setitem_", written, own_key, ((value, "index"),), basic)
-    key_parts, _ = tree_flatten(key)
-    if not any(isinstance(k, TensorProxy) for k in key_parts):  # basic indexing: a[key].copy_(value)
+        if mask and one_value:  # masked_fill_: its value read as a number (Note [a tensor key is read as ...])
+            masked_fill = len(parts) == 1
+            return _InplaceOp("setitem_", written, own_key,
+                              tuple((k, "partial" if masked_fill else "index") for k in key_tensors), basic)
+        operands = ((value, "index"),) if isinstance(value, TensorProxy) else ()
+        return _InplaceOp("setitem_", written, own_key, operands + tuple((k, "index") for k in key_tensors), basic)
+    if not key_tensors:  # basic indexing: a[key].copy_(value)
         operands = ((value, "setitem"),) if isinstance(value, TensorProxy) else ()  # a number: fill_
         return _InplaceOp("setitem_", written, key, operands)
-    return None  # a number written at a tensor index: nothing to check
+    return None  # a tensor key that is not advanced (cannot happen): nothing to check
 
 
 def _leaf_symbols(bsym) -> list:
@@ -189,8 +204,21 @@ def _leaf_symbols(bsym) -> list:
 
 
 def _has_lost_its_inplace_ops(trace) -> bool:
-    """Whether the trace writes with bare ``copy_`` prims (the grad path decomposed the user's ops)."""
-    return any(b.sym.id is ops.COPY_ID for b in trace.bound_symbols)
+    """Whether the trace writes with bare ``copy_`` symbols: the grad path decomposed the user's ops, or
+    another executor claimed an op's halves (Note [an in-place op another executor split])."""
+    return any(b.sym.name == "copy_" and not b.subsymbols for b in trace.bound_symbols)
+
+
+# Note [an in-place op another executor split]
+# --------------------------------------------
+# Thunder hands each symbol to the first executor that claims it before the fusion pass. fusion_alias
+# does not claim ops on dtypes it does not fuse (int8, uint8, int16, bool: ``executor._fusible_dtype``),
+# so the torch executor takes their in-place ops apart: ``x.sub_(x[0, 3])`` of a uint8 ``x`` reaches
+# the pass as ``t2 = sub(x, t1); copy_(t2, x)``, a bare ``copy_`` of the torch executor's (not the
+# prim), and no ``sub_`` is left for the operand check to find. That check then said nothing, and
+# the overlap eager rejects ("some elements of the input tensor and the written-to tensor refer to a
+# single memory location") ran (session 26 hand probe). Such a trace is checked as traced, as the
+# grad path's is (operands.py, Note [operands as the user wrote them]).
 
 
 def _has_own_inplace_ops(original) -> bool:
