@@ -1077,3 +1077,46 @@ def test_a_returned_as_strided_of_a_view_is_refused_with_gradients(fn):
 @pytest.mark.parametrize("fn", [_strided_of_the_argument, _strided_of_a_view_read_only])
 def test_as_strided_neighbours_run_with_gradients(fn):
     assert_matches_eager(fn, _twelve)
+
+
+# ---- Note [reads that ask eager's autograd nothing] (fuzz seed 31027 #194: refused with a false "eager raises")
+def _no_grad_view_then_write(b):
+    t0 = b / (b.abs() + 1)
+    with torch.no_grad():
+        t1 = t0.narrow(0, 2, 2)
+    t0 += 0.125
+    return t0, t1
+
+
+@pytest.mark.parametrize("read", ["gt", "eq", "argmax", "long", "isnan", "zeros_like"])
+def test_a_read_with_no_gradient_of_a_stale_no_grad_view_runs_as_eager(read):
+    reads = {"gt": lambda t: t > t, "eq": lambda t: t.eq(0), "argmax": torch.argmax, "long": lambda t: t.long(),
+             "isnan": torch.isnan, "zeros_like": torch.zeros_like}
+
+    def fn(b):
+        t0, t1 = _no_grad_view_then_write(b)
+        return t0.mul_(2), reads[read](t1)
+
+    def run(f):
+        leaf = torch.linspace(-1, 1, 24).reshape(4, 6).requires_grad_()
+        out = f(leaf * 1)
+        out[0].sum().backward()
+        return [o.detach() for o in out], leaf.grad
+
+    (want, want_grad), (got, got_grad) = run(fn), run(fusion_alias.jit(fn))
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(got_grad, want_grad)
+
+
+@pytest.mark.parametrize("read", ["mul", "isfinite", "half"])
+def test_a_read_with_a_gradient_of_a_stale_no_grad_view_is_still_refused(read):
+    reads = {"mul": lambda t: t * 2, "isfinite": torch.isfinite, "half": lambda t: t.half()}
+
+    def fn(b):
+        return reads[read](_no_grad_view_then_write(b)[1])
+
+    b = torch.linspace(-1, 1, 24).reshape(4, 6).requires_grad_()
+    with pytest.raises(RuntimeError, match="created in no_grad mode"):
+        fn(b * 1)
+    with pytest.raises(AliasInputError, match="created in no_grad mode"):
+        fusion_alias.jit(fn)(b * 1)

@@ -225,6 +225,8 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
     flows: dict[int, bool] = {}  # top-level index -> whether a gradient goes through it
     n = len(top_bsyms)
     def check_no_grad_view_reads(b) -> None:
+        if _starts_no_backward(b):  # Note [reads that ask eager's autograd nothing]
+            return
         for a in proxy_args(b):
             if (isinstance(a, TensorProxy) and a.name in no_grad_views and requires(a)
                     and len(writes.get(memory(a), ())) > no_grad_views[a.name]):
@@ -422,6 +424,35 @@ def _is_a_view(b) -> bool:
         key = b.args[1] if isinstance(b.args[1], tuple) else (b.args[1],)
         return not any(isinstance(k, (list, TensorProxy)) for k in key)
     return True
+
+
+# Note [reads that ask eager's autograd nothing]
+# ----------------------------------------------
+# Eager raises for a read of a view made under no_grad whose memory was written since only when the
+# read asks for the view's ``grad_fn``: an op with a derivative. Ops whose results carry no gradient
+# never ask (torch 2.9.1, checked by hand)::
+#
+#     with torch.no_grad(): t1 = t0.narrow(0, 2, 2)
+#     t0 += 0.125
+#     t1 > t1; t1.eq(0); t1.isnan(); t1.argmax(); t1.long(); t1.bool(); torch.zeros_like(t1)   # run
+#     t1 * 2; t1.abs(); t1.sign(); t1.half(); t1.isfinite(); torch.isclose(t1, t1)        # raise
+#
+# (``isfinite`` and ``isclose`` call ``abs`` inside.) Refusing the first kind was a false "eager PyTorch
+# raises" (fuzz seed 31027 #194, dtype --grad: ``t2 = t1 > t1``).
+_NO_GRADIENT_OPS = frozenset({
+    "gt", "lt", "ge", "le", "eq", "ne", "isnan", "isinf", "isneginf", "isposinf", "signbit", "argmax", "argmin",
+    "logical_not", "logical_and", "logical_or", "logical_xor", "zeros_like", "ones_like", "empty_like", "full_like",
+})
+_CASTS = frozenset({"to", "type", "long", "int", "bool", "short", "char", "byte"})
+
+
+def _starts_no_backward(b) -> bool:
+    """Whether eager's ``b`` reads its tensor arguments without asking their ``grad_fn`` (Note [reads that ask
+    eager's autograd nothing])."""
+    name = b.sym.name
+    if name in _NO_GRADIENT_OPS:
+        return True
+    return name in _CASTS and all(not dtypes.is_inexact_dtype(o.dtype) for o in tensor_outs(b))
 
 
 def _refuse_no_grad_view_write(op: str, name: str) -> None:
