@@ -44,6 +44,8 @@ from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.symbol import Symbol
 import thunder.torch as ltorch
 
+from fusion_alias import return_types
+
 
 def _broadcast_source(dst: TensorProxy, src: TensorProxy) -> TensorProxy:
     """``src`` expanded to ``dst``'s shape, as eager's ``copy_`` broadcasts it; eager's errors when it does not."""
@@ -250,6 +252,10 @@ def _getattr(self, attr: str, /):
     proxy (Thunder's method table), before any call a lookaside could catch."""
     if attr == "unfold":
         return partial(_tensor_unfold, self)
+    if attr in return_types.NAMES:  # x.max(0).values (return_types.py, Note [named results])
+        named = return_types.method(attr, self)
+        if named is not None:
+            return named
     if attr == "exponential_":  # Note [exponential_ is refused]
         raise UnsupportedMethodError(
             "fusion_alias: the in-place method Tensor.exponential_ is not supported: Thunder 0.2.6 draws it as a "
