@@ -1120,3 +1120,24 @@ def test_a_read_with_a_gradient_of_a_stale_no_grad_view_is_still_refused(read):
         fn(b * 1)
     with pytest.raises(AliasInputError, match="created in no_grad mode"):
         fusion_alias.jit(fn)(b * 1)
+
+
+def test_an_argument_without_gradient_saves_nothing_though_it_shares_memory():
+    # fuzz seed 26003 #119 (modules --grad): ``a * a`` of an argument that does not require grad saves nothing
+    # for the backward, though ``a`` shares memory with ``h``, which does; the later no_grad write was refused
+    # saying eager raises at backward. Eager runs it; fusion_alias may still refuse it, but not with that claim.
+    def fn(a, h):
+        t0 = a * a
+        with torch.no_grad():
+            h.mul_(2)
+        return t0 + 1, h * 3
+
+    b = torch.linspace(-1, 1, 6).view(2, 3).requires_grad_()
+    h = b * 1
+    t0, t1 = fn(h.detach()[0], h)
+    t1.sum().backward()  # eager: no error
+    h = b * 1
+    try:
+        fusion_alias.jit(fn)(h.detach()[0], h)
+    except AliasInputError as e:
+        assert "Eager PyTorch raises" not in str(e), str(e)

@@ -213,7 +213,11 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
     views, maybe_views = _views_only(), _views_maybe()
     detaching_views = views | maybe_views
 
-    gradless: set = set()  # Note [a result computed from no gradient starts no backward]
+    # Note [a result computed from no gradient starts no backward]; an argument that does not require grad
+    # is such a name too, though it shares memory with one that does (``a = m.w.detach()[0:3]`` beside
+    # ``k = m.w[1]``: ``a * k.detach()`` saves nothing, and a later write of ``m.w`` was refused saying eager
+    # raises; fuzz seed 26003 #119, modules --grad)
+    gradless: set = {p.name for p in tensor_inputs if not p.requires_grad}
     grad_written: set = set()  # memories a differentiable in-place op writes, through any name
 
     def requires(p) -> bool:
