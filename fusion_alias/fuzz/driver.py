@@ -44,7 +44,9 @@ class Failure:
 #         too"), or a refusal of a program whose ``refusals`` (gen_edges.py) do not
 #         list it): a FAILURE, shrunk and printed like a wrong value, unless
 #         ``allow_jit_errors``.
-#     ``strict`` makes all three fail.
+#     ``strict`` makes all three fail. And where the jitted calls all return, a program holding a
+#     statement fusion_alias must refuse (a Python decision on ``x.item()``, an RNG in-place method) is a
+#     missed rejection (oracle.py, Note [statements fusion_alias must refuse]).
 
 
 @dataclasses.dataclass
@@ -276,9 +278,12 @@ def _documented_refusal(p: Program, detail: str) -> bool:
     return any(piece in message for piece in allowed)
 
 
-# fusion_alias.AliasInputError and its subclasses, and autocast_dtypes.AutocastDtypeError (the traceback names the
+# fusion_alias.AliasInputError and its subclasses, autocast_dtypes.AutocastDtypeError, item_branches.
+# DataDependentBranchError (a NotImplementedError named otherwise: gen_item.py) and inplace_lookasides.
+# UnsupportedMethodError (an AttributeError: Tensor.exponential_, gen_edges.py's rng class) (the traceback names the
 # class raised)
-_REFUSAL_TYPES = ("AliasInputError", "WriteIntoGradInput", "ViewLayoutError", "AutocastDtypeError")
+_REFUSAL_TYPES = ("AliasInputError", "WriteIntoGradInput", "ViewLayoutError", "AutocastDtypeError",
+                  "DataDependentBranchError", "UnsupportedMethodError")
 
 
 def _is_refusal(detail: str) -> bool:

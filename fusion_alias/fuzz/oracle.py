@@ -67,6 +67,13 @@ MakeJit = Callable[[Callable, str], Callable]
 #       * ``CHECK_REQUIRES_GRAD``: ``requires_grad`` of the outputs, the arguments and the
 #         bases right after the call must be eager's (a buffer that got a history, an output
 #         of a no_grad call that requires grad).
+# Note [statements fusion_alias must refuse]
+#     A statement may say fusion_alias must refuse any program that holds it (``Stmt.must_refuse``: a Python
+#     decision on an ``x.item()``, which a trace fixes at the first call: item_branches.py, gen_item.py).
+#     Such a program's calls are compared as every other's, and where the jitted calls all returned (each
+#     value eager's: the branch the first call took happened to be right) the program counts as a
+#     ``missed-rejection`` all the same. ``MUST_REFUSE`` lists the reasons, empty for every other program
+#     and for the stand-in systems (eager, plain Thunder), which run them.
 _DRIVER = '''
 CALLS = {calls!r}  # the aliasing variant of each call: Note [calls with changing aliasing]
 # Note [training calls in the fuzzer] (oracle.py)
@@ -74,6 +81,7 @@ NO_GRAD_CALL = {no_grad_call!r}
 LOSS_READS_ARGS = {loss_reads_args!r}
 CARRIED = {carried!r}
 CHECK_REQUIRES_GRAD = {check_requires_grad!r}
+MUST_REFUSE = {must_refuse!r}  # Note [statements fusion_alias must refuse] (oracle.py)
 BASE_NAMES = {base_names!r}
 ''' + COMPARE_SOURCE + '''
 
@@ -218,6 +226,9 @@ def check(schedule, make_jit=make_jit):
         compared += 1
     if not compared:
         return "both-raised", "; ".join(raised)
+    if MUST_REFUSE:
+        return "missed-rejection", (f"the jitted calls returned ({{compared}} compared with eager, all equal), where "
+                                    f"fusion_alias must refuse the program: {{MUST_REFUSE[0]}}")
     return "ok", ""
 '''
 
@@ -242,8 +253,17 @@ def program_source(p: Program, system: str = "fusion_alias", unsafe: bool = Fals
         + "\n"
         + _DRIVER.format(calls=p.calls, no_grad_call=p.no_grad_call, loss_reads_args=p.loss_reads_args,
                          carried=tuple(n for n, _ in p.bases if n in p.carried),
-                         check_requires_grad=p.check_requires_grad, base_names=tuple(n for n, _ in p.bases))
+                         check_requires_grad=p.check_requires_grad, base_names=tuple(n for n, _ in p.bases),
+                         must_refuse=_must_refuse(p, system))
     )
+
+
+def _must_refuse(p: Program, system: str) -> tuple[str, ...]:
+    """Note [statements fusion_alias must refuse]: the reasons, for fusion_alias only (eager and plain Thunder,
+    the stand-ins, run such programs)."""
+    if system != "fusion_alias":
+        return ()
+    return tuple(dict.fromkeys(s.must_refuse for s in p.stmts if s.must_refuse))
 
 
 def repro_source(p: Program, schedules: Sequence[str], system: str = "fusion_alias", unsafe: bool = False) -> str:

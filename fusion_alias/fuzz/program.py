@@ -40,8 +40,11 @@ CONSTANTS = (0.5, -0.25, 2.0, 0.75, -1.5, 0.125)
 #           detached) or its own, changing from call to call; leaves that are views; copies of a tensor's own
 #           values from another gradient, writes under no_grad read by views taken before them, index_fill_
 #           with an index of its own memory (gen_nograd.py); drawn only when asked for (--generator nograd)
+#   item    x.item() of tensors written in place (or views of written memory) as numbers in arithmetic, which must
+#           run, and in Python decisions (if, max, int(), ...), which must be refused (gen_item.py); drawn only when
+#           asked for (--generator item)
 GENERATORS = ("basic", "dtype", "layout", "hidden", "calls", "strided", "fresh", "train", "edges", "modules", "order",
-              "autocast", "nograd")
+              "autocast", "nograd", "item")
 # how a float base is made with --grad (Program.base_grad; absent: "nonleaf", ``x_leaf * 1``; "leaf_view": a leaf
 # that is a view of values that do not require grad, gen_nograd.py)
 BASE_GRAD_KINDS = ("nonleaf", "leaf", "none", "leaf_view")
@@ -60,7 +63,10 @@ class Stmt:
     the variables whose *values* it reads, ``writes`` the variable it mutates
     in place (or None), ``view_of`` the variable whose memory a view shares,
     ``inplace_result`` whether ``target`` is the result of the in-place op
-    (and so has the identity of ``writes``).
+    (and so has the identity of ``writes``). ``must_refuse``: why fusion_alias
+    must refuse any program holding this statement (a Python decision on an
+    ``item()``: gen_item.py); a jitted call that returns is a missed rejection
+    (oracle.py, Note [statements fusion_alias must refuse]).
     """
 
     code: str
@@ -69,6 +75,7 @@ class Stmt:
     writes: str | None = None
     view_of: str | None = None
     inplace_result: bool = False
+    must_refuse: str | None = None
 
 
 Exprs = tuple[tuple[str, str], ...]  # (name, expression over the bases)
