@@ -13,7 +13,10 @@ called at least twice (the second call hits the cache).
 
 Generators (``program.GENERATORS``; the summary counts the programs of each):
 ``basic`` (the above, float32), ``dtype`` (f16, bf16, f64, int32/int64, bool,
-complex64; integer division, in-place type promotion), ``layout`` (reshape,
+complex64; integer division, in-place type promotion; statements added for eager's dtype rules: true
+division, ``atan2_``/``copysign_`` into integers, ``alpha``, ops with no bool kernel, ``lerp``/``addcdiv``/
+``addcmul`` of mixed dtypes, ``logical_*`` of a number, ``x - bool``: Note [dtype-rule statements],
+dtype_rule_stmts.py), ``layout`` (reshape,
 flatten, repeat, expand().reshape() of layouts that are not viewable, before
 and after writes), ``hidden`` (tensors reached through globals, closure cells,
 module buffers and argument attributes, aliasing an argument on some calls),
@@ -31,7 +34,7 @@ after the call, a running statistic of ``x.detach()`` kept across calls; Note
 others only with ``--grad``; ``edges`` (one class per program of those hand probes
 found: int8/uint8/int16, integer addcmul/lerp, memory formats, Python bool keys,
 ``Tensor.unfold``, stores into list/dict arguments, ``index_put`` with gradients,
-foreach/``broadcast_tensors`` aliasing; a refusal counts only where the class
+foreach/``broadcast_tensors`` aliasing, RNG in-place methods; a refusal counts only where the class
 documents it: Note [one class per program, and the refusals it may get], gen_edges.py); ``modules``
 (drawn only when asked for: an ``nn.Module`` whose parameters are views of one flat tensor, tied
 weights, buffers and a global, written by optimizer-like, EMA, running-statistic and KV-cache updates,
@@ -40,10 +43,13 @@ aliasing, its state and layout compared after every call: Note [module programs]
 (drawn only when asked for: in-place ops whose operand overlaps what they write at other indices, kept
 where eager runs them in memory order, in layouts the program made: Note [programs whose eager answer
 depends on memory order], gen_order.py), ``autocast`` (drawn only when asked for: statements and products
-of 2-D tensors under a bfloat16 ``torch.autocast``, gen_autocast.py) and ``nograd`` (drawn only when asked for,
+of 2-D tensors under a bfloat16 ``torch.autocast``, gen_autocast.py), ``nograd`` (drawn only when asked for,
 meant for ``--grad``: arguments sharing a base's memory with another gradient, made under ``torch.no_grad()``
 or detached, leaves that are views, copies of a tensor's own values from another gradient, no_grad writes read
-through views taken before them: Note [memory shared with another gradient], gen_nograd.py). A raise of the jitted call that eager does not make is a failure
+through views taken before them: Note [memory shared with another gradient], gen_nograd.py) and ``item`` (drawn
+only when asked for: ``x.item()`` of written memory as a number in arithmetic, which must run, and in Python
+decisions, ``if``/``max``/``int()``..., which fusion_alias must refuse, a run counting as a missed rejection: Note
+[item() values in the fuzzer], gen_item.py). A raise of the jitted call that eager does not make is a failure
 unless plain ``thunder.jit`` raises the same or fusion_alias refuses clearly
 (Note [what a raise of the jitted call counts as], driver.py).
 
@@ -78,8 +84,9 @@ Modules (the path of one fuzz case, in order):
 
 * ``program``   -- the data model: ``Stmt``, ``Program``.
 * ``generator`` -- ``generate_program(seed, index)``: picks a generator, grows the body against eager runs.
-* ``gen_basic``, ``gen_dtype``, ``gen_layout``, ``gen_aliasing``, ``gen_strided``, ``gen_fresh``, ``gen_edges``
-  -- the generators' inputs and statements; ``gen_train`` -- whole programs of the training-call classes;
+* ``gen_basic``, ``gen_dtype``, ``gen_layout``, ``gen_aliasing``, ``gen_strided``, ``gen_fresh``, ``gen_edges``,
+  ``gen_item`` -- the generators' inputs and statements (``dtype_rule_stmts``: the dtype generator's added
+  ones); ``gen_train`` -- whole programs of the training-call classes;
   ``gen_modules`` -- module programs, with their own rendering and ``check`` driver.
 * ``hazard``    -- eager statement-by-statement runs: memory overlap, ``has_alias_hazard``.
 * ``source``    -- rendering hidden-tensor holders, inputs per call, body and jit as Python source.

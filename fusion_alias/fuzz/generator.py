@@ -22,21 +22,21 @@ from typing import Sequence
 
 import torch
 
-from fusion_alias.fuzz import (gen_aliasing, gen_autocast, gen_dtype, gen_edges, gen_fresh, gen_layout, gen_modules,
-                               gen_nograd, gen_order, gen_strided, gen_train, out_spellings)
+from fusion_alias.fuzz import (gen_aliasing, gen_autocast, gen_dtype, gen_edges, gen_fresh, gen_item, gen_layout,
+                               gen_modules, gen_nograd, gen_order, gen_strided, gen_train, out_spellings)
 from fusion_alias.fuzz.gen_basic import _gen_inputs, _Gen
 from fusion_alias.fuzz.hazard import _exec_stmt, _ill_defined, eager_env
 from fusion_alias.fuzz.program import GENERATORS, Program, Stmt
 
 # relative frequency of each generator when several are enabled
 _WEIGHTS = {"basic": 3, "dtype": 2, "layout": 2, "hidden": 2, "calls": 2, "strided": 1, "fresh": 1, "train": 4, "edges": 1, "modules": 0,
-            "order": 0, "autocast": 0, "nograd": 0}
+            "order": 0, "autocast": 0, "nograd": 0, "item": 0}
 # drawn among others only in gradient mode (alone, with ``generators=("train",)``, in either mode): the
 # streams without --grad stay the ones of the fuzzer before it existed
 _GRAD_ONLY = ("train",)
 # drawn only alone (``generators=("modules",)``, ``--generator modules``): adding them to the mix would change
 # every default stream, and with it the programs behind every seed the docs and tests name
-_ASKED_ONLY = ("modules", "order", "autocast", "nograd")
+_ASKED_ONLY = ("modules", "order", "autocast", "nograd", "item")
 
 
 def _basic_inputs(rng: random.Random) -> dict:
@@ -57,7 +57,10 @@ _MAKERS = {
     "edges": (gen_edges.edges_inputs, gen_edges.EdgesGen, 6.0),
     "order": (gen_order.order_inputs, gen_order.OrderGen, 1.0),
     "autocast": (_basic_inputs, gen_autocast.AutocastGen, 1.0),
+    "item": (gen_item.item_inputs, gen_item.ItemGen, 1.0),
 }
+# a generator's last word on the program it grew (its documented refusals: gen_item.py)
+_FINISH = {"item": gen_item.finish}
 
 
 def generate_program(
@@ -111,7 +114,8 @@ def _program_of_kind(kind: str, seed: int, index: int, rng: random.Random, max_s
         p = p.replace(kind=kind)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return _grow(p, rng, gen_class, max_stmts, min(1.0, error_rate * bad_factor))
+        p = _grow(p, rng, gen_class, max_stmts, min(1.0, error_rate * bad_factor))
+    return _FINISH[kind](p) if kind in _FINISH else p
 
 
 def _grow(p: Program, rng: random.Random, gen_class: type, max_stmts: int, error_rate: float) -> Program:
@@ -123,9 +127,13 @@ def _grow(p: Program, rng: random.Random, gen_class: type, max_stmts: int, error
     if hasattr(gen, "configure"):  # a generator that grows around a class drawn with the inputs (gen_edges)
         gen.configure(p)
     stmts: list[Stmt] = []
+    # statements a generator adds without drawing from rng (gen_dtype.py: Note [dtype-rule statements keep the
+    # stream], dtype_rule_stmts.py): they count for no slot, attempt or return draw
+    extras: list[Stmt] = []
+    extra = getattr(gen, "extra_statement", None) if len(envs) == 1 else None
     n = rng.randint(2, max_stmts)
     attempts = 0
-    while len(stmts) < n and attempts < 20 * n:
+    while len(stmts) - len(extras) < n and attempts < 20 * n:
         attempts += 1
         s = gen.statement()
         if _ill_defined(s, env) and not getattr(gen, "keeps_ill_defined", False):
@@ -147,6 +155,10 @@ def _grow(p: Program, rng: random.Random, gen_class: type, max_stmts: int, error
                     _exec_stmt(s, envs[v])
                 except Exception:  # noqa: BLE001 - eager rejects this call: the jitted one must too
                     live[v] = False
+        if extra is not None and (e := extra()) is not None and not _ill_defined(e, env) and _runs(e, env):
+            stmts.append(e)
+            extras.append(e)
+    rejected = False
     if rng.random() < error_rate:
         bad = gen.bad_inplace()
         try:
@@ -156,6 +168,14 @@ def _grow(p: Program, rng: random.Random, gen_class: type, max_stmts: int, error
         except Exception:  # noqa: BLE001 - the expected outcome
             stmts += bad
             gen.names += [s.target for s in bad if s.target is not None]
+            rejected = True
+    if extra is not None and not rejected and (bad := gen.extra_raising()):
+        try:
+            for s in bad:
+                _exec_stmt(s, env)
+        except Exception:  # noqa: BLE001 - the expected outcome (the env is read no more)
+            stmts += bad
+            extras += bad
     # returns: some intermediates and some inputs
     intermediates = [v for v in gen.names if v not in inputs]
     k = rng.choice((1, 1, 2, 2, 3))
@@ -166,9 +186,22 @@ def _grow(p: Program, rng: random.Random, gen_class: type, max_stmts: int, error
         if v not in rets:
             rets.append(v)
     if p.kind != "basic":  # (not for basic: its stream stays the one of the fuzzer before the other generators)
-        extra = [v for v in getattr(gen, "extra_returns", list)() if v in intermediates]
-        rets += [v for v in dict.fromkeys(extra + _sinks(stmts, intermediates)) if v not in rets][: max(0, 5 - len(rets))]
+        own = [s for s in stmts if not any(s is e for e in extras)]
+        more = [v for v in getattr(gen, "extra_returns", list)() if v in intermediates]
+        rets += [v for v in dict.fromkeys(more + _sinks(own, intermediates)) if v not in rets][: max(0, 5 - len(rets))]
+        rets += [s.target for s in extras if s.target is not None][-3:]
     return p.replace(stmts=tuple(stmts), returns=tuple(rets))
+
+
+def _runs(s: Stmt, env: dict) -> bool:
+    """Run ``s`` on ``env``; whether eager ran it (else its target is unbound again)."""
+    try:
+        _exec_stmt(s, env)
+    except Exception:  # noqa: BLE001
+        if s.target is not None:
+            env.pop(s.target, None)
+        return False
+    return True
 
 
 # an identity test of identity_spellings.py: compares two tensors, reads no value of either
