@@ -34,7 +34,7 @@ import re
 
 import torch
 
-from fusion_alias.fuzz import dtype_spellings
+from fusion_alias.fuzz import dtype_rule_stmts, dtype_spellings
 from fusion_alias.fuzz.gen_basic import _alias_expr, _Gen, _index_expr
 from fusion_alias.fuzz.program import PARAM_NAMES, Stmt
 
@@ -82,6 +82,17 @@ class DtypeGen(_Gen):
         self.dtype_spell = random.Random(str(rng.getstate()[1][:16]) + ":dtype-spell")
         # dtype_spellings.py, Note [conversion views in dtype programs keep the stream] (session 21)
         self.conversion = random.Random(str(rng.getstate()[1][:16]) + ":conversion")
+        # dtype_rule_stmts.py, Note [dtype-rule statements keep the stream] (session 26)
+        self.rule_stmts = dtype_rule_stmts.RuleStatements(str(rng.getstate()[1][:16]), env, names)
+
+    def extra_statement(self) -> Stmt | None:
+        """A dtype-rule statement eager runs, added after a kept statement (or None): Note [dtype-rule
+        statements keep the stream] (dtype_rule_stmts.py)."""
+        return self.rule_stmts.extra()
+
+    def extra_raising(self) -> list[Stmt]:
+        """A last dtype-rule statement eager raises at (or none), for a program not already ending in one."""
+        return self.rule_stmts.raising()
 
     def view(self) -> Stmt:
         s = super().view()

@@ -1,0 +1,290 @@
+"""Statements of the dtype generator (``gen_dtype.DtypeGen``) for eager's dtype rules that session 25 taught the
+core (dtype_rules.py, refusals/tensor_arguments.py), which no generator made.
+
+Note [dtype-rule statements]
+    Each class is drawn with an outcome eager decides by the dtypes alone: *runs* (the jitted call must give
+    eager's values, or refuse clearly) or *raises* (the jitted call must raise too)::
+
+        class           eager raises                                   eager runs
+        float_result    i.div_(y), i.true_divide_(y), i.atan2_(y),     i.div_(d, rounding_mode='floor'),
+                        i.copysign_(y) of an integer or bool i         f.div_(y), f.atan2_(i), f.copysign_(y)
+        alpha           i.add_(y, alpha=0.5), f.sub_(y, alpha=True),   i.add_(j, alpha=2), f.add_(i, alpha=0.5),
+                        b.add_(c, alpha=0.5)                           b.add_(c, alpha=True),
+                                                                       torch.add(i, 2.5, alpha=0.5)
+        no_bool_kernel  b.floor_(), b.ceil(), b.round(), b.trunc_(),   the same of integer and floating tensors
+                        b.abs() (CPU)
+        pow             b ** c, b.pow_(c), True ** c                   b ** True, b.pow_(True), f ** b, i ** b
+        lerp            i.lerp_(y, 0.5), f16.lerp_(f32, 0.3), a         f.lerp_(g, 0.5) of one dtype, a 0-d weight
+                        weight tensor of another dtype                 of another dtype
+        addc            f.addcdiv_(i, j), i.addcmul_(f, f),            f.addcdiv_(f, i.abs() + 1), f.addcmul_(i, i,
+                        b.addcmul_(c, c)                               value=0.5), i.addcmul_(j, j, value=0.5)
+        logical         x.logical_and_(True), torch.logical_or(x, 0),  x.logical_and_(y), torch.logical_xor(x, y)
+                        x.logical_xor(1)
+        bool_sub        x - (y > 0), x.sub_(y > 0), (y > 0) - x        x + (y > 0), x - (y > 0).to(x.dtype)
+
+    (``i``, ``j`` integer, ``f``, ``g`` floating, ``b``, ``c`` bool tensors; an operand of the dtype a
+    statement needs is a variable, an alias of the destination as often as not, or a conversion of one.)
+    ``i.addcmul_(j, j, value=0.5)`` and ``b ** True`` are refused by name (eager's value differs from
+    Thunder's), ``f.lerp_`` with gradients too; the dtype generator documents every clear refusal.
+
+Note [dtype-rule statements keep the stream]
+    The statements above are added to a dtype program, never drawn instead of one of its statements: after
+    each statement the generator keeps, with probability 0.3, one that eager runs (dropped where eager
+    raises after all), and at the end of a program that does not already end in a statement eager rejects,
+    with probability 0.15, one that eager raises. Every choice is drawn from ``rules``, a stream of its own
+    seeded from the program's ``rng`` state without drawing from it; a statement binds a name of its own
+    (``r0``, ``r1``: returned, not offered to later statements) or none, and changes values only, never a
+    variable's shape, dtype or memory, which are all the other draws look at. So every program of every seed
+    keeps its statements and returns, with these added
+    (``tests/test_fuzz_item_dtype.py::test_dtype_rule_statements_keep_every_stream``).
+"""
+
+from __future__ import annotations
+
+import random
+
+import torch
+
+from fusion_alias.fuzz.hazard import _has_internal_overlap, _overlaps
+from fusion_alias.fuzz.program import Stmt
+
+CLASSES = ("float_result", "alpha", "no_bool_kernel", "pow", "lerp", "addc", "logical", "bool_sub")
+_INT = (torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64)
+
+
+def _kind(t: torch.Tensor) -> str:
+    if t.dtype is torch.bool:
+        return "bool"
+    if t.dtype in _INT:
+        return "int"
+    return "complex" if t.is_complex() else "float"
+
+
+class RuleStatements:
+    """The dtype-rule statements of one program (module Notes), against the generator's live eager ``env``."""
+
+    def __init__(self, seed: str, env: dict, names: list[str]):
+        self.rules = random.Random(seed + ":dtype-rules")
+        self.env = env
+        self.names = names  # (the generator's list, read only)
+        self.count = 0
+
+    # --- the generator's two hooks ---
+
+    def extra(self) -> Stmt | None:
+        """A statement eager runs, or None (probability 0.7)."""
+        if self.rules.random() >= 0.3:
+            return None
+        return self._statement(self.rules.choice(CLASSES), raises=False)
+
+    def raising(self) -> list[Stmt]:
+        """A last statement eager raises at, or none (probability 0.85)."""
+        if self.rules.random() >= 0.15:
+            return []
+        s = self._statement(self.rules.choice(CLASSES), raises=True)
+        return [s] if s is not None else []
+
+    # --- operands ---
+
+    def _tensors(self, *kinds: str) -> list[str]:
+        return [v for v in self.names if v in self.env and _kind(self.env[v]) in kinds]
+
+    def _into(self, v: str, x: str) -> bool:
+        try:
+            return tuple(torch.broadcast_shapes(self.env[v].shape, self.env[x].shape)) == tuple(self.env[x].shape)
+        except RuntimeError:
+            return False
+
+    def _operand(self, x: str, kind: str, dtype: torch.dtype | None = None) -> tuple[str, tuple[str, ...]]:
+        """(an operand of ``kind`` (``dtype``) that broadcasts into ``x``, the variables it reads): a variable,
+        an alias of ``x`` as often as not, or a conversion of one (of ``x`` itself at worst)."""
+        r = self.rules
+        ok = [v for v in self.names if v in self.env and self._into(v, x)]
+        exact = [v for v in ok if (self.env[v].dtype == dtype if dtype is not None else _kind(self.env[v]) == kind)]
+        aliased = [v for v in exact if _overlaps(self.env[v], self.env[x])]
+        if aliased and r.random() < 0.6:
+            v = r.choice(aliased)
+            return v, (v,)
+        if exact and r.random() < 0.8:
+            v = r.choice(exact)
+            return v, (v,)
+        v = r.choice([u for u in ok if _kind(self.env[u]) != "complex"] or [x])
+        if dtype is not None:
+            return f"{v}.to(torch.{str(dtype).removeprefix('torch.')})", (v,)
+        conversion = {"bool": "({v} > 0)", "int": "{v}.to(torch.int32)", "float": "{v}.float()"}[kind]
+        return conversion.format(v=v), (v,)
+
+    def _dest(self, *kinds: str) -> str | None:
+        """A variable of one of ``kinds`` to write (no internal overlap: eager's own error otherwise)."""
+        ok = [v for v in self._tensors(*kinds) if not _has_internal_overlap(self.env[v])]
+        return self.rules.choice(ok) if ok else None
+
+    def _named(self, code: str, reads: tuple[str, ...]) -> Stmt:
+        t = f"r{self.count}"
+        self.count += 1
+        return Stmt(f"{t} = {code}", target=t, reads=tuple(dict.fromkeys(reads)))
+
+    # --- the classes ---
+
+    def _statement(self, cls: str, raises: bool) -> Stmt | None:
+        return getattr(self, f"_{cls}")(raises)
+
+    def _write(self, x: str, op: str, reads: tuple[str, ...] = ()) -> Stmt:
+        return Stmt(f"{x}.{op}", reads=tuple(dict.fromkeys((x,) + reads)), writes=x)
+
+    def _float_result(self, raises: bool) -> Stmt | None:
+        r = self.rules
+        if raises:
+            x = self._dest("int", "bool")
+            if x is None:
+                return None
+            y, ys = self._operand(x, r.choice(("int", "bool", "float")))
+            op = r.choice(("div_", "true_divide_", "atan2_", "copysign_"))
+            return self._write(x, f"{op}({y})", ys) if r.random() < 0.8 else self._write(x, f"{op}(2)")
+        x = self._dest("int", "float")
+        if x is None:
+            return None
+        if _kind(self.env[x]) == "int":
+            y, ys = self._operand(x, "int")
+            mode = r.choice(("floor", "trunc"))
+            return self._write(x, f"div_({y}.abs() + 1, rounding_mode={mode!r})", ys)
+        y, ys = self._operand(x, r.choice(("int", "float", "bool")))
+        return self._write(x, f"{r.choice(('div_', 'true_divide_', 'atan2_', 'copysign_'))}({y})", ys)
+
+    def _alpha(self, raises: bool) -> Stmt | None:
+        r = self.rules
+        x = self._dest("int", "float", "bool")
+        if x is None:
+            return None
+        kind = _kind(self.env[x])
+        op = r.choice(("add_", "sub_")) if kind != "bool" else "add_"
+        if raises:
+            alpha = {"int": r.choice(("0.5", "True")), "float": "True", "bool": "0.5"}[kind]
+            y, ys = self._operand(x, "int" if kind == "int" else kind)
+            if r.random() < 0.3 and kind == "int":
+                return self._named(f"torch.add({x}, {y}, alpha={alpha})", (x,) + ys)
+            return self._write(x, f"{op}({y}, alpha={alpha})", ys)
+        if kind == "int" and r.random() < 0.3:
+            return self._named(f"torch.add({x}, 2.5, alpha=0.5)", (x,))
+        y, ys = self._operand(x, kind if kind != "float" else r.choice(("int", "float")))
+        alpha = {"int": r.choice(("2", "-1")), "float": r.choice(("0.5", "2")), "bool": r.choice(("True", "2"))}[kind]
+        return self._write(x, f"{op}({y}, alpha={alpha})", ys)
+
+    def _no_bool_kernel(self, raises: bool) -> Stmt | None:
+        r = self.rules
+        x = self._dest("bool") if raises else self._dest("int", "float")
+        inplace = r.choice(("floor_()", "trunc_()", "ceil_()", "round_()", "abs_()"))
+        outofplace = r.choice(("ceil()", "round()", "abs()", "floor()", "trunc()"))
+        if x is not None and r.random() < 0.5:
+            return self._write(x, inplace)
+        v = x or r.choice([u for u in self.names if u in self.env and _kind(self.env[u]) != "complex"] or [None])
+        if v is None:
+            return None
+        if raises and _kind(self.env[v]) != "bool":
+            return self._named(f"({v} > 0).{outofplace}", (v,))
+        return self._named(f"{v}.{outofplace}", (v,))
+
+    def _pow(self, raises: bool) -> Stmt | None:
+        r = self.rules
+        b = self._dest("bool")
+        if raises:
+            if b is not None and r.random() < 0.5:
+                c, cs = self._operand(b, "bool")
+                return self._write(b, f"pow_({c})", cs)
+            v = r.choice([u for u in self.names if u in self.env] or [None])
+            if v is None:
+                return None
+            m = v if _kind(self.env[v]) == "bool" else f"({v} > 0)"
+            return self._named(r.choice((f"{m} ** {m}", f"True ** {m}")), (v,))
+        if b is not None and r.random() < 0.5:
+            return self._write(b, "pow_(True)") if r.random() < 0.5 else self._named(f"{b} ** True", (b,))
+        x = self._dest("int", "float")
+        if x is None:
+            return None
+        e, es = self._operand(x, "bool")
+        return self._named(f"{x} ** {e}", (x,) + es)
+
+    def _lerp(self, raises: bool) -> Stmt | None:
+        r = self.rules
+        if raises:
+            x = self._dest("int", "bool", "float")
+            if x is None:
+                return None
+            if _kind(self.env[x]) == "float":  # another floating dtype for end or weight
+                other = r.choice([d for d in (torch.float16, torch.float32, torch.float64) if d != self.env[x].dtype])
+                y, ys = self._operand(x, "float", other)
+                return self._write(x, f"lerp_({y}, 0.3)", ys) if r.random() < 0.6 else \
+                    self._named(f"torch.lerp({x}, {x}, {y})", (x,) + ys)
+            y, ys = self._operand(x, _kind(self.env[x]))
+            return self._write(x, f"lerp_({y}, 0.5)", ys) if r.random() < 0.5 else \
+                self._named(f"torch.lerp({x}, {y}, 0.5)", (x,) + ys)
+        x = self._dest("float")
+        if x is None:
+            return None
+        y, ys = self._operand(x, "float", self.env[x].dtype)
+        if r.random() < 0.5:
+            return self._write(x, f"lerp_({y}, {r.choice(('0.5', '0.25', '1.5'))})", ys)
+        others = [v for v in self._tensors("float") if self.env[v].dim() and self.env[v].dtype != self.env[x].dtype]
+        if others and r.random() < 0.5:  # a 0-d weight of another floating dtype: eager takes it
+            v = r.choice(others)
+            return self._named(f"torch.lerp({x}, {y}, {v}.flatten()[0])", (x,) + ys + (v,))
+        return self._named(f"torch.lerp({x}, {y}, {y})", (x,) + ys)
+
+    def _addc(self, raises: bool) -> Stmt | None:
+        r = self.rules
+        if raises:
+            x = self._dest("float", "int", "bool")
+            if x is None:
+                return None
+            kind = _kind(self.env[x])
+            if kind == "float":
+                i, i_reads = self._operand(x, "int")
+                j, j_reads = self._operand(x, "int")
+                return self._write(x, f"addcdiv_({i}, {j}.abs() + 1)", i_reads + j_reads)
+            if kind == "int":
+                f, fs = self._operand(x, "float")
+                return self._write(x, f"{r.choice(('addcmul_', 'addcdiv_'))}({f}, {f}.abs() + 1)", fs)
+            c, cs = self._operand(x, "bool")
+            return self._write(x, f"addcmul_({c}, {c})", cs)
+        x = self._dest("float", "int")
+        if x is None:
+            return None
+        if _kind(self.env[x]) == "int":
+            j, js = self._operand(x, "int")
+            return self._write(x, f"addcmul_({j}, {j}, value={r.choice(('0.5', '2', '-1'))})", js)
+        i, i_reads = self._operand(x, "int")
+        f, f_reads = self._operand(x, "float")
+        op = r.choice((f"addcdiv_({f}, {i}.abs() + 1)", f"addcdiv_({i}, {f}.abs() + 1)",
+                       f"addcmul_({i}, {i}, value=0.5)", f"addcmul_({i}, {f})"))
+        return self._write(x, op, i_reads + f_reads)
+
+    def _logical(self, raises: bool) -> Stmt | None:
+        r = self.rules
+        x = self._dest("bool", "int", "float")
+        if x is None:
+            return None
+        if raises:
+            number = r.choice(("True", "0", "1", "0.5"))
+            op = r.choice(("logical_and", "logical_or", "logical_xor"))
+            if r.random() < 0.5:
+                return self._write(x, f"{op}_({number})")
+            return self._named(r.choice((f"torch.{op}({x}, {number})", f"{x}.{op}({number})")), (x,))
+        y, ys = self._operand(x, r.choice(("bool", "int", "float")))
+        op = r.choice(("logical_and", "logical_or", "logical_xor"))
+        if r.random() < 0.5:
+            return self._write(x, f"{op}_({y})", ys)
+        return self._named(f"torch.{op}({x}, {y})", (x,) + ys)
+
+    def _bool_sub(self, raises: bool) -> Stmt | None:
+        r = self.rules
+        x = self._dest("int", "float") if not raises else self._dest("int", "float", "bool")
+        if x is None:
+            return None
+        m, ms = self._operand(x, "bool")
+        if raises:
+            form = r.choice(("sub_({m})", "{x} - {m}", "{m} - {x}", "torch.sub({x}, {m})"))
+            if form.startswith("sub_"):
+                return self._write(x, form.format(m=m), ms)
+            return self._named(form.format(x=x, m=m), (x,) + ms)
+        return self._named(r.choice((f"{x} + {m}", f"{x} - {m}.to({x}.dtype)")), (x,) + ms)
+
