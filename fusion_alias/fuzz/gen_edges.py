@@ -28,6 +28,18 @@ Note [one class per program, and the refusals it may get]
         foreach_alias  torch._foreach_*_ with a 0-dim value that        any clear refusal (needless
                        aliases a written tensor;                        ones today): never a wrong
                        broadcast_tensors(y, y)[0].add_(1)               value
+        rng            x[1:].exponential_(generator=g), uniform_,       Tensor.exponential_ (and
+                       normal_, bernoulli_, ... of written memory       the other RNG methods, which
+                       (session 26; Note [random in-place methods])     plain Thunder lacks too)
+
+    Note [random in-place methods]: ``exponential_`` is refused by name (inplace_lookasides.py, Note
+    [exponential_ is refused]: Thunder draws other numbers than eager's generator), the other RNG methods
+    (``uniform_``, ``normal_``, ``bernoulli_``, ``random_``, ``cauchy_``, ``log_normal_``, ``geometric_``) as
+    methods Thunder lacks. Each is drawn with ``generator=torch.Generator().manual_seed(k)`` so eager's values
+    are the same from run to run (the eager-against-eager harness), and carries ``Stmt.must_refuse``: a jitted
+    call that returns is a missed rejection (oracle.py, Note [statements fusion_alias must refuse]). The
+    class is drawn (probability 0.08) from a stream of its own seeded from ``rng``'s state, before the
+    other classes' draw, so every other program of every seed is the one it was.
 
     Note [int32 views of float32]: the plain statements of every class (``_plain``) are spelled,
     some of the time, through a ``view(dtype)`` of the same element size (session 16): a view
@@ -56,8 +68,11 @@ from fusion_alias.fuzz.gen_basic import _Gen, _index_expr
 from fusion_alias.fuzz.hazard import _has_internal_overlap, _overlaps
 from fusion_alias.fuzz.program import PARAM_NAMES, Stmt
 
-CLASSES = ("small_int", "int_ops", "memory_format", "bool_key", "unfold", "store", "index_put", "foreach_alias")
-_CLASS_WEIGHTS = (3, 2, 3, 1, 1, 1, 1, 1)
+CLASSES = ("small_int", "int_ops", "memory_format", "bool_key", "unfold", "store", "index_put", "foreach_alias",
+           "rng")
+_CLASS_WEIGHTS = (3, 2, 3, 1, 1, 1, 1, 1)  # (of all but rng: Note [random in-place methods])
+RNG_METHODS = ("exponential_()", "exponential_(lambd=2.0)", "uniform_(-1.0, 1.0)", "normal_(0.0, 0.5)",
+               "bernoulli_(0.5)", "random_(0, 5)", "cauchy_()", "log_normal_()", "geometric_(0.5)")
 
 # Note [one class per program, and the refusals it may get]: pieces of the documented refusals' messages
 REFUSALS = {
@@ -69,6 +84,8 @@ REFUSALS = {
     "store": ("stores a tensor into its argument",),
     "index_put": ("index_put (accumulate=",),
     "foreach_alias": ("not supported", "unsupported"),
+    # (the others too: where plain Thunder fails first for another reason, their refusal is not "unsupported by Thunder")
+    "rng": tuple(dict.fromkeys(f"tensor.{m.split('(')[0]} is not supported" for m in RNG_METHODS)),
 }
 GRAD_REFUSALS = ("computes gradients", "require grad")
 
@@ -84,7 +101,10 @@ def edge_class(p) -> str | None:
 
 
 def edges_inputs(rng: random.Random) -> dict:
-    cls = rng.choices(CLASSES, _CLASS_WEIGHTS)[0]
+    if random.Random(str(rng.getstate()[1][:16]) + ":rng-class").random() < 0.08:  # (Note [random in-place
+        cls = "rng"  # methods])
+    else:
+        cls = rng.choices(CLASSES[:-1], _CLASS_WEIGHTS)[0]
     shape = rng.choice(_FLAT)
     bases, dtypes = [("x0", shape)], []
     args = [("a", "x0")]
@@ -366,6 +386,25 @@ class EdgesGen(_Gen):
         if _overlaps(self.env[x], self.env[y]) or not self._broadcasts_into(y, x):
             y = x
         return Stmt(f"torch.broadcast_tensors({x}, {y})[0].add_(1.0)", reads=(x,), writes=x)
+
+    def _rng(self) -> Stmt:
+        """An RNG in-place method into written memory (a view of an argument, often), drawn from a generator
+        of its own (Note [random in-place methods])."""
+        rng = self.rng
+        x = self.pick(writable=True)
+        if not self.env[x].is_floating_point():
+            return self._plain()
+        sh = self.shape(x)
+        w = rng.choice((x, x, f"{x}{_index_expr(rng, sh)}" if sh else x))
+        method = rng.choice(RNG_METHODS[:2] if rng.random() < 0.5 else RNG_METHODS[2:])  # (exponential_: half)
+        g = f"generator=torch.Generator().manual_seed({rng.randrange(100)})"
+        call = f"{method[:-1]}{', ' if method[-2] != '(' else ''}{g})"
+        why = f"Tensor.{method.split('(')[0]}: not eager's generator stream (inplace_lookasides.py)"
+        if w == x and rng.random() < 0.3:
+            t = self.fresh()
+            self.same_as[t] = x
+            return Stmt(f"{t} = {x}.{call}", target=t, writes=x, inplace_result=True, must_refuse=why)
+        return Stmt(f"{w}.{call}", writes=x, must_refuse=why)  # (it reads no value of x)
 
     def _broadcasts_into(self, v: str, x: str) -> bool:
         try:
