@@ -92,10 +92,6 @@ def _before_cast(src, produced: dict):
     return src
 
 
-def _is_inplace(bsym) -> bool:
-    return prims.OpTags.IN_PLACE in (bsym.sym.tags or ())
-
-
 # Note [ops whose result is floating for integer operands]
 # --------------------------------------------------------
 # True division, ``atan2`` and ``copysign`` compute in floating point whatever their operands (eager
@@ -131,53 +127,45 @@ def _bool_operand(a) -> bool:
     return (isinstance(a, TensorProxy) and _torch_dtype(a) is torch.bool) or isinstance(a, bool)
 
 
-def check_inplace_dtypes(top_bsyms) -> None:
-    """Raise :class:`InplaceDtypeError` where eager refuses an in-place op's store (module Note)."""
+def _check_inplace_store(b, name: str) -> None:
+    """Raise :class:`InplaceDtypeError` where eager refuses the store of the in-place op ``b`` (module Note)."""
     convert = prims.PrimIDs.CONVERT_ELEMENT_TYPE
     copy_id = prims.PrimIDs.COPY_
-    in_place = prims.OpTags.IN_PLACE
-    for b in top_bsyms:
-        name = b.sym.name
-        _check_float_result(b, name)  # (before the filter: true_divide_ is one of inplace_lookasides.py's)
-        if not b.subsymbols or in_place not in (b.sym.tags or ()):  # (_is_inplace)
+    # the cast Thunder puts before copy_ is a direct subsymbol; without one, nothing to look through
+    casts = nested = False
+    direct = []  # the copy_ prims among the direct subsymbols: all of copies_in(b) unless one nests
+    for sub in b.subsymbols:
+        sym_id = sub.sym.id
+        if sym_id is copy_id:
+            direct.append(sub)
+        elif sub.subsymbols:
+            nested = True
+        if sym_id is convert:
+            casts = True
+    produced = _producers(b) if casts else None
+    for c in (copies_in(b) if nested else direct):
+        src, dst = (_before_cast(c.args[0], produced) if produced else c.args[0]), c.args[1]
+        if not (isinstance(src, TensorProxy) and isinstance(dst, TensorProxy)):
             continue
-        if name in _CASTING_OPS:
+        if src._dtype is dst._dtype and name not in _COMPLEX_REFUSED:  # (the ``dtype`` property's field)
+            continue  # one dtype: torch.can_cast(d, d) holds
+        have, want = _torch_dtype(src), _torch_dtype(dst)
+        if have is None or want is None:
             continue
-        # the cast Thunder puts before copy_ is a direct subsymbol; without one, nothing to look through
-        casts = nested = False
-        direct = []  # the copy_ prims among the direct subsymbols: all of copies_in(b) unless one nests
-        for sub in b.subsymbols:
-            sym_id = sub.sym.id
-            if sym_id is copy_id:
-                direct.append(sub)
-            elif sub.subsymbols:
-                nested = True
-            if sym_id is convert:
-                casts = True
-        produced = _producers(b) if casts else None
-        for c in (copies_in(b) if nested else direct):
-            src, dst = (_before_cast(c.args[0], produced) if produced else c.args[0]), c.args[1]
-            if not (isinstance(src, TensorProxy) and isinstance(dst, TensorProxy)):
-                continue
-            if src._dtype is dst._dtype and name not in _COMPLEX_REFUSED:  # (the ``dtype`` property's field)
-                continue  # one dtype: torch.can_cast(d, d) holds
-            have, want = _torch_dtype(src), _torch_dtype(dst)
-            if have is None or want is None:
-                continue
-            if name in _COMPLEX_REFUSED and want.is_complex:
-                raise InplaceDtypeError(
-                    f"fusion_alias: {name}: In-place abs is not supported for complex tensors "
-                    "(eager PyTorch rejects this too)"
-                )
-            if want is torch.bool and len(b.args) > 1 and all(map(_bool_operand, b.args)):
-                # bool operands: eager computes in bool (``b.add_(c, alpha=2)``, ``b.pow_(True)``); Thunder's int8
-                # or int64 casts back alike (those eager refuses in bool: above, and check_op_dtypes)
-                continue
-            if not torch.can_cast(have, want):
-                raise InplaceDtypeError(
-                    f"fusion_alias: {name}: result type {have} can't be cast to the desired output type "
-                    f"{want} of {dst.name} (eager PyTorch rejects this too; Thunder 0.2.6 would cast silently)"
-                )
+        if name in _COMPLEX_REFUSED and want.is_complex:
+            raise InplaceDtypeError(
+                f"fusion_alias: {name}: In-place abs is not supported for complex tensors "
+                "(eager PyTorch rejects this too)"
+            )
+        if want is torch.bool and len(b.args) > 1 and all(map(_bool_operand, b.args)):
+            # bool operands: eager computes in bool (``b.add_(c, alpha=2)``, ``b.pow_(True)``); Thunder's int8
+            # or int64 casts back alike (those eager refuses in bool: above, and _OP_CHECKS)
+            continue
+        if not torch.can_cast(have, want):
+            raise InplaceDtypeError(
+                f"fusion_alias: {name}: result type {have} can't be cast to the desired output type "
+                f"{want} of {dst.name} (eager PyTorch rejects this too; Thunder 0.2.6 would cast silently)"
+            )
 
 
 # Note [ops eager has no kernel for]
@@ -215,34 +203,31 @@ _TORCH_TYPE_NAMES = {torch.int8: "Char", torch.uint8: "Byte", torch.int16: "Shor
                      torch.int64: "Long", torch.bool: "Bool"}
 
 
-def check_op_dtypes(top_bsyms) -> None:
-    """Raise eager's error where it has no kernel for an op's operand dtypes (Note [ops eager has no kernel for])."""
-    for b in top_bsyms:
-        name = b.sym.name
-        if name in _LERP_NAMES:
-            _check_lerp_operands(b, name)
-            start = b.args[0] if b.args else None
-            dtype = _torch_dtype(start) if isinstance(start, TensorProxy) else None
-            if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
-                raise NotImplementedError(
-                    f'fusion_alias: {name}: "lerp_kernel_scalar" not implemented for '
-                    f"'{_TORCH_TYPE_NAMES.get(dtype, dtype)}' (eager PyTorch rejects this too)")
-        elif name in _ADDCDIV_NAMES or name in _ADDCMUL_NAMES:
-            _check_integer_addc(b, name)
-        elif name in _SUB_NAMES and any(
-                isinstance(a, TensorProxy) and thunder_dtypes.is_boolean_dtype(a.dtype) for a in b.args[:2]):
-            raise RuntimeError(
-                f"fusion_alias: {name}: Subtraction, the `-` operator, with a bool tensor is not supported. If you "
-                "are trying to invert a mask, use the `~` or `logical_not()` operator instead (eager PyTorch "
-                "rejects this too)")
-        elif name in _NO_BOOL_KERNEL or (name in _NO_BOOL_KERNEL_ON_CPU and _on_cpu(b.args[0])):
-            _check_bool_kernel(b, name, b.args[:1])
-        elif name in _POW_NAMES:
-            _check_bool_pow(b, name)
-        if name in _ALPHA_NAMES:
-            _check_alpha(b, name)
-        if name in _PROMOTING:
-            _check_result_dtype(b, name)
+def _check_lerp(b, name: str) -> None:
+    _check_lerp_operands(b, name)
+    start = b.args[0] if b.args else None
+    dtype = _torch_dtype(start) if isinstance(start, TensorProxy) else None
+    if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
+        raise NotImplementedError(
+            f'fusion_alias: {name}: "lerp_kernel_scalar" not implemented for '
+            f"'{_TORCH_TYPE_NAMES.get(dtype, dtype)}' (eager PyTorch rejects this too)")
+
+
+def _check_bool_sub(b, name: str) -> None:
+    if any(isinstance(a, TensorProxy) and thunder_dtypes.is_boolean_dtype(a.dtype) for a in b.args[:2]):
+        raise RuntimeError(
+            f"fusion_alias: {name}: Subtraction, the `-` operator, with a bool tensor is not supported. If you "
+            "are trying to invert a mask, use the `~` or `logical_not()` operator instead (eager PyTorch "
+            "rejects this too)")
+
+
+def _check_no_bool_kernel(b, name: str) -> None:
+    _check_bool_kernel(b, name, b.args[:1])
+
+
+def _check_no_bool_kernel_on_cpu(b, name: str) -> None:
+    if _on_cpu(b.args[0]):
+        _check_bool_kernel(b, name, b.args[:1])
 
 
 def _check_bool_kernel(b, name: str, operands) -> None:
@@ -281,6 +266,10 @@ def _check_alpha(b, name: str) -> None:
     alpha = b.kwargs.get("alpha", b.args[2] if len(b.args) > 2 else None)
     if not isinstance(alpha, (bool, float, complex)):
         return  # (an int, None or a number proxy: every result type takes it)
+    if type(alpha) is float and any(isinstance(a, TensorProxy) and thunder_dtypes.is_inexact_dtype(a.dtype)
+                                    for a in b.args[:2]):
+        return  # (a floating or complex tensor operand makes the result so: ``p.add_(g, alpha=-lr)``, asked of
+        # no meta tensors, 20k times on the bench's ``wide`` trace)
     result = _eager_result_type(b.args[:2])
     if result is None:
         return
@@ -385,3 +374,51 @@ def _check_integer_addc(b, name: str) -> None:
             f"fusion_alias: {name} of integer tensors with value={value}: eager PyTorch casts the value to the "
             f"integer type ({int(value)}) before multiplying, Thunder 0.2.6 multiplies by {value} first and "
             "would return a different result: not supported. Pass an integer value, or floating tensors")
+
+
+# Note [the dtype checks in one walk]
+# -----------------------------------
+# Each check above reads a few op names (or, for the in-place store, the op's ``IN_PLACE`` tag), and a
+# program as traced has one symbol per op: 40k in-place ops on the bench's 100k-symbol ``chain`` trace.
+# So the checks run in one walk of the program (:func:`check_dtypes`) that looks each symbol's name up
+# once in a table of the checks for that name, and its symbol's in-place tag once per symbol object,
+# instead of one walk per check testing every name against every set. Per op, the checks run in this
+# order: the floating-result check, the store, the kernel checks, alpha, the result type.
+def _op_check_table() -> dict[str, tuple]:
+    table: dict[str, list] = {}
+    for names, check in ((_LERP_NAMES, _check_lerp), (_ADDCDIV_NAMES | _ADDCMUL_NAMES, _check_integer_addc),
+                         (_SUB_NAMES, _check_bool_sub), (_NO_BOOL_KERNEL, _check_no_bool_kernel),
+                         (_NO_BOOL_KERNEL_ON_CPU, _check_no_bool_kernel_on_cpu), (_POW_NAMES, _check_bool_pow),
+                         (_ALPHA_NAMES, _check_alpha), (_PROMOTING, _check_result_dtype)):
+        for name in names:
+            table.setdefault(name, []).append(check)
+    return {name: tuple(checks) for name, checks in table.items()}
+
+
+_OP_CHECKS = _op_check_table()
+
+
+def check_dtypes(top_bsyms, before: dict | None = None) -> None:
+    """Raise eager's error where it refuses an op's operand dtypes or an in-place op's store, in program order
+    (Note [the dtype checks in one walk]). ``before``: more checks by op name, ``name -> callable(bsym)``, run
+    first on the symbols they name (``refusals.check_refusals``'s checks of the program as traced)."""
+    before = before or {}
+    checks_of = _OP_CHECKS.get
+    in_place, store_checked = prims.OpTags.IN_PLACE, {}  # id(symbol) -> whether its ops' stores are checked
+    for b in top_bsyms:
+        sym = b.sym
+        name = sym.name
+        if name in before:
+            before[name](b)
+        if name in _FLOAT_RESULT:
+            _check_float_result(b, name)  # (before the tag: true_divide_ is one of inplace_lookasides.py's)
+        if b.subsymbols:
+            stored = store_checked.get(id(sym))
+            if stored is None:
+                stored = store_checked[id(sym)] = in_place in (sym.tags or ()) and name not in _CASTING_OPS
+            if stored:
+                _check_inplace_store(b, name)
+        checks = checks_of(name)
+        if checks is not None:
+            for check in checks:
+                check(b, name)

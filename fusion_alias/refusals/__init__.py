@@ -48,6 +48,7 @@ from fusion_alias.refusals.writes import _check_writes, check_self_copies
 __all__ = ["AliasInputError", "check_refusals"]
 
 _INDEXING = frozenset({"getitem", "setitem_", "__setitem__"})  # (the key is their second argument)
+_BY_NAME = {**{name: check_tensor_argument for name in TENSOR_ONLY_SECOND}, **{name: refuse_bool_key for name in _INDEXING}}
 
 
 def check_refusals(
@@ -81,14 +82,10 @@ def check_refusals(
         {p.name for p in tensor_inputs if p.requires_grad} if autograd_refusals and torch.is_grad_enabled() else set()
     )
     traced = (original or trace).bound_symbols
-    for b in traced:
-        name = b.sym.name
-        if name in _INDEXING:
-            refuse_bool_key(b)  # (with gradients, Thunder's autodiff decomposed it before the pass)
-        elif name in TENSOR_ONLY_SECOND:
-            check_tensor_argument(b)  # (tensor_arguments.py, Note [an argument eager takes only as a tensor])
-    dtype_rules.check_inplace_dtypes(traced)
-    dtype_rules.check_op_dtypes(traced)
+    # (one walk of the program as traced: dtype_rules.py, Note [the dtype checks in one walk]) a Python bool
+    # key, refused as traced (with gradients, Thunder's autodiff decomposed it before the pass); an argument
+    # eager takes only as a tensor (tensor_arguments.py, Note [an argument eager takes only as a tensor])
+    dtype_rules.check_dtypes(traced, _BY_NAME)
     renamed_names = {v.proxy.name: p.name for v, p in renamed.items()}  # (flat's names for the traced ones)
     check_self_copies(traced, info, actual, renamed_names)  # (dropped from flat before _check_writes looks)
     _check_writes(flat, info, actual, proxies, inplace_ops, grad_inputs, input_names)
