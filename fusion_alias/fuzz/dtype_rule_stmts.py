@@ -23,7 +23,8 @@ Note [dtype-rule statements]
         bool_sub        x - (y > 0), x.sub_(y > 0), (y > 0) - x        x + (y > 0), x - (y > 0).to(x.dtype)
 
     (``i``, ``j`` integer, ``f``, ``g`` floating, ``b``, ``c`` bool tensors; an operand of the dtype a
-    statement needs is a variable, an alias of the destination as often as not, or a conversion of one.)
+    statement needs is the destination itself or a conversion of it a third of the time, else a variable,
+    an alias of the destination where the program made one, or a conversion of one.)
     ``i.addcmul_(j, j, value=0.5)`` and ``b ** True`` are refused by name (eager's value differs from
     Thunder's), ``f.lerp_`` with gradients too; the dtype generator documents every clear refusal.
 
@@ -34,8 +35,11 @@ Note [dtype-rule statements keep the stream]
     with probability 0.15, one that eager raises. Every choice is drawn from ``rules``, a stream of its own
     seeded from the program's ``rng`` state without drawing from it; a statement binds a name of its own
     (``r0``, ``r1``: returned, not offered to later statements) or none, and changes values only, never a
-    variable's shape, dtype or memory, which are all the other draws look at. So every program of every seed
-    keeps its statements and returns, with these added
+    variable's shape, dtype or memory, which are all the other draws look at. Their own draws look at names,
+    shapes and dtypes only, never at memory: the spellings of dtype programs (dtype_spellings.py) keep every
+    statement's shape and dtype but may change whether a result is its operand itself (``a.double()`` of a
+    float64 ``a`` against ``(a.double()) * (2.0 if ... else 0.5)``). So every program of every seed keeps its
+    statements and returns, with these added, and with or without those spellings
     (``tests/test_fuzz_item_dtype.py::test_dtype_rule_statements_keep_every_stream``).
 """
 
@@ -45,7 +49,6 @@ import random
 
 import torch
 
-from fusion_alias.fuzz.hazard import _has_internal_overlap, _overlaps
 from fusion_alias.fuzz.program import Stmt
 
 CLASSES = ("float_result", "alpha", "no_bool_kernel", "pow", "lerp", "addc", "logical", "bool_sub")
@@ -96,27 +99,30 @@ class RuleStatements:
             return False
 
     def _operand(self, x: str, kind: str, dtype: torch.dtype | None = None) -> tuple[str, tuple[str, ...]]:
-        """(an operand of ``kind`` (``dtype``) that broadcasts into ``x``, the variables it reads): a variable,
-        an alias of ``x`` as often as not, or a conversion of one (of ``x`` itself at worst)."""
+        """(an operand of ``kind`` (``dtype``) that broadcasts into ``x``, the variables it reads): ``x`` itself or
+        a conversion of it (read before the write: the same memory) a third of the time, else a variable of that
+        kind (an alias of ``x`` where the program made one), or a conversion of another."""
         r = self.rules
         ok = [v for v in self.names if v in self.env and self._into(v, x)]
         exact = [v for v in ok if (self.env[v].dtype == dtype if dtype is not None else _kind(self.env[v]) == kind)]
-        aliased = [v for v in exact if _overlaps(self.env[v], self.env[x])]
-        if aliased and r.random() < 0.6:
-            v = r.choice(aliased)
-            return v, (v,)
-        if exact and r.random() < 0.8:
+        roll = r.random()
+        if roll < 0.35:
+            v = x
+        elif exact and roll < 0.85:
             v = r.choice(exact)
+        else:
+            v = r.choice([u for u in ok if _kind(self.env[u]) != "complex"] or [x])
+        if self.env[v].dtype == dtype or (dtype is None and _kind(self.env[v]) == kind):
             return v, (v,)
-        v = r.choice([u for u in ok if _kind(self.env[u]) != "complex"] or [x])
         if dtype is not None:
             return f"{v}.to(torch.{str(dtype).removeprefix('torch.')})", (v,)
         conversion = {"bool": "({v} > 0)", "int": "{v}.to(torch.int32)", "float": "{v}.float()"}[kind]
         return conversion.format(v=v), (v,)
 
     def _dest(self, *kinds: str) -> str | None:
-        """A variable of one of ``kinds`` to write (no internal overlap: eager's own error otherwise)."""
-        ok = [v for v in self._tensors(*kinds) if not _has_internal_overlap(self.env[v])]
+        """A variable of one of ``kinds`` to write, chosen by dtype alone (Note [dtype-rule statements keep the
+        stream]: an expanded one, eager rejects)."""
+        ok = self._tensors(*kinds)
         return self.rules.choice(ok) if ok else None
 
     def _named(self, code: str, reads: tuple[str, ...]) -> Stmt:
