@@ -988,3 +988,19 @@ def test_exponential_is_refused_by_name():
 
     with pytest.raises(UnsupportedMethodError, match="exponential_"):
         fusion_alias.jit(lambda a: a[1:].exponential_(), backend="reference")(torch.zeros(4, 3))
+
+
+def test_a_slice_bounded_by_a_tensor_is_refused_by_name():
+    # Note [a slice bounded by a tensor] (refusals/bool_keys.py): Thunder's own error named None
+    def read_cache(cache, pos):
+        return (cache[:, : pos.max() + 1] * 1).sum()
+
+    cache, pos = torch.arange(16.0).reshape(2, 8), torch.tensor([3, 4])
+    assert read_cache(cache, pos).item() == (cache[:, :5]).sum().item()  # eager runs it
+    with pytest.raises(NotImplementedError, match="a slice bounded by a tensor"):
+        fusion_alias.jit(read_cache)(cache, pos)
+
+    def read_cache_to(cache, n):
+        return (cache[:, : n + 1] * 1).sum()
+
+    assert fusion_alias.jit(read_cache_to)(cache, 4).item() == (cache[:, :5]).sum().item()  # the workaround

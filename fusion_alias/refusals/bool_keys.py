@@ -1,4 +1,5 @@
-"""Indexing with a Python bool, refused (Thunder 0.2.6 traces the bool as an int)."""
+"""Indexing with a Python bool, refused (Thunder 0.2.6 traces the bool as an int); and slices bounded by a
+tensor, refused by name (Thunder 0.2.6 fails on them with an error about ``None``)."""
 
 from __future__ import annotations
 
@@ -47,7 +48,28 @@ _proxy_getitem = TensorProxy.__getitem__
 def _getitem(a, key):
     if _bool_key((a, key)):
         _refuse()
+    if _tensor_bound(key):
+        _refuse_tensor_bound()
     return _proxy_getitem(a, key)
+
+
+# Note [a slice bounded by a tensor]
+# ----------------------------------
+# ``cache[:, :, :pos.max() + 1]`` (a KV cache read up to the last position written) slices with a 0-d tensor
+# as its bound: eager reads its value, so the result's shape depends on data. Thunder 0.2.6 raises "ValueError:
+# None had an unexpected type <class 'NoneType'>" while tracing it (plain ``thunder.jit`` too; session 26 hand
+# probe), which names nothing the program did. It is refused here with what to do instead.
+def _tensor_bound(key) -> bool:
+    parts = key if isinstance(key, tuple) else (key,)
+    return any(isinstance(k, slice) and any(isinstance(b, TensorProxy) for b in (k.start, k.stop, k.step))
+               for k in parts)
+
+
+def _refuse_tensor_bound() -> None:
+    raise NotImplementedError(
+        "fusion_alias: a slice bounded by a tensor (x[:t.max() + 1]) is not supported: its size depends on the "
+        "tensor's value, which Thunder 0.2.6 does not trace. Workaround: pass the bound as a Python int argument "
+        "(the call is compiled again for each new value), or slice outside the compiled function")
 
 
 def register(executor) -> None:
