@@ -29,7 +29,7 @@ import networkx as nx
 from thunder.core.proxies import TensorProxy
 from thunder.core.trace import TraceCtx, from_trace
 
-from fusion_alias import base_updates, context, report
+from fusion_alias import base_updates, context, replaced_args, report
 from fusion_alias.aliasing import AliasInfo, analyze
 from fusion_alias.proxies_by_name import tensor_proxies_by_name
 from fusion_alias.dce import _dce
@@ -120,6 +120,8 @@ def fusion_pass(executor, trace: TraceCtx, resolve_backend) -> tuple[TraceCtx, i
     part = partition(prep.bsyms, prep.edges, prep.is_fusible, ignore_hazards=ctx.ignore_hazards)
     new_trace = from_trace(trace)
     fused_bsyms, count = fuse_regions(executor, prep, part, ctx, resolve_backend)
-    new_trace.bound_symbols = [*prep.bound_inputs, *fused_bsyms]
+    # (used directly: the arguments Thunder's alias pass replaced, checked first at each call; replaced_args.py)
+    checks = replaced_args.runtime_checks(trace, executor) if not ctx.has_call else ()
+    new_trace.bound_symbols = [*prep.bound_inputs, *checks, *fused_bsyms]
     report.observe(trace, prep, part, new_trace, ctx.ignore_hazards)  # FUSION_ALIAS_LOG, pictures
     return new_trace, count
