@@ -40,7 +40,7 @@ from numbers import Number
 import torch
 from thunder.core import dtypes
 from thunder.core.langctxs import Languages, langctx
-from thunder.core.proxies import Proxy, TensorProxy
+from thunder.core.proxies import NumberProxy, Proxy, TensorProxy
 from thunder.core.symbol import Symbol
 import thunder.torch as ltorch
 
@@ -77,6 +77,7 @@ def _dtype_kind(dtype) -> int:
 
 
 _WIDEST = (dtypes.bool8, dtypes.int64, dtypes.float64, dtypes.complex128)
+_KIND_OF_TYPE = {bool: 0, int: 1, float: 2, complex: 3}  # (_number_kind of a number proxy's python_type)
 
 
 def _fill_meta(a: TensorProxy, value, /) -> TensorProxy:
@@ -84,9 +85,12 @@ def _fill_meta(a: TensorProxy, value, /) -> TensorProxy:
         if value.ndim != 0:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions.")
         return ltorch.copy_(a, ltorch.expand(ltorch.clone(value), tuple(a.shape)))
-    if not isinstance(value, Number):
+    if isinstance(value, NumberProxy):  # ``x.fill_(t.item())``: a number known at run time (fuzz seed 40010 #24, item)
+        kind = _KIND_OF_TYPE.get(value.python_type, 3)
+    elif not isinstance(value, Number):
         raise TypeError(f"fill_(): argument 'value' must be a Number or a 0-dim tensor, not {type(value).__name__}")
-    kind = _number_kind(value)
+    else:
+        kind = _number_kind(value)
     if kind <= _dtype_kind(a.dtype):
         return ltorch.copy_(a, ltorch.full_like(a, value))
     # a value of a wider kind than the destination (``int_tensor.fill_(2.7)``): made in its own
