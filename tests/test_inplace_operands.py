@@ -403,3 +403,28 @@ def test_an_op_on_a_dtype_we_do_not_fuse_has_its_operands_checked(dtype):
     want[1].bitwise_or_(want[0])
     fusion_alias.jit(lambda x: x[1].bitwise_or_(x[0]))(disjoint)
     torch.testing.assert_close(disjoint, want)
+
+
+# Note [a 0-d integer key is a number] (inplace_ops.py): eager reads the key as an int
+def test_a_0d_integer_key_refuses_without_claiming_eager_rejects():
+    def fn(x):
+        x[torch.tensor(1)] = x[0]
+        return x
+
+    want = fn(torch.arange(12.0).reshape(3, 4))  # eager runs it: x[1].copy_(x[0])
+    with pytest.raises(fusion_alias.AliasInputError, match="indexed by a 0-dim integer tensor") as caught:
+        fusion_alias.jit(fn)(torch.arange(12.0).reshape(3, 4))
+    assert "rejects this too" not in str(caught.value)
+    assert want[1].tolist() == want[0].tolist()
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_a_0d_integer_key_read_from_the_written_tensor(schedule):
+    def fn(x):
+        x[x[0, 1]] = x[1] * 2  # (the key is a view of x: eager reads it as a number, before the write)
+        return x * 1
+
+    x_eager, x_jit = torch.tensor([[1, 1], [0, 3]]), torch.tensor([[1, 1], [0, 3]])
+    want = fn(x_eager)
+    torch.testing.assert_close(fusion_alias.jit(fn, backend="reference", schedule=schedule)(x_jit), want)
+    torch.testing.assert_close(x_jit, x_eager)

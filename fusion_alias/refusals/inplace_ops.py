@@ -53,7 +53,7 @@ class _InplaceOp(NamedTuple):
     name: str  # "add_", "setitem_", ...
     written: TensorProxy  # ``self``, the tensor the op writes (for setitem_, indexed by ``key``)
     key: object  # setitem_'s basic index (ints, slices, None, Ellipsis), else None
-    operands: tuple  # ((TensorProxy, rule), ...); rule: "partial" | "any" | "setitem" | "index" | "ordered"
+    operands: tuple  # ((TensorProxy, rule), ...); rule: "partial" | "any" | "setitem" | "index" | "ordered" | "at_a_number"
     # a setitem_ with a list or tensor index (``a[1, [0, 2]] = v``): the key's basic part, every other entry a
     # full slice; eager's index_put_ checks its value against ``written[index_self]`` (Note [a list key is an
     # index_put_]). None otherwise.
@@ -173,6 +173,19 @@ def _advanced(k) -> bool:
 # tensor key is ``index_put_``'s, which rejects any overlap with the view it writes (``x[x] = 0`` of an
 # int64 ``x`` raises, as does ``x[:, x[0]] = False``). Unchecked, a region ran them (session 26 hand
 # probe). ``masked_fill_(x, mask, v)`` called as such checks its mask alike.
+# Note [a 0-d integer key is a number]
+# ------------------------------------
+# Eager indexes with a 0-dim integer tensor as with the int it holds: ``x[torch.tensor(1)] = x[0]`` is
+# ``x[1].copy_(x[0])`` and runs; ``x[torch.tensor(0)] = x[0, 1:].repeat(2)`` too. Which elements it writes is
+# known only at run time, so where the value shares memory with the tensor written the check cannot say
+# whether eager rejects the write; it was refused saying "eager PyTorch rejects this too" (session 25 note).
+# It is still refused, in words that claim nothing about eager (rule "at_a_number", operands.py).
+def _a_number(k) -> bool:
+    """Whether the key entry ``k`` is a 0-dim integer tensor (Note [a 0-d integer key is a number])."""
+    return isinstance(k, TensorProxy) and k.ndim == 0 and dtypes.is_exact_dtype(k.dtype) and not dtypes.is_boolean_dtype(
+        k.dtype)
+
+
 def _describe_setitem(written: TensorProxy, key, value, actual=_same) -> _InplaceOp | None:
     parts = key if isinstance(key, tuple) else (key,)
     advanced = [k for k in parts if _advanced(k)]
@@ -188,6 +201,8 @@ def _describe_setitem(written: TensorProxy, key, value, actual=_same) -> _Inplac
             masked_fill = len(parts) == 1
             return _InplaceOp("setitem_", written, own_key,
                               tuple((k, "partial" if masked_fill else "index") for k in key_tensors), basic)
+        if all(map(_a_number, advanced)):  # Note [a 0-d integer key is a number]: the key is read as an int
+            return _InplaceOp("setitem_", written, None, ((value, "at_a_number"),) if isinstance(value, TensorProxy) else ())
         operands = ((value, "index"),) if isinstance(value, TensorProxy) else ()
         return _InplaceOp("setitem_", written, own_key, operands + tuple((k, "index") for k in key_tensors), basic)
     if not key_tensors:  # basic indexing: a[key].copy_(value)

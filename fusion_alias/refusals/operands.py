@@ -191,6 +191,13 @@ def _check_operand_overlap(
         x_view = _actual_view(x.name, info, actual, proxies, metas)
         if x_view is None:
             continue
+        if rule == "at_a_number":  # Note [a 0-d integer key is a number] (inplace_ops.py)
+            if _shares_elements(x_view, written):
+                raise AliasInputError(
+                    f"fusion_alias: {op.name}: the value {x.name} shares memory with {dst.name}, which is indexed by a "
+                    "0-dim integer tensor: whether the two overlap, and so whether eager PyTorch rejects the write, "
+                    "depends on the tensor's value: not supported. Index with a Python int, or clone the value")
+            continue
         if rule == "index":  # Note [a list key is an index_put_] (inplace_ops.py): eager's assert_no_overlap
             status = _overlap_status(x_view, written)
             if status == "too hard" and _index_shares_elements(op, x_view, written):
