@@ -44,7 +44,7 @@ from thunder.core.proxies import NumberProxy, Proxy, TensorProxy
 from thunder.core.symbol import Symbol
 import thunder.torch as ltorch
 
-from fusion_alias import return_types
+from fusion_alias import clamp_ties, return_types
 
 
 def _broadcast_source(dst: TensorProxy, src: TensorProxy) -> TensorProxy:
@@ -204,8 +204,11 @@ def _inplace_symbol(op: str) -> Symbol:
     if sym is None:
         out_of_place = _OUT_OF_PLACE[op]
 
+        traced_as = clamp_ties.as_traced(out_of_place)  # (x.clip_(0, 1): Note [clamp's gradient at a bound])
+
         def meta(a, *args, **kwargs):
-            return _as_inplace(a, getattr(a, out_of_place)(*args, **kwargs), op)
+            value = traced_as(a, *args, **kwargs) if traced_as else getattr(a, out_of_place)(*args, **kwargs)
+            return _as_inplace(a, value, op)
 
         sym = _INPLACE_SYMBOLS[op] = Symbol(name=op, meta=langctx(Languages.TORCH)(meta), id=f"fusion_alias.{op}")
     return sym

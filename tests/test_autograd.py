@@ -362,3 +362,28 @@ def test_writes_through_narrow_and_swapaxes_match_eager_with_gradients(kind):
         return [a, k], [a, torch.zeros(4, 4, dtype=torch.float64), k]
 
     assert_matches_eager(fn, make)
+
+
+# Note [clamp's gradient at a bound] (clamp_ties.py): Thunder's clamp gave 0 where the element equals a bound
+@pytest.mark.parametrize("spelling", ["clamp_max", "clamp_min", "clamp_both", "clip", "clamp_min_fn", "clamp_",
+                                      "clip_", "clamp_item"])
+def test_clamp_at_its_bound_has_eagers_gradient(spelling):
+    ops = {
+        "clamp_max": lambda x: x.clamp(max=0.25),
+        "clamp_min": lambda x: torch.clamp(x, min=0.25),
+        "clamp_both": lambda x: x.clamp(0.25, 0.5),
+        "clip": lambda x: torch.clip(x, max=0.5),
+        "clamp_min_fn": lambda x: x.clamp_min(0.5),
+        "clamp_": lambda x: (x * 1).clamp_(max=0.5),
+        "clip_": lambda x: (x * 1).clip_(0.25, 0.5),
+        "clamp_item": lambda x: (lambda y: y.clamp_(max=y.max().item() - 0.25))(x * 1),  # (fuzz seed 40041 #63)
+    }
+    fn = ops[spelling]
+    x_eager = torch.tensor([0.25, 0.5, 0.75, 0.1], requires_grad=True)
+    x_jit = x_eager.detach().clone().requires_grad_()
+    want = fn(x_eager)
+    got = fusion_alias.jit(fn)(x_jit)
+    (want * torch.arange(1.0, 5.0)).sum().backward()
+    (got * torch.arange(1.0, 5.0)).sum().backward()
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(x_jit.grad, x_eager.grad)

@@ -1,0 +1,97 @@
+"""``clamp`` at its bounds, with eager's gradient.
+
+Note [clamp's gradient at a bound]
+----------------------------------
+Eager's ``clamp`` passes the gradient to every element inside the closed interval ``[min, max]``
+(``clamp_backward``: ``self >= min & self <= max``), so an element equal to a bound keeps its gradient.
+Thunder 0.2.6 decomposes ``clamp`` as ``where(a > min, a, min)`` and ``where(a < max, a, max)``: at a tie
+``where`` picks the bound, and the element's gradient is 0, silently (plain ``thunder.jit`` too)::
+
+    x = torch.tensor([0.25, 0.5], requires_grad=True)
+    x.clamp(max=0.25).sum().backward()     # eager x.grad [1, 0]; Thunder [0, 0]
+
+A tie is what ``x.clamp_(max=x.max().item())`` or ``x.clamp(max=x[0, 4])`` makes by construction (the fuzzer's
+``item`` generator, seeds 40011 #48, 40041 #63/#85/#98, ``--grad``). So ``clamp``, ``clamp_``, ``clip``,
+``clamp_min`` and ``clamp_max`` (and the in-place forms inplace_lookasides.py makes of the last three) are traced
+as ``where`` with the tie on the element's side instead::
+
+    where((a >= min) | (a != a), a, min)   then   where((a <= max) | (a != a), a, max)
+
+The values are Thunder's (a NaN element stays NaN, a NaN bound gives NaN, ``min > max`` gives ``max``), and so
+is the gradient away from the bounds; a bound that requires grad gets its gradient where the element passes it,
+as eager's. It is as many prims as Thunder's own (a comparison, a NaN test, two ``where``s per bound become a
+comparison, a NaN test, an ``or`` and a ``where``), so it is traced so whether or not the call computes gradients:
+a tensor made in the program has no ``requires_grad`` in the trace to tell. A call with ``out=`` is left as it was.
+"""
+
+from __future__ import annotations
+
+import torch
+from thunder.core.langctxs import Languages, langctx
+from thunder.core.symbol import Symbol
+import thunder.torch as ltorch
+
+
+def _clamped(a, min=None, max=None):
+    """Thunder's ``clamp`` values, with a tie kept on the element's side (module Note)."""
+    if min is None and max is None:
+        return ltorch.clamp(a, min, max)  # (Thunder's error)
+    if min is not None:
+        a = ltorch.where(ltorch.logical_or(ltorch.ge(a, min), ltorch.ne(a, a)), a, min)
+    if max is not None:
+        a = ltorch.where(ltorch.logical_or(ltorch.le(a, max), ltorch.ne(a, a)), a, max)
+    return a
+
+
+clamp = Symbol(name="clamp", meta=langctx(Languages.TORCH)(_clamped), id="fusion_alias.clamp")
+
+
+def _clamped_in_place(a, min=None, max=None):
+    return ltorch.copy_(a, clamp(a, min, max))
+
+
+clamp_ = Symbol(name="clamp_", meta=langctx(Languages.TORCH)(_clamped_in_place), id="fusion_alias.clamp_")
+
+
+def _bounds(only, args, kwargs) -> tuple:
+    """``(min, max)`` of a call of ``clamp``/``clip`` (``only`` None) or ``clamp_min``/``clamp_max`` (``only``: the
+    name of the one bound it takes)."""
+    if only is not None:
+        bound = args[0] if args else kwargs.get(only)
+        return (bound, None) if only == "min" else (None, bound)
+    bounds = dict(zip(("min", "max"), args), **kwargs)
+    return bounds.get("min"), bounds.get("max")
+
+
+def _lookaside(previous, ours, only):
+    """``ours`` in place of ``previous`` (Thunder's symbol, or a lookaside lent before: ``out=``, out_arguments.py),
+    which still takes a call with ``out=``."""
+
+    def traced(a, *args, **kwargs):
+        if "out" in kwargs:
+            return previous(a, *args, **kwargs)
+        return ours(a, *_bounds(only, args, kwargs))
+
+    return traced
+
+
+def as_traced(name: str):
+    """The function ``Tensor.<name>`` is traced as here (``clamp``, ``clip``, ``clamp_min``, ``clamp_max``), for the
+    in-place forms inplace_lookasides.py makes of them (``x.clip_(0, 1)``), or None."""
+    only = {"clamp_min": "min", "clamp_max": "max"}.get(name)
+    if name not in ("clamp", "clip") and only is None:
+        return None
+    return lambda a, *args, **kwargs: clamp(a, *_bounds(only, args, kwargs))
+
+
+def register(executor) -> None:
+    """Lend ``executor`` the lookasides of Note [clamp's gradient at a bound], for the ``torch`` functions and the
+    Thunder symbols a tensor's methods resolve to."""
+    table = ltorch._torch_to_thunder_function_map
+    for torch_fn, ours, only in ((torch.clamp, clamp, None), (torch.clip, clamp, None), (torch.clamp_, clamp_, None),
+                                 (torch.clamp_min, clamp, "min"), (torch.clamp_max, clamp, "max")):
+        original = table.get(torch_fn)
+        if original is None:
+            continue
+        for key in (torch_fn, original):
+            executor._lookasides[key] = _lookaside(executor._lookasides.get(key, original), ours, only)
