@@ -1141,3 +1141,26 @@ def test_an_argument_without_gradient_saves_nothing_though_it_shares_memory():
         fusion_alias.jit(fn)(h.detach()[0], h)
     except AliasInputError as e:
         assert "Eager PyTorch raises" not in str(e), str(e)
+
+
+def test_a_gradient_written_into_a_detached_view_keeps_no_other_save_live():
+    # Note [a gradient written into a detached tensor] (live_backward.py; fuzz seed 31028 #148, fresh --grad):
+    # norm's save of b is never used by eager's backward from the returned b, so the later write is no stale save.
+    def fn(a, b):
+        t0 = b.detach()[1::2, ::2]
+        b.div_(t0.norm())
+        t0.add_(b.norm())
+        return b, a * 1
+
+    def make():
+        leaf = torch.linspace(-1, 1, 16).reshape(4, 4).requires_grad_()
+        return leaf, leaf * 1
+
+    leaf, b = make()
+    out = fn(leaf * 2, b)
+    out[0].sum().backward()  # eager: no error
+    leaf, b = make()
+    try:
+        fusion_alias.jit(fn)(leaf * 2, b)
+    except AliasInputError as e:  # (a value with a gradient written into a detached view: a documented refusal)
+        assert "Eager PyTorch raises" not in str(e), str(e)

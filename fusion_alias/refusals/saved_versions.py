@@ -12,13 +12,13 @@ Two checks, both on the user-level trace (the ops as the user called them), in p
 from __future__ import annotations
 
 from thunder.core.proxies import ProxyTag, TensorProxy
-from thunder.core.pytree import tree_flatten
 import thunder.core.dtypes as dtypes
 import thunder.core.prims as prims
 
 from fusion_alias.aliasing import AliasInfo, copies_in, proxy_args, tensor_outs
 from fusion_alias.errors import AliasInputError
 from fusion_alias.gradient_operands import gradient_operands
+from fusion_alias.refusals.live_backward import live_ops, written_by
 
 
 # Note [tensors saved for the backward, then written]
@@ -206,6 +206,7 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
     rg_memory = {memory(p) for p in tensor_inputs if p.requires_grad}
     input_memory = frozenset(rg_memory)  # (returned_views.py, Note [a view made under no_grad, returned]: of an argument only)
     detached: set = set()
+    detached_writes: set = set()  # top-level indices of in-place ops that write only through detached names
     written_with_grad: set = set()  # memories a differentiable in-place op writes through a detached tensor
     multi: set = set()
     no_grad_views: dict[str, int] = {}  # Note [writes into views made under no_grad]: name -> writes of its memory then
@@ -213,8 +214,8 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
     views, maybe_views = _views_only(), _views_maybe()
     detaching_views = views | maybe_views
 
-    # Note [a result computed from no gradient starts no backward]; an argument that does not require grad
-    # is such a name too, though it shares memory with one that does (``a = m.w.detach()[0:3]`` beside
+    # Note [a result computed from no gradient starts no backward] (live_backward.py); an argument that does not
+    # require grad is such a name too, though it shares memory with one that does (``a = m.w.detach()[0:3]`` beside
     # ``k = m.w[1]``: ``a * k.detach()`` saves nothing, and a later write of ``m.w`` was refused saying eager
     # raises; fuzz seed 26003 #119, modules --grad)
     gradless: set = {p.name for p in tensor_inputs if not p.requires_grad}
@@ -265,7 +266,9 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
         name = b.sym.name
         if b.sym.name == "detach" or (b.sym in detaching_views and args and getattr(args[0], "name", None) in detached):
             detached.update(o.name for o in outs)
-        written, of_self = _written(b, memory)
+        written, of_self = written_by(b, memory)
+        if of_self and written and all(t.name in detached for t in written):
+            detached_writes.add(i)  # Note [a gradient written into a detached tensor] (live_backward.py)
         if of_self and not differentiable and getattr(args[0] if args else None, "name", None) in detached:
             detached.update(o.name for o in outs)  # (``d.neg_()`` of a detached ``d``: ``d`` itself)
         if grad and not differentiable and (not written or getattr(args[0] if args else None, "name", None) in gradless):
@@ -312,7 +315,7 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
                 for o in outs[:1]:
                     k = memory(o)
                     saves.append(_Save(k, len(writes.get(k, ())), i, name, o.name))
-        # (detach's result carries no gradient: Note [a detached tensor starts no backward])
+        # (detach's result carries no gradient: Note [a detached tensor starts no backward], live_backward.py)
         flows[i] = differentiable and b.sym.name != "detach" and any(dtypes.is_inexact_dtype(o.dtype) for o in outs)
 
     stale = [s for s in saves if len(writes.get(s.memory, ())) > s.at]
@@ -322,7 +325,7 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
     # returned kept sin's save of ``t0 = b.sin()`` live, fuzz seed 20727 #18, basic --grad)
     carries_none = {d for d in detached if memory_of(d) not in written_with_grad} | made_without_grad
     carries_none.update(g for g in gradless if memory_of(g) not in grad_written)
-    live = _live_ops(top_bsyms[: n + 1], memory, flows, carries_none)
+    live = live_ops(top_bsyms[: n + 1], memory, flows, carries_none, detached, detached_writes)
     for s in stale:
         if s.index in live:
             _refuse_stale_save(s, writes[s.memory][s.at])
@@ -333,63 +336,6 @@ def _saves_now(arg_saves, args, memory, writes: dict, index: int, name: str) -> 
     return [
         _Save(memory(args[w]), len(writes.get(memory(args[w]), ())), index, name, args[w].name) for w, _ in arg_saves
     ]
-
-
-def _live_ops(bsyms, memory, flows: dict, carries_none: set) -> set:
-    """The top-level indices whose backward runs (Note [tensors saved for the backward, then
-    written]): a reverse walk over memories, from the returned tensors.
-
-    Note [a detached tensor starts no backward]: ``carries_none`` names the results of ``detach`` and
-    the views of them whose memory no differentiable in-place op writes through one of them: a gradient neither leaves
-    through one (returned) nor enters one (read), though it shares its memory with what it detaches.
-    ``t0 = b.amax(-1); t1 = t0.detach()[2:4, 0]; b.clamp_max_(-0.1); return t1`` runs in eager: amax's
-    backward never runs (fuzz seed 20491 #22, refused before, saying eager raises). Written with a
-    value that requires grad (``d = t0.detach(); d.copy_(t0 * 2); return d``), the name still reads
-    ``d`` in the trace, and the gradient goes through the write: not in it.
-
-    Note [a result computed from no gradient starts no backward]: the same holds for the result of any
-    op under grad mode none of whose tensor arguments requires grad (``gradless``), and of the ops after
-    it. Memory alone does not tell: ``c = t2.detach().conj()`` of a real ``t2 = b.abs()`` is ``t2``'s
-    detached tensor itself (eager's ``conj`` of a real tensor returns it), so it shares ``t2``'s memory,
-    which carries a gradient; ``b[1::2] = 1.5; return c / 2, b * 2`` runs in eager (abs's backward never
-    runs), and was refused saying eager raises (fuzz seed 20784 #36, dtype --grad). Such a name counts
-    as carrying a gradient again once a differentiable in-place op writes its memory, through any name
-    (``grad_written``): eager's views of a base that starts to require grad do too."""
-    live: set = set()
-    ret = bsyms[-1]
-    if ret.sym.id is prims.PrimIDs.RETURN:
-        value = ret.args[0] if ret.args else None
-        outs = value["output"] if isinstance(value, dict) and "output" in value else value  # not flat_args
-        live.update(memory(a) for a in tree_flatten(outs)[0] if isinstance(a, TensorProxy) and a.name not in carries_none)
-    found = set()
-    for i in range(len(bsyms) - 2, -1, -1):
-        if not flows.get(i):
-            continue
-        b = bsyms[i]
-        touched = [memory(o) for o in tensor_outs(b)] + [memory(t) for t in _written(b, memory)[0]]
-        if any(k in live for k in touched):
-            found.add(i)
-            live.update(memory(a) for a in proxy_args(b) if isinstance(a, TensorProxy) and a.name not in carries_none)
-    return found
-
-
-def _written(b, memory) -> tuple[list, bool]:
-    """The tensors ``b`` writes in place that bump eager's version counters, and whether it writes its
-    first argument (an in-place op: ``add_``, ``F.relu(h, inplace=True)``, ``setitem``) rather than
-    only others. ``batch_norm`` in training updates its running stats without a version bump (checked
-    in eager: ``rm._version`` stays 0), so a BatchNorm called twice in one forward runs: none."""
-    if b.sym.name == "batch_norm":
-        return [], False
-    if b.sym.id is prims.PrimIDs.COPY_:
-        return ([b.args[1]] if isinstance(b.args[1], TensorProxy) else []), True
-    copies = copies_in(b) if b.subsymbols else ()
-    if not copies:
-        return [], False
-    first = b.args[0] if b.args and isinstance(b.args[0], TensorProxy) else None
-    into = [c.args[1] for c in copies if isinstance(c.args[1], TensorProxy)]
-    if first is not None and any(memory(t) == memory(first) for t in into):
-        return [first], True
-    return into, False
 
 
 def _refuse_stale_save(save: _Save, write) -> None:
