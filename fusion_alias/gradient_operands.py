@@ -19,8 +19,13 @@ require grad itself (an output marked so where eager's is not), and ``t.detach()
 from __future__ import annotations
 
 FIRST_ARGUMENT_ONLY = frozenset({"type_as", "to", "expand_as", "view_as", "reshape_as"})
+# factories, and ops whose results carry no gradient (comparisons, tests, indices: a bool or integer result whose
+# eager op has no derivative; not ``isfinite`` or ``isclose``, which call ``abs`` inside: saved_versions.py,
+# Note [reads that ask eager's autograd nothing])
 NO_GRADIENT = frozenset({"zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like",
-                         "randint_like", "new_zeros", "new_ones", "new_full", "new_empty", "new_tensor"})
+                         "randint_like", "new_zeros", "new_ones", "new_full", "new_empty", "new_tensor",
+                         "gt", "lt", "ge", "le", "eq", "ne", "isnan", "isinf", "isneginf", "isposinf", "signbit",
+                         "argmax", "argmin", "logical_not", "logical_and", "logical_or", "logical_xor"})
 
 
 def gradient_operands(name: str, tensor_args: list) -> list:

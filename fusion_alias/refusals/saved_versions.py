@@ -17,7 +17,7 @@ import thunder.core.prims as prims
 
 from fusion_alias.aliasing import AliasInfo, copies_in, proxy_args, tensor_outs
 from fusion_alias.errors import AliasInputError
-from fusion_alias.gradient_operands import gradient_operands
+from fusion_alias.gradient_operands import NO_GRADIENT, gradient_operands
 from fusion_alias.refusals.live_backward import live_ops, written_by
 
 
@@ -389,18 +389,14 @@ def _is_a_view(b) -> bool:
 #
 # (``isfinite`` and ``isclose`` call ``abs`` inside.) Refusing the first kind was a false "eager PyTorch
 # raises" (fuzz seed 31027 #194, dtype --grad: ``t2 = t1 > t1``).
-_NO_GRADIENT_OPS = frozenset({
-    "gt", "lt", "ge", "le", "eq", "ne", "isnan", "isinf", "isneginf", "isposinf", "signbit", "argmax", "argmin",
-    "logical_not", "logical_and", "logical_or", "logical_xor", "zeros_like", "ones_like", "empty_like", "full_like",
-})
 _CASTS = frozenset({"to", "type", "long", "int", "bool", "short", "char", "byte"})
 
 
 def _starts_no_backward(b) -> bool:
     """Whether eager's ``b`` reads its tensor arguments without asking their ``grad_fn`` (Note [reads that ask
-    eager's autograd nothing])."""
+    eager's autograd nothing]): an op of ``gradient_operands.NO_GRADIENT``, or a cast to an integer or bool dtype."""
     name = b.sym.name
-    if name in _NO_GRADIENT_OPS:
+    if name in NO_GRADIENT:
         return True
     return name in _CASTS and all(not dtypes.is_inexact_dtype(o.dtype) for o in tensor_outs(b))
 
