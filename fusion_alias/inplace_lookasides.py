@@ -64,8 +64,11 @@ def _broadcast_source(dst: TensorProxy, src: TensorProxy) -> TensorProxy:
 
 
 # a number's kind, and a dtype's: bool < integer < floating < complex
-def _number_kind(value: Number) -> int:
-    return 0 if isinstance(value, bool) else 1 if isinstance(value, int) else 2 if isinstance(value, float) else 3
+def _number_kind(value: Number | NumberProxy) -> int:
+    """(a number proxy, ``x.fill_(t.item())``'s value known at run time, by its ``python_type``: fuzz seed 40010
+    #24, item)"""
+    kind = value.python_type if isinstance(value, NumberProxy) else type(value)
+    return 0 if issubclass(kind, bool) else 1 if issubclass(kind, int) else 2 if issubclass(kind, float) else 3
 
 
 def _dtype_kind(dtype) -> int:
@@ -77,7 +80,6 @@ def _dtype_kind(dtype) -> int:
 
 
 _WIDEST = (dtypes.bool8, dtypes.int64, dtypes.float64, dtypes.complex128)
-_KIND_OF_TYPE = {bool: 0, int: 1, float: 2, complex: 3}  # (_number_kind of a number proxy's python_type)
 
 
 def _fill_meta(a: TensorProxy, value, /) -> TensorProxy:
@@ -85,12 +87,9 @@ def _fill_meta(a: TensorProxy, value, /) -> TensorProxy:
         if value.ndim != 0:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions.")
         return ltorch.copy_(a, ltorch.expand(ltorch.clone(value), tuple(a.shape)))
-    if isinstance(value, NumberProxy):  # ``x.fill_(t.item())``: a number known at run time (fuzz seed 40010 #24, item)
-        kind = _KIND_OF_TYPE.get(value.python_type, 3)
-    elif not isinstance(value, Number):
+    if not isinstance(value, (Number, NumberProxy)):
         raise TypeError(f"fill_(): argument 'value' must be a Number or a 0-dim tensor, not {type(value).__name__}")
-    else:
-        kind = _number_kind(value)
+    kind = _number_kind(value)
     if kind <= _dtype_kind(a.dtype):
         return ltorch.copy_(a, ltorch.full_like(a, value))
     # a value of a wider kind than the destination (``int_tensor.fill_(2.7)``): made in its own

@@ -99,7 +99,7 @@ def _check_symbol(executor) -> Symbol:
     if sym is None:
         name = "fusion_alias_check_replaced_argument"
         sym = _CHECKS[executor] = Symbol(
-            name=name, id=f"fusion_alias.check_replaced_argument", meta=_check_meta, is_prim=True,
+            name=name, id="fusion_alias.check_replaced_argument", meta=_check_meta, is_prim=True,
             tags=(OpTags.DONT_DCE,), executor=executor,
             _bind_postprocess=lambda b: setattr(b, "_call_ctx", {name: _check_replaced}))
     return sym

@@ -48,7 +48,8 @@ from fusion_alias.refusals.writes import _check_writes, check_self_copies
 __all__ = ["AliasInputError", "check_refusals"]
 
 _INDEXING = frozenset({"getitem", "setitem_", "__setitem__"})  # (the key is their second argument)
-_BY_NAME = {**{name: check_tensor_argument for name in TENSOR_ONLY_SECOND}, **{name: refuse_bool_key for name in _INDEXING}}
+# the checks of the program as traced that ride dtype_rules.check_dtypes's walk, by op name
+_BY_NAME = {**dict.fromkeys(TENSOR_ONLY_SECOND, check_tensor_argument), **dict.fromkeys(_INDEXING, refuse_bool_key)}
 
 
 def check_refusals(

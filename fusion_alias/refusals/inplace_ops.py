@@ -53,7 +53,8 @@ class _InplaceOp(NamedTuple):
     name: str  # "add_", "setitem_", ...
     written: TensorProxy  # ``self``, the tensor the op writes (for setitem_, indexed by ``key``)
     key: object  # setitem_'s basic index (ints, slices, None, Ellipsis), else None
-    operands: tuple  # ((TensorProxy, rule), ...); rule: "partial" | "any" | "setitem" | "index" | "ordered" | "at_a_number"
+    # ((TensorProxy, rule), ...); rule: "partial" | "any" | "setitem" | "index" | "ordered" | "at_a_number"
+    operands: tuple
     # a setitem_ with a list or tensor index (``a[1, [0, 2]] = v``): the key's basic part, every other entry a
     # full slice; eager's index_put_ checks its value against ``written[index_self]`` (Note [a list key is an
     # index_put_]). None otherwise.
@@ -182,8 +183,8 @@ def _advanced(k) -> bool:
 # It is still refused, in words that claim nothing about eager (rule "at_a_number", operands.py).
 def _a_number(k) -> bool:
     """Whether the key entry ``k`` is a 0-dim integer tensor (Note [a 0-d integer key is a number])."""
-    return isinstance(k, TensorProxy) and k.ndim == 0 and dtypes.is_exact_dtype(k.dtype) and not dtypes.is_boolean_dtype(
-        k.dtype)
+    return (isinstance(k, TensorProxy) and k.ndim == 0 and dtypes.is_exact_dtype(k.dtype)
+            and not dtypes.is_boolean_dtype(k.dtype))
 
 
 def _describe_setitem(written: TensorProxy, key, value, actual=_same) -> _InplaceOp | None:
@@ -202,13 +203,14 @@ def _describe_setitem(written: TensorProxy, key, value, actual=_same) -> _Inplac
             return _InplaceOp("setitem_", written, own_key,
                               tuple((k, "partial" if masked_fill else "index") for k in key_tensors), basic)
         if all(map(_a_number, advanced)):  # Note [a 0-d integer key is a number]: the key is read as an int
-            return _InplaceOp("setitem_", written, None, ((value, "at_a_number"),) if isinstance(value, TensorProxy) else ())
+            operands = ((value, "at_a_number"),) if isinstance(value, TensorProxy) else ()
+            return _InplaceOp("setitem_", written, None, operands)
         operands = ((value, "index"),) if isinstance(value, TensorProxy) else ()
         return _InplaceOp("setitem_", written, own_key, operands + tuple((k, "index") for k in key_tensors), basic)
     if not key_tensors:  # basic indexing: a[key].copy_(value)
         operands = ((value, "setitem"),) if isinstance(value, TensorProxy) else ()  # a number: fill_
         return _InplaceOp("setitem_", written, key, operands)
-    return None  # a tensor key that is not advanced (cannot happen): nothing to check
+    return None  # a tensor only in a slice's bounds (refused where traced: bool_keys.py): nothing to check
 
 
 def _leaf_symbols(bsym) -> list:
