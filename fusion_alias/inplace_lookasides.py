@@ -167,6 +167,18 @@ _AUGMENTED_METHODS = {
 _AUGMENTED_OPERATORS = {getattr(operator, "i" + d[3:-2]): d for d in _AUGMENTED_METHODS}
 
 
+# Note [``x % y`` as eager's remainder]: Thunder 0.2.6's tensor proxy asks its language context for a
+# method named "mod", which the torch context never registers, so ``x % 8`` and ``8 % x`` raised
+# "'NoneType' object is not callable". Eager's ``Tensor.__mod__`` is ``torch.remainder`` (the sign of the
+# divisor, as Python's ``%``), which Thunder has: ``x % y -> remainder(x, y)``, ``y % x -> remainder(y, x)``.
+def _mod(a, b):
+    return ltorch.remainder(a, b)
+
+
+def _rmod(a, b):
+    return ltorch.remainder(b, a)
+
+
 def _augmented(dunder: str, a, b):
     """``type(a).<dunder>(a, b)``: eager's in-place method for a tensor (Note [augmented assignments Thunder
     lacks]), Thunder's own answer for anything else."""
@@ -374,6 +386,8 @@ def register(executor) -> None:
     executor._lookasides[torch.Tensor.unfold] = _tensor_unfold
     executor._lookasides[ltorch.to] = _tensor_to  # (``x.to`` resolves to Thunder's symbol on the proxy)
     executor._lookasides[torch.Tensor.to] = _tensor_to
+    executor._lookasides[TensorProxy.__mod__] = _mod  # (Note [``x % y`` as eager's remainder])
+    executor._lookasides[TensorProxy.__rmod__] = _rmod
     for dunder in (*_AUGMENTED_METHODS, "__imatmul__"):
         method = getattr(TensorProxy, dunder)
         if method is getattr(Proxy, dunder):  # (one Thunder did not give the tensor proxy itself)

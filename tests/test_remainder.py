@@ -1,0 +1,74 @@
+"""``%`` and ``remainder`` under fusion_alias: eager's values (Thunder 0.2.6's proxy has no ``__mod__``
+method) and eager's gradient (Thunder has no rule for ``prims.remainder``); remainder_gradient.py and
+inplace_lookasides.py, Note [``x % y`` as eager's remainder]."""
+
+import pytest
+import thunder
+import torch
+
+import fusion_alias
+from fusion_alias.backends.reference import SCHEDULES
+
+from grad_helpers import assert_matches_eager
+
+
+def _positive_divisor(seed):
+    def make_inputs():
+        g = torch.Generator().manual_seed(seed)
+        w = (torch.randn(3, 4, generator=g) * 4).requires_grad_()
+        r = (torch.rand(4, generator=g) + 0.5).requires_grad_()
+        return [w, r], [w, r]
+
+    return make_inputs
+
+
+def _written_view_then_remainder(w, r):
+    a = w * 1
+    v = a[1]
+    v.add_(r)  # a's row 1 written through a view, then read by both spellings
+    return a % r, torch.remainder(v, 0.7), (a.detach() % 0.3) * w
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda w, r: w % r,
+        lambda w, r: torch.remainder(w, -r) + w % 0.3,
+        lambda w, r: (w * 1).remainder_(r) * r,
+        _written_view_then_remainder,
+        lambda w, r: (torch.arange(12).reshape(3, 4) % 5) * w,  # an integer index in a training call
+    ],
+    ids=["mod", "remainder-negative-divisor", "remainder_", "written-view", "integer-index"],
+)
+def test_remainder_gradient_matches_eager(fn):
+    assert_matches_eager(fn, _positive_divisor(3))
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_number_mod_tensor(schedule):
+    def f(x, y):
+        return 7 % y + x % 3, -x % y
+
+    x, y = torch.tensor([-7, 7, 5, 0, 9]), torch.tensor([3, -2, 1, 4, -5])
+    got = fusion_alias.jit(f, backend="reference", schedule=schedule)(x, y)
+    for g, w in zip(got, f(x, y)):
+        torch.testing.assert_close(g, w, rtol=0, atol=0)
+
+
+def test_number_mod_tensor_that_requires_grad_is_refused_as_eager_raises():
+    def f(r):
+        return 2.5 % r
+
+    r = (torch.rand(4) + 0.5).requires_grad_()
+    with pytest.raises(RuntimeError, match="derivative for aten::remainder is not implemented"):
+        f(r).sum().backward()  # eager: remainder.Scalar_Tensor has no derivative
+    with pytest.raises(NotImplementedError, match="derivative for aten::remainder is not implemented"):
+        fusion_alias.jit(f, backend="reference")(r)
+    torch.testing.assert_close(fusion_alias.jit(f, backend="reference")(r.detach()), f(r.detach()))
+
+
+def test_plain_thunder_is_left_as_it_is():
+    """The gradient rule is fusion_alias's executor's, not registered into Thunder's own table."""
+    w = torch.randn(4, requires_grad=True)
+    with pytest.raises(RuntimeError, match="Failed to find a gradient transform"):
+        thunder.jit(lambda w: torch.remainder(w, 0.3))(w)
