@@ -160,18 +160,6 @@ def _constant_outputs(flat, info, tensor_inputs, outs, step_outputs=frozenset())
     ]
 
 
-def _refuse_lerp_with_gradients(flat, requires) -> None:
-    """Thunder 0.2.6 has no gradient rule for ``lerp`` ("Failed to find a gradient transform for bound
-    symbol prims.lerp", plain ``thunder.jit`` too): ``x.lerp_(y, w)`` and ``torch._foreach_lerp_`` with
-    operands that require grad get a refusal that says so and how to write it instead."""
-    for b in flat:
-        if b.sym.name == "lerp" and any(isinstance(a, TensorProxy) and requires(a.name) for a in b.flat_args):
-            raise NotImplementedError(
-                "fusion_alias: lerp (x.lerp_(y, w), torch._foreach_lerp_) of tensors that require grad, in a call "
-                "that computes gradients: not supported: Thunder 0.2.6 has no gradient for lerp (plain thunder.jit "
-                "fails on it too). Write it as x.add_(w * (y - x)) where gradients flow")
-
-
 def _narrow(t: torch.Tensor, dims: tuple) -> torch.Tensor:
     """``t`` narrowed to size 1 along ``dims`` (Note [a written input that expands one memory])."""
     for d in dims:
@@ -370,7 +358,6 @@ def functionalize(prologue_trc, trace, epilogue_trc):
     info = analyze(flat, tensor_inputs, list(input_groups) + alias_facts, same_inputs, detach_is_view=True)
     requires = requires_grad_by_name(flat, info, tensor_inputs)
     detached = detached_names(flat, requires)  # Note [reads through detach, after writes]
-    _refuse_lerp_with_gradients(flat, requires)
     proxies = tensor_proxies_by_name(flat, tensor_inputs)
     keep = detached | sources_of_other_gradients(flat, requires, info.root)  # (Note [a copy from itself detached], noop_copies.py)
     own = {n: t for n, t in actual.items() if isinstance(t, torch.Tensor) and own_gradient(t)}  # inputs whose gradient is their own

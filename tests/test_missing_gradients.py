@@ -1,6 +1,6 @@
-"""``%`` and ``remainder`` under fusion_alias: eager's values (Thunder 0.2.6's proxy has no ``__mod__``
-method) and eager's gradient (Thunder has no rule for ``prims.remainder``); remainder_gradient.py and
-inplace_lookasides.py, Note [``x % y`` as eager's remainder]."""
+"""Gradients Thunder 0.2.6 lacks (remainder, lerp, minimum, round, trunc, isfinite), lent by fusion_alias's
+executor (missing_gradients.py), and ``%`` with eager's values (Thunder's proxy has no ``__mod__`` method;
+inplace_lookasides.py, Note [``x % y`` as eager's remainder])."""
 
 import pytest
 import thunder
@@ -44,6 +44,40 @@ def test_remainder_gradient_matches_eager(fn):
     assert_matches_eager(fn, _positive_divisor(3))
 
 
+def _ties(seed):
+    """A (3, 4) and a (4,) leaf, with ties between them in row 0 (minimum's shared gradient)."""
+    def make_inputs():
+        g = torch.Generator().manual_seed(seed)
+        w = torch.randn(3, 4, generator=g) * 2
+        r = torch.randn(4, generator=g)
+        w[0] = r
+        return [w.requires_grad_(), r.requires_grad_()], [w, r]
+
+    return make_inputs
+
+
+def _clipped_step(w, r):
+    u = w * 1
+    u.copy_(torch.minimum(w, r.exp()))  # the minimum written into a copy of an operand
+    return u * r, torch.where(u.isfinite(), u, 0.0)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda w, r: torch.minimum(w, r),
+        lambda w, r: torch.minimum(r, w * 2) + torch.minimum(w, 0.5 * torch.ones(())),
+        lambda w, r: w.round() * r + w.trunc() * w + torch.round(r * 3) / 3,
+        lambda w, r: torch.where(w.isfinite(), w, r) * w.isfinite(),
+        lambda w, r: torch.lerp(w, r, 0.3) + torch.lerp(r, w, r.sigmoid()),
+        _clipped_step,
+    ],
+    ids=["minimum", "minimum-broadcast", "round-trunc", "isfinite", "lerp", "minimum-written-back"],
+)
+def test_gradients_thunder_lacks_match_eager(fn):
+    assert_matches_eager(fn, _ties(5))
+
+
 @pytest.mark.parametrize("schedule", SCHEDULES)
 def test_number_mod_tensor(schedule):
     def f(x, y):
@@ -67,8 +101,9 @@ def test_number_mod_tensor_that_requires_grad_is_refused_as_eager_raises():
     torch.testing.assert_close(fusion_alias.jit(f, backend="reference")(r.detach()), f(r.detach()))
 
 
-def test_plain_thunder_is_left_as_it_is():
-    """The gradient rule is fusion_alias's executor's, not registered into Thunder's own table."""
+@pytest.mark.parametrize("fn", [lambda w: torch.remainder(w, 0.3), lambda w: torch.minimum(w, w * 2)])
+def test_plain_thunder_is_left_as_it_is(fn):
+    """The gradient rules are fusion_alias's executor's, not registered into Thunder's own table."""
     w = torch.randn(4, requires_grad=True)
     with pytest.raises(RuntimeError, match="Failed to find a gradient transform"):
-        thunder.jit(lambda w: torch.remainder(w, 0.3))(w)
+        thunder.jit(fn)(w)
