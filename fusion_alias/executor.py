@@ -31,7 +31,7 @@ from fusion_alias import (context, data_attribute, tensor_identity, dropped_attr
 from fusion_alias.refusals import bool_keys
 from fusion_alias.refusals.bool_keys import refuse_bool_key
 from fusion_alias.aliasing import forget_flattened
-from fusion_alias.missing_gradients import GRAD_TRANSFORMS
+from fusion_alias.eager_gradients import GRAD_TRANSFORMS
 from fusion_alias.backends import compiled as _compiled_backend, reference as _reference_backend
 from fusion_alias.errors import AliasInputError  # noqa: F401  (re-exported: fusion_alias.executor.AliasInputError)
 from fusion_alias.region_plan import planned_later
@@ -155,7 +155,7 @@ class FusionAliasExecutor(FusionExecutor):
 
     def __init__(self, name: str = "fusion_alias"):
         super().__init__(name, version="0.1.0")
-        for pid in ops.OP_TABLE:  # (the gradients Thunder lacks: missing_gradients.py)
+        for pid in ops.OP_TABLE:  # (the gradients Thunder lacks: eager_gradients.py)
             self.register_supported(pid, checker=self._checker, grad_transform=GRAD_TRANSFORMS.get(pid))
         self._own_ids = frozenset(id(pid) for pid in ops.OP_TABLE)  # see can_execute
         self._regions: dict = {}  # the pass's regions' specs (regions.py, Note [the pass's regions, found again])

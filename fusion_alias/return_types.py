@@ -27,6 +27,8 @@ from functools import partial
 import torch
 import thunder.torch as ltorch
 
+from fusion_alias import min_max
+
 # the ops whose eager result is a struct sequence of ``torch.return_types`` with the same name (torch 2.9.1)
 NAMES = ("max", "min", "sort", "topk", "kthvalue", "median", "nanmedian", "mode", "aminmax", "cummax", "cummin",
          "frexp")
@@ -61,11 +63,17 @@ def _named(symbol, cls, *args, **kwargs):
     return result
 
 
+def _symbol(name: str, fn):
+    """What traces ``fn`` (``torch.<name>`` or ``Tensor.<name>``): min_max.py's for max and min (Note [max
+    along a dim hands its gradient to the index it returns]), Thunder's own otherwise (None: it has none)."""
+    return min_max.SYMBOLS.get(name) or ltorch._torch_to_thunder_function_map.get(fn)
+
+
 def method(name: str, proxy):
     """The bound method ``proxy.<name>`` for :func:`inplace_lookasides._getattr`, or None when ``name`` is
     not one of :data:`NAMES` (or Thunder has no symbol for it)."""
     cls = _CLASSES.get(name)
-    symbol = ltorch._torch_to_thunder_function_map.get(getattr(torch.Tensor, name, None)) if cls else None
+    symbol = _symbol(name, getattr(torch.Tensor, name, None)) if cls else None
     return partial(_named, symbol, cls, proxy) if symbol is not None else None
 
 
@@ -74,6 +82,6 @@ def register(executor) -> None:
     ``Tensor`` methods go through ``inplace_lookasides._getattr``, which asks :func:`method`)."""
     for name, cls in _CLASSES.items():
         fn = getattr(torch, name, None)
-        symbol = ltorch._torch_to_thunder_function_map.get(fn)
+        symbol = _symbol(name, fn)
         if symbol is not None and fn not in executor._lookasides:
             executor._lookasides[fn] = partial(_named, symbol, cls)

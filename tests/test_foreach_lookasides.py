@@ -320,7 +320,7 @@ def _lerp_into_an_ema(a, b, c):
 
 @pytest.mark.parametrize("fn", [_foreach_lerp_of_views, _lerp_into_an_ema], ids=lambda f: f.__name__)
 def test_lerp_with_gradients_matches_eager(fn):
-    """Thunder 0.2.6 has no gradient for lerp; fusion_alias's executor lends eager's (missing_gradients.py)."""
+    """Thunder 0.2.6 has no gradient for lerp; fusion_alias's executor lends eager's (eager_gradients.py)."""
     def make_inputs():
         x = torch.tensor([1.0, 2.0, -0.5], requires_grad=True)
         return [x], [x * 1, x * 2, x * 3]

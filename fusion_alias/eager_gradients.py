@@ -1,4 +1,5 @@
-"""Gradient rules Thunder 0.2.6 lacks, lent to its autodiff by fusion_alias's executor.
+"""Gradient rules Thunder 0.2.6 lacks or gets wrong at special values, eager's, lent to its autodiff by
+fusion_alias's executor.
 
 Note [gradients Thunder lacks, eager's formulas]
 ------------------------------------------------
@@ -19,6 +20,21 @@ e.g. ``minimum(2.0, 2.0)`` hands each operand half of ``g``, as eager does (and 
 (``ImplInfo.grad_transform``, asked before Thunder's own table), so only programs run with
 ``fusion_alias.executor`` see them: plain ``thunder.jit`` is left as it is.
 
+Note [gradients Thunder gets wrong at zero]
+-------------------------------------------
+Two of Thunder's rules divide or multiply by an infinity where eager's formula has a special case,
+and hand back NaN, silently (plain ``thunder.jit`` too)::
+
+    pow(a, b)      Thunder: g * b * a ** (b - 1)    at a = 0, b = 0: 0 * inf = NaN    eager: 0
+                   Thunder: g * a ** b * log(a)     at a = 0, b >= 0 (b's gradient): NaN   eager: 0
+    prod(a, dims)  Thunder: g * prod / a            at a = 0: 0 / 0 = NaN
+                   eager: the product of the others (one zero in the slice), 0 (two or more)
+
+e.g. ``w.pow(0)`` of ``w = [0., 2.]`` has gradient ``[0., 0.]`` in eager and ``[nan, 0.]`` in
+Thunder; ``w.prod()`` of ``w = [0., 2., 3.]`` has ``[6., 0., 0.]`` in eager and ``[nan, 0., 0.]``
+in Thunder. The rules here are eager's (``pow_backward_self``, ``pow_backward_exponent``,
+``prod_backward``), with its values where no special case applies (``g * (prod / a)``).
+
 A number divided by a tensor (``2.5 % r``) is eager's ``remainder.Scalar_Tensor``, which has no
 derivative: eager's backward raises "derivative for aten::remainder is not implemented" when ``r``
 requires grad. That is refused here, with eager's words, when the call is traced.
@@ -26,9 +42,12 @@ requires grad. That is refused here, with eager's words, when the call is traced
 
 from __future__ import annotations
 
+import math
+
 from thunder.core import prims
 from thunder.core.proxies import TensorProxy
-from thunder.core.transforms import get_grad, put_grad
+from thunder.core import dtypes
+from thunder.core.transforms import get_grad, put_grad, restore_reduced_dims
 import thunder.torch as ltorch
 
 
@@ -66,6 +85,40 @@ def minimum_grad(a, b):
     return result
 
 
+def pow_grad(a, b):
+    result = prims.pow(a, b)
+    g = get_grad(result)
+    if isinstance(a, TensorProxy):
+        if isinstance(b, TensorProxy):
+            put_grad(a, prims.where(b == 0, 0.0, g * b * prims.pow(a, b - 1)))
+        elif b == 0:
+            put_grad(a, ltorch.zeros_like(a))
+        else:
+            put_grad(a, g * b * prims.pow(a, b - 1))
+    if isinstance(b, TensorProxy):
+        at_zero = (a == 0) & (b >= 0) if isinstance(a, TensorProxy) else (b >= 0 if a == 0 else None)
+        spread = g * result * ltorch.log(a) if isinstance(a, TensorProxy) else g * result * math.log(a) if a > 0 \
+            else g * result * ltorch.log(ltorch.full_like(b, a))
+        put_grad(b, spread if at_zero is None else prims.where(at_zero, 0.0, spread))
+    return result
+
+
+def prod_grad(a, dims):
+    result = prims.prod(a, dims)
+    g = get_grad(result)
+    shape = a.shape
+    g_full, result_full = restore_reduced_dims(g, dims, shape), restore_reduced_dims(result, dims, shape)
+    if dtypes.is_complex_dtype(a.dtype):  # (Thunder's rule: eager's conjugates, not asked for here)
+        put_grad(a, g_full * result_full / a)
+        return result
+    is_zero = a == 0
+    zeros = restore_reduced_dims(prims.sum(prims.convert_element_type(is_zero, a.dtype), dims), dims, shape)
+    others = restore_reduced_dims(prims.prod(prims.where(is_zero, 1.0, a), dims), dims, shape)
+    one_zero_here = prims.where(is_zero & (zeros == 1), others, 0.0)
+    put_grad(a, g_full * prims.where(zeros == 0, result_full / a, one_zero_here))
+    return result
+
+
 def _zero_gradient(prim):
     def grad(a):
         result = prim(a)
@@ -87,4 +140,6 @@ GRAD_TRANSFORMS = {
     prims.PrimIDs.ROUND: _zero_gradient(prims.round),
     prims.PrimIDs.TRUNC: _zero_gradient(prims.trunc),
     prims.PrimIDs.ISFINITE: isfinite_grad,
+    prims.PrimIDs.POW: pow_grad,
+    prims.PrimIDs.PROD: prod_grad,
 }

@@ -1,5 +1,5 @@
 """Gradients Thunder 0.2.6 lacks (remainder, lerp, minimum, round, trunc, isfinite), lent by fusion_alias's
-executor (missing_gradients.py), and ``%`` with eager's values (Thunder's proxy has no ``__mod__`` method;
+executor (eager_gradients.py), and ``%`` with eager's values (Thunder's proxy has no ``__mod__`` method;
 inplace_lookasides.py, Note [``x % y`` as eager's remainder])."""
 
 import pytest
@@ -107,3 +107,65 @@ def test_plain_thunder_is_left_as_it_is(fn):
     w = torch.randn(4, requires_grad=True)
     with pytest.raises(RuntimeError, match="Failed to find a gradient transform"):
         thunder.jit(fn)(w)
+
+
+# Note [max along a dim hands its gradient to the index it returns] (min_max.py): ties after relu
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda w, r: w.max(0).values * r,
+        lambda w, r: torch.max(w.relu(), dim=1, keepdim=True)[0] * w,
+        lambda w, r: w.min(-1).values,
+        lambda w, r: torch.min(w, 0),  # the named result returned, indices too
+        lambda w, r: torch.min(w, r) + w.min().reshape(1),
+        lambda w, r: w * w.max(0).indices,
+    ],
+    ids=["max-dim", "max-of-relu-keepdim", "min-negative-dim", "min-named", "min-overloads", "max-indices"],
+)
+def test_max_and_min_along_a_dim_match_eager_at_ties(fn):
+    def make_inputs():
+        w = torch.tensor([[0.0, 1.0, 1.0, -1.0], [2.0, 0.0, -1.0, 1.0], [2.0, 1.0, 0.0, -1.0]], requires_grad=True)
+        r = torch.tensor([1.0, 1.0, 0.0, -1.0], requires_grad=True)
+        return [w, r], [w, r]
+
+    assert_matches_eager(fn, make_inputs)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
+def test_min_overloads_without_gradients(dtype):
+    def f(x, y):
+        return torch.min(x, 1), x.min(0, keepdim=True), x.min(), torch.min(x, y), x.max(-1)
+
+    x = torch.tensor([[3, 1, 1], [0, 0, 5]], dtype=dtype)
+    y = torch.tensor([[2, 2, 0], [1, -1, 5]], dtype=dtype)
+    for schedule in SCHEDULES:
+        got = fusion_alias.jit(f, backend="reference", schedule=schedule)(x, y)
+        for g, w in zip(got, f(x, y)):
+            assert type(g) is type(w)
+            torch.testing.assert_close(g, w, rtol=0, atol=0)
+
+
+def _with_zeros():
+    def make_inputs():
+        w = torch.tensor([[0.0, 2.0, -1.5, 3.0], [0.0, 0.0, 1.0, 2.0], [1.5, -2.0, 0.5, 0.0]], requires_grad=True)
+        r = torch.tensor([0.0, 2.0, 0.5, 3.0], requires_grad=True)
+        return [w, r], [w, r]
+
+    return make_inputs
+
+
+# Note [gradients Thunder gets wrong at zero] (eager_gradients.py): Thunder's rules gave NaN here
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda w, r: w.pow(0) + w.pow(2) + w ** 1,
+        lambda w, r: w.abs().pow(r),  # r's gradient at a zero base
+        lambda w, r: 2.0 ** r + 0.0 ** r + r ** w.abs(),
+        lambda w, r: w.prod(1),  # rows with no zero, one zero and two zeros
+        lambda w, r: w.prod(0, keepdim=True) * r + w.prod().reshape(1),
+        lambda w, r: torch.prod(w * 1, 0) * torch.pow(r, 2),
+    ],
+    ids=["pow-number-exponent", "pow-tensor-exponent", "pow-number-base", "prod-rows", "prod-keepdim-all", "prod-pow"],
+)
+def test_gradients_thunder_gets_wrong_at_zero_match_eager(fn):
+    assert_matches_eager(fn, _with_zeros())
