@@ -169,3 +169,23 @@ def _with_zeros():
 )
 def test_gradients_thunder_gets_wrong_at_zero_match_eager(fn):
     assert_matches_eager(fn, _with_zeros())
+
+
+# Note [a norm's gradient at zero] (zero_norms.py): a zero row's gradient was NaN
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda w, r: torch.nn.functional.normalize(w),
+        lambda w, r: torch.nn.functional.normalize(w, p=1, dim=0) * r,
+        lambda w, r: torch.nn.functional.normalize(w * 1e-7, p=3.0, dim=(0, 1), eps=1e-6),
+        lambda w, r: torch.nn.functional.normalize(w.double(), dim=-1),
+    ],
+    ids=["default", "p1-dim0", "p3-dims-eps", "float64"],
+)
+def test_normalize_of_a_zero_row_matches_eager(fn):
+    def make_inputs():
+        w = torch.tensor([[0.0, 0.0, 0.0, 0.0], [2.0, 0.0, -1.0, 1.0], [2.0, 1.0, 0.0, -1.0]], requires_grad=True)
+        r = torch.tensor([1.0, 0.0, 0.5, -1.0], requires_grad=True)
+        return [w, r], [w, r]
+
+    assert_matches_eager(fn, make_inputs)
