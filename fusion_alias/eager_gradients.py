@@ -92,7 +92,7 @@ def pow_grad(a, b):
         if isinstance(b, TensorProxy):
             put_grad(a, prims.where(b == 0, 0.0, g * b * prims.pow(a, b - 1)))
         elif b == 0:
-            put_grad(a, ltorch.zeros_like(a))
+            put_grad(a, _zeros_from(g))
         else:
             put_grad(a, g * b * prims.pow(a, b - 1))
     if isinstance(b, TensorProxy):
@@ -119,10 +119,21 @@ def prod_grad(a, dims):
     return result
 
 
+def _zeros_from(g):
+    """Note [a zero gradient made in backward]
+    ------------------------------------------
+    Zeros of ``g``'s shape and dtype, computed from ``g`` (a ``where`` whose branches are both 0, so an
+    infinite or NaN ``g`` still gives 0). Thunder's split of the joint trace puts a value that depends on no
+    gradient into the forward, and does not save it for the backward: ``zeros_like(a)`` (a ``full``) as the
+    gradient of ``a.pow(0)``, the only use of ``a``, failed in backward with "NameError: name 't3' is not
+    defined" (fuzz ``ties`` generator, seed 50001 #18)."""
+    return ltorch.to(ltorch.where(ltorch.ne(g, g), 0.0, 0.0), g.dtype)
+
+
 def _zero_gradient(prim):
     def grad(a):
         result = prim(a)
-        put_grad(a, ltorch.zeros_like(a))
+        put_grad(a, _zeros_from(get_grad(result)))
         return result
 
     grad.__name__ = f"{prim.name}_grad"

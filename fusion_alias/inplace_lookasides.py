@@ -44,7 +44,7 @@ from thunder.core.proxies import NumberProxy, Proxy, TensorProxy
 from thunder.core.symbol import Symbol
 import thunder.torch as ltorch
 
-from fusion_alias import clamp_ties, return_types
+from fusion_alias import clamp_ties, return_types, saturated_sigmoid
 
 
 def _broadcast_source(dst: TensorProxy, src: TensorProxy) -> TensorProxy:
@@ -215,7 +215,8 @@ def _inplace_symbol(op: str) -> Symbol:
     if sym is None:
         out_of_place = _OUT_OF_PLACE[op]
 
-        traced_as = clamp_ties.as_traced(out_of_place)  # (x.clip_(0, 1): Note [clamp's gradient at a bound])
+        # (x.clip_(0, 1): Note [clamp's gradient at a bound]; x.sigmoid_(): Note [sigmoid where exp overflows])
+        traced_as = clamp_ties.as_traced(out_of_place) or saturated_sigmoid.as_traced(out_of_place)
 
         def meta(a, *args, **kwargs):
             value = traced_as(a, *args, **kwargs) if traced_as else getattr(a, out_of_place)(*args, **kwargs)

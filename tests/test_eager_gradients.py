@@ -164,8 +164,11 @@ def _with_zeros():
         lambda w, r: w.prod(1),  # rows with no zero, one zero and two zeros
         lambda w, r: w.prod(0, keepdim=True) * r + w.prod().reshape(1),
         lambda w, r: torch.prod(w * 1, 0) * torch.pow(r, 2),
+        lambda w, r: (w.pow(0), r ** 0.0),  # the only use of each (Note [a zero gradient made in backward])
+        lambda w, r: w.round() + r.trunc(),
     ],
-    ids=["pow-number-exponent", "pow-tensor-exponent", "pow-number-base", "prod-rows", "prod-keepdim-all", "prod-pow"],
+    ids=["pow-number-exponent", "pow-tensor-exponent", "pow-number-base", "prod-rows", "prod-keepdim-all", "prod-pow",
+         "pow-zero-only-use", "round-trunc-only-use"],
 )
 def test_gradients_thunder_gets_wrong_at_zero_match_eager(fn):
     assert_matches_eager(fn, _with_zeros())
@@ -185,6 +188,26 @@ def test_gradients_thunder_gets_wrong_at_zero_match_eager(fn):
 def test_normalize_of_a_zero_row_matches_eager(fn):
     def make_inputs():
         w = torch.tensor([[0.0, 0.0, 0.0, 0.0], [2.0, 0.0, -1.0, 1.0], [2.0, 1.0, 0.0, -1.0]], requires_grad=True)
+        r = torch.tensor([1.0, 0.0, 0.5, -1.0], requires_grad=True)
+        return [w, r], [w, r]
+
+    assert_matches_eager(fn, make_inputs)
+
+
+# Note [sigmoid where exp overflows] (saturated_sigmoid.py): NaN gradients below -88.72 (float32)
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda w, r: w.sigmoid() * r,
+        lambda w, r: torch.sigmoid(w.masked_fill(w < 0, -1e4)),  # a masked gate
+        lambda w, r: torch.nn.Sigmoid()(w * 100) + torch.special.expit(w.double() * 1000).float(),
+        lambda w, r: (w * 200).sigmoid_() * r,
+    ],
+    ids=["method", "masked-gate", "module-expit-float64", "in-place"],
+)
+def test_sigmoid_where_exp_overflows_matches_eager(fn):
+    def make_inputs():
+        w = torch.tensor([[-1e4, -100.0, -88.0, 0.0], [3.0, -0.5, 1e4, -88.8]], requires_grad=True)
         r = torch.tensor([1.0, 0.0, 0.5, -1.0], requires_grad=True)
         return [w, r], [w, r]
 
