@@ -49,7 +49,10 @@ or detached, leaves that are views, copies of a tensor's own values from another
 through views taken before them: Note [memory shared with another gradient], gen_nograd.py) and ``item`` (drawn
 only when asked for: ``x.item()`` of written memory as a number in arithmetic, which must run, and in Python
 decisions, ``if``/``max``/``int()``..., which fusion_alias must refuse, a run counting as a missed rejection: Note
-[item() values in the fuzzer], gen_item.py). A raise of the jitted call that eager does not make is a failure
+[item() values in the fuzzer], gen_item.py) and ``ties`` (drawn only when asked for: tie-heavy bases, multiples of 1/2
+or 1/4 with exact zeros and zero rows, read and written through views by ops whose gradient is decided at ties and
+zeros, ``max(dim)``, ``prod``, ``pow(0)``, ``normalize``, ``clamp``, ``minimum``, ``lerp``, ``round``, ``%``...: Note
+[ties and zeros in the fuzzer], gen_ties.py). A raise of the jitted call that eager does not make is a failure
 unless plain ``thunder.jit`` raises the same or fusion_alias refuses clearly
 (Note [what a raise of the jitted call counts as], driver.py).
 
@@ -85,7 +88,7 @@ Modules (the path of one fuzz case, in order):
 * ``program``   -- the data model: ``Stmt``, ``Program``.
 * ``generator`` -- ``generate_program(seed, index)``: picks a generator, grows the body against eager runs.
 * ``gen_basic``, ``gen_dtype``, ``gen_layout``, ``gen_aliasing``, ``gen_strided``, ``gen_fresh``, ``gen_edges``,
-  ``gen_item`` -- the generators' inputs and statements (``dtype_rule_stmts``: the dtype generator's added
+  ``gen_item``, ``gen_ties`` -- the generators' inputs and statements (``dtype_rule_stmts``: the dtype generator's added
   ones); ``gen_train`` -- whole programs of the training-call classes;
   ``gen_modules`` -- module programs, with their own rendering and ``check`` driver.
 * ``hazard``    -- eager statement-by-statement runs: memory overlap, ``has_alias_hazard``.

@@ -23,20 +23,20 @@ from typing import Sequence
 import torch
 
 from fusion_alias.fuzz import (gen_aliasing, gen_autocast, gen_dtype, gen_edges, gen_fresh, gen_item, gen_layout,
-                               gen_modules, gen_nograd, gen_order, gen_strided, gen_train, out_spellings)
+                               gen_modules, gen_nograd, gen_order, gen_strided, gen_ties, gen_train, out_spellings)
 from fusion_alias.fuzz.gen_basic import _gen_inputs, _Gen
 from fusion_alias.fuzz.hazard import _exec_stmt, _ill_defined, eager_env
 from fusion_alias.fuzz.program import GENERATORS, Program, Stmt
 
 # relative frequency of each generator when several are enabled
 _WEIGHTS = {"basic": 3, "dtype": 2, "layout": 2, "hidden": 2, "calls": 2, "strided": 1, "fresh": 1, "train": 4, "edges": 1, "modules": 0,
-            "order": 0, "autocast": 0, "nograd": 0, "item": 0}
+            "order": 0, "autocast": 0, "nograd": 0, "item": 0, "ties": 0}
 # drawn among others only in gradient mode (alone, with ``generators=("train",)``, in either mode): the
 # streams without --grad stay the ones of the fuzzer before it existed
 _GRAD_ONLY = ("train",)
 # drawn only alone (``generators=("modules",)``, ``--generator modules``): adding them to the mix would change
 # every default stream, and with it the programs behind every seed the docs and tests name
-_ASKED_ONLY = ("modules", "order", "autocast", "nograd", "item")
+_ASKED_ONLY = ("modules", "order", "autocast", "nograd", "item", "ties")
 
 
 def _basic_inputs(rng: random.Random) -> dict:
@@ -58,9 +58,10 @@ _MAKERS = {
     "order": (gen_order.order_inputs, gen_order.OrderGen, 1.0),
     "autocast": (_basic_inputs, gen_autocast.AutocastGen, 1.0),
     "item": (gen_item.item_inputs, gen_item.ItemGen, 1.0),
+    "ties": (gen_ties.ties_inputs, gen_ties.TiesGen, 1.0),
 }
-# a generator's last word on the program it grew (its documented refusals: gen_item.py)
-_FINISH = {"item": gen_item.finish}
+# a generator's last word on the program it grew (its documented refusals: gen_item.py, gen_ties.py)
+_FINISH = {"item": gen_item.finish, "ties": gen_ties.finish}
 
 
 def generate_program(

@@ -43,8 +43,11 @@ CONSTANTS = (0.5, -0.25, 2.0, 0.75, -1.5, 0.125)
 #   item    x.item() of tensors written in place (or views of written memory) as numbers in arithmetic, which must
 #           run, and in Python decisions (if, max, int(), ...), which must be refused (gen_item.py); drawn only when
 #           asked for (--generator item)
+#   ties    tie-heavy bases (multiples of 1/2 and 1/4, exact zeros, zero rows) read and written through views by
+#           ops whose gradient is decided at ties and zeros: max/min(dim), amax, prod, pow(0), normalize, clamp,
+#           minimum, lerp, round, remainder... (gen_ties.py); drawn only when asked for (--generator ties)
 GENERATORS = ("basic", "dtype", "layout", "hidden", "calls", "strided", "fresh", "train", "edges", "modules", "order",
-              "autocast", "nograd", "item")
+              "autocast", "nograd", "item", "ties")
 # how a float base is made with --grad (Program.base_grad; absent: "nonleaf", ``x_leaf * 1``; "leaf_view": a leaf
 # that is a view of values that do not require grad, gen_nograd.py)
 BASE_GRAD_KINDS = ("nonleaf", "leaf", "none", "leaf_view")
