@@ -13,7 +13,8 @@ signature and calls Thunder's symbol with eager's defaults::
     F.nll_loss(logp, t)          ->  nll_loss(logp, t, None, -100, "mean")   (a target of -100 is ignored)
 
 The deprecated ``size_average``/``reduce`` are refused by name (use ``reduction=``), as Thunder's
-``cross_entropy`` does.
+``cross_entropy`` does. ``reduction="sum"`` is traced as the sum of ``reduction="none"``: Thunder's own "sum"
+failed in the backward ("expected scalar type Float but found Double", its total weight is None there).
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ def _nll_loss(previous):
             raise NotImplementedError(
                 f"fusion_alias: F.nll_loss with the deprecated size_average={size_average!r} or reduce={reduce!r} is "
                 "not supported (Thunder 0.2.6): pass reduction='mean', 'sum' or 'none' instead")
+        if reduction == "sum":  # (Thunder's "sum" hands its backward no total weight: "expected scalar type Float
+            # but found Double"; the sum of the unreduced losses is the same sum)
+            return ltorch.sum(previous(input, target, weight, ignore_index, "none"))
         return previous(input, target, weight, ignore_index, reduction)
 
     return traced

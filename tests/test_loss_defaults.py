@@ -19,9 +19,10 @@ _WEIGHT = [1.0, 2.0, 0.5, 1.0]
         lambda w, t: F.nll_loss(w.log_softmax(-1), t, reduction="none"),
         lambda w, t: F.nll_loss(w.log_softmax(-1), t, torch.tensor(_WEIGHT)),  # weight positional
         lambda w, t: F.nll_loss(w.log_softmax(-1), t, reduction="sum"),
+        lambda w, t: F.nll_loss(w.log_softmax(-1), t, weight=torch.tensor(_WEIGHT), reduction="sum"),
         lambda w, t: F.nll_loss(w.log_softmax(-1), t.clamp_min(0), ignore_index=3),
     ],
-    ids=["mean", "none", "weight-positional", "weight-sum", "ignore-index"],
+    ids=["mean", "none", "weight-positional", "sum", "weight-sum", "ignore-index"],
 )
 def test_nll_loss_matches_eager(fn):
     def make_inputs():
