@@ -35,6 +35,22 @@ Thunder; ``w.prod()`` of ``w = [0., 2., 3.]`` has ``[6., 0., 0.]`` in eager and 
 in Thunder. The rules here are eager's (``pow_backward_self``, ``pow_backward_exponent``,
 ``prod_backward``), with its values where no special case applies (``g * (prod / a)``).
 
+Note [a 0-d operand's gradient, summed]
+---------------------------------------
+Thunder's elementwise prims take a 0-d tensor beside a tensor of any shape without broadcasting it
+(``b * c`` of a 0-d ``b`` and a ``(3,)`` ``c`` is ``prims.mul(b, c)``), and Thunder's rules put ``g * c``,
+of shape ``(3,)``, as ``b``'s gradient: PyTorch's autograd sums it to ``b``'s shape at the boundary. But
+where ``b`` has a second use whose gradient is 0-d, the two are added first, and the 0-d one is
+broadcast, then summed with the rest: counted once per element. Silently (plain ``thunder.jit`` too)::
+
+    def f(b, c):                    # b 0-d (a learnt scale or temperature), c of shape (3,)
+        return b * 1, b * c         # Thunder's b.grad: g0 * 3 + sum(g1 * c); eager's: g0 + sum(g1 * c)
+
+The rules here (and those of ``add``, ``sub``, ``mul``, ``div``, ``where``, ``maximum``, eager's
+formulas, as Thunder's) sum a 0-d operand's gradient to 0-d where they put it. Thunder also refused
+nothing here: the same sum for a 0-d *intermediate* was caught only where its wrong shape reached a
+region (region_plan.py's ``TraceShapeError``).
+
 A number divided by a tensor (``2.5 % r``) is eager's ``remainder.Scalar_Tensor``, which has no
 derivative: eager's backward raises "derivative for aten::remainder is not implemented" when ``r``
 requires grad. That is refused here, with eager's words, when the call is traced.
@@ -51,26 +67,83 @@ from thunder.core.transforms import get_grad, put_grad, restore_reduced_dims
 import thunder.torch as ltorch
 
 
+def _put(x, g) -> None:
+    """``put_grad(x, g)``, ``g`` summed to ``x``'s shape where ``x`` is a 0-d tensor and ``g`` is not
+    (Note [a 0-d operand's gradient, summed])."""
+    if not isinstance(x, TensorProxy):
+        return
+    if x.ndim == 0 and g.ndim > 0:
+        g = prims.sum(g, tuple(range(g.ndim)))
+    put_grad(x, g)
+
+
+def add_grad(a, b):
+    result = prims.add(a, b)
+    g = get_grad(result)
+    _put(a, g)
+    _put(b, g)
+    return result
+
+
+def sub_grad(a, b):
+    result = prims.sub(a, b)
+    g = get_grad(result)
+    _put(a, g)
+    _put(b, prims.neg(g))
+    return result
+
+
+def mul_grad(a, b):
+    result = prims.mul(a, b)
+    g = get_grad(result)
+    _put(a, b * g)
+    _put(b, a * g)
+    return result
+
+
+def div_grad(a, b):
+    result = prims.div(a, b)
+    g = get_grad(result)
+    _put(a, g / b)
+    _put(b, -g * ((a / b) / b))
+    return result
+
+
+def where_grad(pred, a, b):
+    result = prims.where(pred, a, b)
+    g = get_grad(result)
+    _put(a, ltorch.where(pred, g, 0))
+    _put(b, ltorch.where(pred, 0, g))
+    return result
+
+
+def maximum_grad(a, b):
+    result = prims.maximum(a, b)
+    g = get_grad(result)
+    shared = prims.where(a == b, g / 2, g)
+    _put(a, prims.where(a < b, 0.0, shared))
+    _put(b, prims.where(b < a, 0.0, shared))
+    return result
+
+
 def remainder_grad(a, b):
     result = prims.remainder(a, b)
     g = get_grad(result)
-    if isinstance(a, TensorProxy):
-        put_grad(a, g)
+    _put(a, g)
     if isinstance(b, TensorProxy):
         if not isinstance(a, TensorProxy) and b.requires_grad:
             raise NotImplementedError("derivative for aten::remainder is not implemented (eager PyTorch raises this "
                                       "at backward for a number % a tensor that requires grad)")
-        put_grad(b, -g * ltorch.floor_divide(a, b))
+        _put(b, -g * ltorch.floor_divide(a, b))
     return result
 
 
 def lerp_grad(start, end, weight):
     result = prims.lerp(start, end, weight)
     g = get_grad(result)
-    put_grad(start, g * (1 - weight))
-    put_grad(end, g * weight)
-    if isinstance(weight, TensorProxy):
-        put_grad(weight, g * (end - start))
+    _put(start, g * (1 - weight))
+    _put(end, g * weight)
+    _put(weight, g * (end - start))
     return result
 
 
@@ -78,10 +151,8 @@ def minimum_grad(a, b):
     result = prims.minimum(a, b)
     g = get_grad(result)
     shared = prims.where(a == b, g / 2, g)  # (a NaN compares unequal: the whole g, as eager)
-    if isinstance(a, TensorProxy):
-        put_grad(a, prims.where(a > b, 0.0, shared))
-    if isinstance(b, TensorProxy):
-        put_grad(b, prims.where(b > a, 0.0, shared))
+    _put(a, prims.where(a > b, 0.0, shared))
+    _put(b, prims.where(b > a, 0.0, shared))
     return result
 
 
@@ -90,16 +161,16 @@ def pow_grad(a, b):
     g = get_grad(result)
     if isinstance(a, TensorProxy):
         if isinstance(b, TensorProxy):
-            put_grad(a, prims.where(b == 0, 0.0, g * b * prims.pow(a, b - 1)))
+            _put(a, prims.where(b == 0, 0.0, g * b * prims.pow(a, b - 1)))
         elif b == 0:
-            put_grad(a, _zeros_from(g))
+            _put(a, _zeros_from(g))
         else:
-            put_grad(a, g * b * prims.pow(a, b - 1))
+            _put(a, g * b * prims.pow(a, b - 1))
     if isinstance(b, TensorProxy):
         at_zero = (a == 0) & (b >= 0) if isinstance(a, TensorProxy) else (b >= 0 if a == 0 else None)
         spread = g * result * ltorch.log(a) if isinstance(a, TensorProxy) else g * result * math.log(a) if a > 0 \
             else g * result * ltorch.log(ltorch.full_like(b, a))
-        put_grad(b, spread if at_zero is None else prims.where(at_zero, 0.0, spread))
+        _put(b, spread if at_zero is None else prims.where(at_zero, 0.0, spread))
     return result
 
 
@@ -145,6 +216,12 @@ def isfinite_grad(a):
 
 
 GRAD_TRANSFORMS = {
+    prims.PrimIDs.ADD: add_grad,
+    prims.PrimIDs.SUB: sub_grad,
+    prims.PrimIDs.MUL: mul_grad,
+    prims.PrimIDs.DIV: div_grad,
+    prims.PrimIDs.WHERE: where_grad,
+    prims.PrimIDs.MAXIMUM: maximum_grad,
     prims.PrimIDs.REMAINDER: remainder_grad,
     prims.PrimIDs.LERP: lerp_grad,
     prims.PrimIDs.MINIMUM: minimum_grad,
