@@ -28,7 +28,7 @@ import thunder.core.prims as prims
 
 from fusion_alias import (context, data_attribute, tensor_identity, dropped_attributes, foreach_lookasides, inplace_lookasides, ops, out_arguments, pipeline,
                           untraceable_calls, item_branches, return_types, clamp_ties, zero_norms, saturated_sigmoid,
-                          loss_defaults)
+                          loss_defaults, lerp_shapes)
 from fusion_alias.refusals import bool_keys
 from fusion_alias.refusals.bool_keys import refuse_bool_key
 from fusion_alias.aliasing import forget_flattened
@@ -401,6 +401,7 @@ return_types.register(executor)  # torch.max(x, 0).values: eager's named results
 clamp_ties.register(executor)  # x.clamp(max=b) at b: eager's gradient (Note [clamp's gradient at a bound])
 saturated_sigmoid.register(executor)  # sigmoid(-1e4): eager's zero gradient (Note [sigmoid where exp overflows])
 loss_defaults.register(executor)  # F.nll_loss(logp, t): eager's ignore_index=-100 (Note [nll_loss's ignore_index])
+lerp_shapes.register(executor)  # torch.lerp(d0, c, w): the result's shape (Note [lerp's shape from a 0-d start])
 zero_norms.register(executor)  # F.normalize of a zero row: eager's gradient (Note [a norm's gradient at zero])
 bool_keys.register(executor)  # x[True]: refused as traced (Note [a bool key refused as it is traced])
 dropped_attributes.register(executor)  # attributes set in forward, which Thunder drops: refused

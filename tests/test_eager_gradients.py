@@ -212,3 +212,17 @@ def test_sigmoid_where_exp_overflows_matches_eager(fn):
         return [w, r], [w, r]
 
     assert_matches_eager(fn, make_inputs)
+
+
+# Note [lerp's shape from a 0-d start] (lerp_shapes.py): the trace declared the result 0-d
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda w, r: torch.lerp(r[0], w, 0.5).cummin(1)[0],
+        lambda w, r: r[1].lerp(w, r.sigmoid()) * 2,
+        lambda w, r: torch.lerp(r[0], r[1], w).amax(0),  # a 0-d start and end, the weight the larger
+    ],
+    ids=["function-then-cummin", "method-tensor-weight", "weight-largest"],
+)
+def test_lerp_of_a_zero_dim_start_matches_eager(fn):
+    assert_matches_eager(fn, _ties(9))
