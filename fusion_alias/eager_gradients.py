@@ -46,8 +46,8 @@ broadcast, then summed with the rest: counted once per element. Silently (plain 
     def f(b, c):                    # b 0-d (a learnt scale or temperature), c of shape (3,)
         return b * 1, b * c         # Thunder's b.grad: g0 * 3 + sum(g1 * c); eager's: g0 + sum(g1 * c)
 
-The rules here (and those of ``add``, ``sub``, ``mul``, ``div``, ``where``, ``maximum``, eager's
-formulas, as Thunder's) sum a 0-d operand's gradient to 0-d where they put it. Thunder also refused
+The rules here (and those of ``add``, ``sub``, ``mul``, ``div``, ``where``, ``maximum``, ``atan2``,
+``fmod``, eager's formulas, as Thunder's) sum a 0-d operand's gradient to 0-d where they put it. Thunder also refused
 nothing here: the same sum for a 0-d *intermediate* was caught only where its wrong shape reached a
 region (region_plan.py's ``TraceShapeError``).
 
@@ -123,6 +123,23 @@ def maximum_grad(a, b):
     shared = prims.where(a == b, g / 2, g)
     _put(a, prims.where(a < b, 0.0, shared))
     _put(b, prims.where(b < a, 0.0, shared))
+    return result
+
+
+def atan2_grad(a, b):
+    result = prims.atan2(a, b)
+    g = get_grad(result)
+    scale = prims.reciprocal(a * a + b * b)
+    _put(a, g * b * scale)
+    _put(b, g * -a * scale)
+    return result
+
+
+def fmod_grad(a, b):
+    result = prims.fmod(a, b)
+    g = get_grad(result)
+    _put(a, g)
+    _put(b, -g * prims.trunc(a / b))
     return result
 
 
@@ -222,6 +239,8 @@ GRAD_TRANSFORMS = {
     prims.PrimIDs.DIV: div_grad,
     prims.PrimIDs.WHERE: where_grad,
     prims.PrimIDs.MAXIMUM: maximum_grad,
+    prims.PrimIDs.ATAN2: atan2_grad,
+    prims.PrimIDs.FMOD: fmod_grad,
     prims.PrimIDs.REMAINDER: remainder_grad,
     prims.PrimIDs.LERP: lerp_grad,
     prims.PrimIDs.MINIMUM: minimum_grad,

@@ -458,8 +458,11 @@ def _one_leaf():
     lambda a: a - a.mean(),  # the backward's div(neg(g), 12.0) of a 2-d g was declared 0-d
     lambda a: (a - a.amax()).exp() / (a - a.amax()).exp().sum(),
     lambda a: (a[0, 0] * 1, a[0, 0] * a),  # a 0-d input used twice: Thunder counted one gradient 12 times
+    lambda a: (a[0, 0] * 1, torch.atan2(a[0, 0], a), torch.atan2(a, a[1, 1])),
+    lambda a: (a[0, 0] * 1, torch.fmod(a, a[0, 0] + 3)),
 ], ids=["times_sum", "double_times_sum", "times_sum_double", "double_plus_sum", "double_times_element",
-        "double_times_amax", "times_sum_half", "minus_mean", "softmax_by_hand", "zero_dim_used_twice"])
+        "double_times_amax", "times_sum_half", "minus_mean", "softmax_by_hand", "zero_dim_used_twice", "atan2",
+        "fmod"])
 def test_zero_dim_gradient_matches_eager(fn):
     # sessions 22 and 27: the region got a value whose shape the trace declared 0-d (torch's "shape '[1, 1]' is
     # invalid for input of size 12"), named as Thunder's wrong gradient from session 22; plain thunder.jit
