@@ -179,9 +179,11 @@ def test_every_generator_agrees_with_itself_eagerly():
     report = fuzz.run_fuzz(programs=60, seed=9, system="eager")
     assert not report.failures and not report.jit_errors, [f.detail for f in report.failures]
     # (the train generator is drawn among the others only with grad=True: test_train_generator_*; the
-    # modules, order, autocast, nograd and item generators only alone: tests/test_fuzz_modules.py, test_order_generator_*,
-    # test_autocast_generator_*, test_nograd_generator_*, tests/test_fuzz_item_dtype.py)
-    assert set(report.per_generator) == set(fuzz.GENERATORS) - {"train", "modules", "order", "autocast", "nograd", "item"}, \
+    # modules, order, autocast, nograd, item and ties generators only alone: tests/test_fuzz_modules.py,
+    # test_order_generator_*, test_autocast_generator_*, test_nograd_generator_*, tests/test_fuzz_item_dtype.py,
+    # tests/test_fuzz_ties.py)
+    assert set(report.per_generator) == set(fuzz.GENERATORS) - {"train", "modules", "order", "autocast", "nograd", "item",
+                                                               "ties"}, \
         report.summary()
     assert sum(report.per_generator.values()) == 60
     assert "fuzz runs per generator" in report.summary()
