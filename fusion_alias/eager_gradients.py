@@ -117,13 +117,23 @@ def where_grad(pred, a, b):
     return result
 
 
-def maximum_grad(a, b):
-    result = prims.maximum(a, b)
+def _chosen(prim, loses, a, b):
+    """``maximum`` (``loses``: ``lt``) or ``minimum`` (``gt``): the gradient to the operand chosen, halved at a tie
+    (a NaN compares unequal: the whole ``g``, as eager)."""
+    result = prim(a, b)
     g = get_grad(result)
     shared = prims.where(a == b, g / 2, g)
-    _put(a, prims.where(a < b, 0.0, shared))
-    _put(b, prims.where(b < a, 0.0, shared))
+    _put(a, prims.where(loses(a, b), 0.0, shared))
+    _put(b, prims.where(loses(b, a), 0.0, shared))
     return result
+
+
+def maximum_grad(a, b):
+    return _chosen(prims.maximum, prims.lt, a, b)
+
+
+def minimum_grad(a, b):
+    return _chosen(prims.minimum, prims.gt, a, b)
 
 
 def atan2_grad(a, b):
@@ -161,15 +171,6 @@ def lerp_grad(start, end, weight):
     _put(start, g * (1 - weight))
     _put(end, g * weight)
     _put(weight, g * (end - start))
-    return result
-
-
-def minimum_grad(a, b):
-    result = prims.minimum(a, b)
-    g = get_grad(result)
-    shared = prims.where(a == b, g / 2, g)  # (a NaN compares unequal: the whole g, as eager)
-    _put(a, prims.where(a > b, 0.0, shared))
-    _put(b, prims.where(b > a, 0.0, shared))
     return result
 
 
