@@ -15,9 +15,11 @@ Ties are common after ``relu`` (zeros) and in rounded or integer-valued data. Wh
 floating point, the values are read at the index instead, ``take_along_dim(x, argmax(x, dim,
 keepdim=True), dim)``, whose gradient goes to that index (the values are the same). That is also
 done where no gradient is asked: at trace time Thunder's proxies of intermediates (``x.relu()``) do
-not say whether they require grad. An integer input keeps the fusible ``amax``. Thunder 0.2.6 has no ``torch.min`` at all (a call that computes gradients
-failed in its automatic registration): the same three overloads are traced here for it (``min(x)``
-over every element, whose gradient eager shares among ties, ``min(x, dim)``, ``min(x, y)``).
+not say whether they require grad. An integer input keeps the fusible ``amax``.
+
+Thunder 0.2.6 has no ``torch.min`` at all (a call that computes gradients failed in its automatic
+registration): the same three overloads are traced here for it (``min(x)`` over every element, whose
+gradient eager shares among ties, ``min(x, dim)``, ``min(x, y)``).
 """
 
 from __future__ import annotations
