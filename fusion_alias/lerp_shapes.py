@@ -25,7 +25,8 @@ def _shape(x) -> tuple:
 def _lookaside(previous):
     def traced(start, end, weight, *args, **kwargs):
         shapes = [_shape(end), _shape(weight)]
-        if isinstance(start, (TensorProxy, torch.Tensor)) and start.ndim == 0 and any(shapes) and not args and not kwargs:
+        zero_dim_start = isinstance(start, (TensorProxy, torch.Tensor)) and start.ndim == 0
+        if zero_dim_start and any(shapes) and not args and not kwargs:
             start = ltorch.expand(start, torch.broadcast_shapes(*shapes))
         return previous(start, end, weight, *args, **kwargs)
 

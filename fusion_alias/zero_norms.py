@@ -47,8 +47,8 @@ normalize = Symbol(name="normalize", meta=langctx(Languages.TORCH)(_normalized),
 
 
 def _ours(a, p, out) -> bool:
-    return (out is None and isinstance(p, Number) and not isinstance(p, bool) and p not in (0, float("inf"), -float("inf"))
-            and getattr(a, "dtype", None) in (dtypes.float32, dtypes.float64))
+    finite_p = isinstance(p, Number) and not isinstance(p, bool) and p not in (0, float("inf"), -float("inf"))
+    return out is None and finite_p and getattr(a, "dtype", None) in (dtypes.float32, dtypes.float64)
 
 
 def _lookaside(previous):
