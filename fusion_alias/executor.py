@@ -28,7 +28,7 @@ import thunder.core.prims as prims
 
 from fusion_alias import (context, data_attribute, tensor_identity, dropped_attributes, foreach_lookasides, inplace_lookasides, ops, out_arguments, pipeline,
                           untraceable_calls, item_branches, return_types, clamp_ties, zero_norms, saturated_sigmoid,
-                          loss_defaults, lerp_shapes)
+                          loss_defaults, lerp_shapes, pool_ties)
 from fusion_alias.refusals import bool_keys
 from fusion_alias.refusals.bool_keys import refuse_bool_key
 from fusion_alias.aliasing import forget_flattened
@@ -402,6 +402,7 @@ clamp_ties.register(executor)  # x.clamp(max=b) at b: eager's gradient (Note [cl
 saturated_sigmoid.register(executor)  # sigmoid(-1e4): eager's zero gradient (Note [sigmoid where exp overflows])
 loss_defaults.register(executor)  # F.nll_loss(logp, t): eager's ignore_index=-100 (Note [nll_loss's ignore_index])
 lerp_shapes.register(executor)  # torch.lerp(d0, c, w): the result's shape (Note [lerp's shape from a 0-d start])
+pool_ties.register(executor)  # F.max_pool1d at a tie: eager's gradient (Note [max_pool1d's gradient at a tie])
 zero_norms.register(executor)  # F.normalize of a zero row: eager's gradient (Note [a norm's gradient at zero])
 bool_keys.register(executor)  # x[True]: refused as traced (Note [a bool key refused as it is traced])
 dropped_attributes.register(executor)  # attributes set in forward, which Thunder drops: refused

@@ -226,3 +226,23 @@ def test_sigmoid_where_exp_overflows_matches_eager(fn):
 )
 def test_lerp_of_a_zero_dim_start_matches_eager(fn):
     assert_matches_eager(fn, _ties(9))
+
+
+# Note [max_pool1d's gradient at a tie] (pool_ties.py): a window's gradient went half to each tied maximum
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda w, r: torch.nn.functional.max_pool1d(w.unsqueeze(0), 2),
+        lambda w, r: torch.nn.MaxPool1d(2, stride=1)(w.unsqueeze(0)) * 2,
+        lambda w, r: torch.nn.functional.max_pool1d(w, kernel_size=(2,), stride=(1,), dilation=2),
+        lambda w, r: torch.max_pool1d(torch.nn.functional.conv1d(w.unsqueeze(0), torch.ones(2, 3, 2)).relu(), 2),
+    ],
+    ids=["function", "module-stride", "tuples-dilation", "conv-relu-pool"],
+)
+def test_max_pool1d_at_ties_matches_eager(fn):
+    def make_inputs():  # windows of two equal values, and of zeros after relu
+        w = torch.tensor([[0.0, 0.0, 1.0, 1.0], [2.0, 2.0, -1.0, -1.0], [1.0, 1.0, 0.0, 0.0]], requires_grad=True)
+        r = torch.zeros(4, requires_grad=True)
+        return [w, r], [w, r]
+
+    assert_matches_eager(fn, make_inputs)
