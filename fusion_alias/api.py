@@ -13,6 +13,7 @@ from thunder.core.trace import is_tracing
 from fusion_alias import context, tensor_identity
 from fusion_alias.autograd_functionalize import FunctionalizeForAutograd, WrittenInputs, write_back
 from fusion_alias.backends.reference import SCHEDULES
+from fusion_alias.errors import default_dtype_error
 from fusion_alias.executor import BACKENDS, AliasInputError, executor
 from fusion_alias.guard import guard_key
 from fusion_alias.leaked_proxies import proxy_left_in, refuse_leak
@@ -154,6 +155,7 @@ class _GuardedComputation:
         return self.fn(*inps)
 
 
+
 _PLAIN_CONTAINERS = (tuple, list, dict)
 _Tensor = torch.Tensor
 
@@ -275,12 +277,7 @@ class AliasSpecializedFunction:
             # writes: ``m.mul_(2).add_(1)`` wrote back the ``mul``, ``c[0].copy_(v)`` nothing
             # (hostile probes 2026-12-02). Such a call needs no autodiff, as in eager: none is built.
             options.setdefault("disable_torch_autograd", True)
-        jfn = thunder.jit(
-            self._fn,
-            executors=[executor],
-            skip_inplace_alias_updates=True,
-            **options,
-        )
+        jfn = thunder.jit(self._fn, executors=[executor], skip_inplace_alias_updates=True, **options)
         self._jitted.append(jfn)
         if hasattr(jfn, "_overrides_buffers"):  # a ThunderModule: Note [a buffer rebound on the module called]
             jfn._fusion_alias_siblings = self._jitted
@@ -295,6 +292,8 @@ class AliasSpecializedFunction:
                 "another jitted function: a fusion_alias.jit function cannot run inside thunder.jit or "
                 "fusion_alias.jit. Call the undecorated function inside, or jit only the outer function"
             )
+        if torch.get_default_dtype() is not torch.float32:  # (errors.py, Note [a default dtype other than float32])
+            raise default_dtype_error(torch.get_default_dtype())
         got = None if kwargs else guard_key(args, flat_only=True)
         if got is not None:
             flat = args

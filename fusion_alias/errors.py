@@ -3,3 +3,15 @@
 
 class AliasInputError(RuntimeError):
     """A program eager PyTorch rejects (e.g. an in-place write into an expanded tensor)."""
+
+
+def default_dtype_error(dtype) -> NotImplementedError:
+    """Note [a default dtype other than float32]: Thunder 0.2.6 traces with float32 as the default dtype whatever
+    ``torch.set_default_dtype`` says, so under float64 ``int_x * 1.5`` (float64 in eager) and ``torch.zeros(3)``
+    came back float32, silently (plain ``thunder.jit`` too; session 27 hand probe). ``fusion_alias.jit`` refuses a
+    call made with another default, at every call (the default may change between calls of one compiled
+    function)."""
+    return NotImplementedError(
+        f"fusion_alias.jit: the default dtype is {dtype} (torch.set_default_dtype): not supported, Thunder 0.2.6 "
+        "computes with float32 as the default and would return other dtypes than eager. Call with the default "
+        "float32, or give dtypes explicitly and reset the default around the call")

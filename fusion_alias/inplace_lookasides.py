@@ -271,6 +271,8 @@ def _getattr(self, attr: str, /):
     proxy (Thunder's method table), before any call a lookaside could catch."""
     if attr == "unfold":
         return partial(_tensor_unfold, self)
+    if attr == "where":  # Note [Tensor.where is where(condition, self, other)]
+        return partial(_tensor_where, self)
     if attr in return_types.NAMES:  # x.max(0).values (return_types.py, Note [named results])
         named = return_types.method(attr, self)
         if named is not None:
@@ -290,6 +292,14 @@ def _getattr(self, attr: str, /):
         if attr.endswith("_") and not attr.startswith("_") and callable(getattr(torch.Tensor, attr, None)):
             raise UnsupportedMethodError(_unsupported_method_message(self, attr)) from None
         raise
+
+
+def _tensor_where(self, condition, other):
+    """Note [Tensor.where is where(condition, self, other)]: Thunder 0.2.6 registers ``torch.where`` as the
+    method, so ``x.where(c, y)`` traced as ``torch.where(x, c, y)``: for a bool ``x`` a wrong result, silently
+    (plain ``thunder.jit`` too; session 27 hand probe), otherwise Thunder's "Expected pred to be a tensor with
+    dtype bool". Eager's method is ``torch.where(condition, self, other)``."""
+    return ltorch.where(condition, self, other)
 
 
 class UnsupportedMethodError(AttributeError):
