@@ -273,6 +273,11 @@ def _getattr(self, attr: str, /):
         return partial(_tensor_unfold, self)
     if attr == "where":  # Note [Tensor.where is where(condition, self, other)]
         return partial(_tensor_where, self)
+    if attr in _TRACE_TIME_FLAGS:
+        raise NotImplementedError(
+            f"fusion_alias: Tensor.{attr}() is not supported inside the compiled function: Thunder 0.2.6 answers it "
+            "once while tracing (False), not from the tensor of each call, so a branch on it could take the wrong "
+            "path. Read it outside and pass the answer in (Note [flags answered at trace time])")
     if attr in return_types.NAMES:  # x.max(0).values (return_types.py, Note [named results])
         named = return_types.method(attr, self)
         if named is not None:
@@ -292,6 +297,13 @@ def _getattr(self, attr: str, /):
         if attr.endswith("_") and not attr.startswith("_") and callable(getattr(torch.Tensor, attr, None)):
             raise UnsupportedMethodError(_unsupported_method_message(self, attr)) from None
         raise
+
+
+# Note [flags answered at trace time]: ``x.is_conj()``, ``is_neg()``, ``is_inference()``, ``is_shared()`` and
+# ``has_names()`` were answered False while tracing whatever the call's tensor was (a conjugate view, an
+# inference tensor, shared memory), so ``x * 2 if x.is_conj() else x`` took the wrong branch, silently (plain
+# ``thunder.jit`` too; session 27 hand probe); the layout queries are layout_queries.py's.
+_TRACE_TIME_FLAGS = frozenset({"is_conj", "is_neg", "is_inference", "is_shared", "has_names"})
 
 
 def _tensor_where(self, condition, other):
@@ -374,6 +386,22 @@ def _dropout(a, p: float = 0.5, training: bool = True, inplace: bool = False):
     return _as_inplace(a, result, "dropout_") if inplace else result
 
 
+def _feature_dropout(name: str, previous, default_training: bool):
+    """``F.dropout1d/2d/3d``, ``F.alpha_dropout``, ``F.feature_alpha_dropout`` (``nn.Dropout2d`` & co.): Thunder's,
+    and with ``inplace=True`` its result stored into ``a``, as eager stores it. Thunder ran the out-of-place op
+    and left ``a`` as it was, so a later read of ``a`` saw the old values, silently (session 27 hand probe)."""
+
+    def traced(a, p=0.5, training=default_training, inplace=False):
+        if not inplace:
+            return previous(a, p, training, False)
+        if _dropout_leaves_input(a, p, training):
+            return a
+        # (a clone: Thunder runs these as opaque torch calls, whose result fusion_alias cannot tell apart from `a`)
+        return _as_inplace(a, ltorch.clone(previous(a, p, training, False)), name + "_")
+
+    return traced
+
+
 def _dropout_leaves_input(a, p, training) -> bool:
     """Whether eager's ``dropout_`` returns ``a`` without writing it: ``p == 0``, not training, or ``a`` empty
     (``F.dropout(leaf, 0.0, inplace=True)`` runs in eager; a ``copy_`` would raise the leaf error)."""
@@ -394,6 +422,12 @@ def register(executor) -> None:
     executor._lookasides[torch.nn.functional.leaky_relu_] = _leaky_relu_
     executor._lookasides[torch.nn.functional.elu_] = _elu_
     executor._lookasides[torch.nn.functional.dropout] = _dropout
+    for name, training in (("dropout1d", True), ("dropout2d", True), ("dropout3d", True), ("alpha_dropout", False),
+                           ("feature_alpha_dropout", False)):
+        fn = getattr(torch.nn.functional, name)
+        previous = executor._lookasides.get(fn, ltorch._torch_to_thunder_function_map.get(fn))
+        if previous is not None:
+            executor._lookasides[fn] = _feature_dropout(name, previous, training)
     executor._lookasides[torch.Tensor.unfold] = _tensor_unfold
     executor._lookasides[ltorch.to] = _tensor_to  # (``x.to`` resolves to Thunder's symbol on the proxy)
     executor._lookasides[torch.Tensor.to] = _tensor_to

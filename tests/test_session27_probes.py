@@ -37,3 +37,33 @@ def test_a_default_dtype_other_than_float32_is_refused():
     finally:
         torch.set_default_dtype(previous)
     assert jitted(x).dtype == torch.float32
+
+
+@pytest.mark.parametrize("flag", ["is_conj", "is_neg", "is_inference", "is_shared", "has_names"])
+def test_flags_answered_at_trace_time_are_refused(flag):
+    # inplace_lookasides.py, Note [flags answered at trace time]: Thunder answered False for every call
+    def f(x):
+        return x * 2 if getattr(x, flag)() else x
+
+    with pytest.raises(NotImplementedError, match=f"Tensor.{flag}"):
+        fusion_alias.jit(f, backend="reference")(torch.ones(2))
+
+
+@pytest.mark.parametrize("name", ["dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"])
+def test_feature_dropout_in_place_writes_its_input(name):
+    # inplace_lookasides.py, _feature_dropout: x was left unchanged under Thunder
+    drop = getattr(torch.nn.functional, name)
+
+    def f(x):
+        y = drop(x, 0.5, True, True)
+        return x + y, y * 1
+
+    for schedule in SCHEDULES:
+        results = []
+        for run in (f, fusion_alias.jit(f, backend="reference", schedule=schedule)):
+            torch.manual_seed(0)
+            x = torch.ones(2, 4, 3, 3) if name.endswith("3d") else torch.ones(2, 4, 3)
+            out = run(x)
+            results.append((*out, x))
+        for got, want in zip(results[1], results[0]):
+            torch.testing.assert_close(got, want)
