@@ -386,6 +386,19 @@ def _dropout(a, p: float = 0.5, training: bool = True, inplace: bool = False):
     return _as_inplace(a, result, "dropout_") if inplace else result
 
 
+def _inference_mode_enter(self):
+    """``with torch.inference_mode():`` inside the compiled function: Thunder 0.2.6 traced the block as if it were
+    not there, so its results carried gradients eager's do not (``t = w * 2`` in the block, ``return t + w``: eager's
+    ``w.grad`` 1, Thunder's 3), silently (plain ``thunder.jit`` too; session 27 hand probe). Refused, with eager's
+    near equivalent."""
+    if getattr(self, "mode", True):
+        raise NotImplementedError(
+            "fusion_alias: torch.inference_mode() inside the compiled function is not supported: Thunder 0.2.6 traces "
+            "the block as ordinary code, so its results would carry gradients. Use torch.no_grad() there, or enter "
+            "inference mode around the call")
+    return None
+
+
 def _feature_dropout(name: str, previous, default_training: bool):
     """``F.dropout1d/2d/3d``, ``F.alpha_dropout``, ``F.feature_alpha_dropout`` (``nn.Dropout2d`` & co.): Thunder's,
     and with ``inplace=True`` its result stored into ``a``, as eager stores it. Thunder ran the out-of-place op
@@ -422,6 +435,7 @@ def register(executor) -> None:
     executor._lookasides[torch.nn.functional.leaky_relu_] = _leaky_relu_
     executor._lookasides[torch.nn.functional.elu_] = _elu_
     executor._lookasides[torch.nn.functional.dropout] = _dropout
+    executor._lookasides[torch.inference_mode.__enter__] = _inference_mode_enter
     for name, training in (("dropout1d", True), ("dropout2d", True), ("dropout3d", True), ("alpha_dropout", False),
                            ("feature_alpha_dropout", False)):
         fn = getattr(torch.nn.functional, name)

@@ -67,3 +67,17 @@ def test_feature_dropout_in_place_writes_its_input(name):
             results.append((*out, x))
         for got, want in zip(results[1], results[0]):
             torch.testing.assert_close(got, want)
+
+
+def test_inference_mode_inside_the_function_is_refused():
+    # inplace_lookasides.py, _inference_mode_enter: the block's results carried gradients (w.grad 3, eager's 1)
+    def f(w):
+        with torch.inference_mode():
+            t = w * 2
+        return t + w
+
+    with pytest.raises(NotImplementedError, match="inference_mode"):
+        fusion_alias.jit(f, backend="reference")(torch.ones(3, requires_grad=True))
+    with torch.inference_mode():  # around the call: runs
+        torch.testing.assert_close(fusion_alias.jit(lambda w: w * 2 + w, backend="reference")(torch.ones(3)),
+                                   torch.full((3,), 3.0))
