@@ -26,10 +26,14 @@ a tensor made in the program has no ``requires_grad`` in the trace to tell. A ca
 
 from __future__ import annotations
 
+from functools import partial
+
 import torch
 from thunder.core.langctxs import Languages, langctx
 from thunder.core.symbol import Symbol
 import thunder.torch as ltorch
+
+from fusion_alias.wrapped_lookasides import wrap_lookasides
 
 
 def _clamped(a, min=None, max=None):
@@ -87,11 +91,6 @@ def as_traced(name: str):
 def register(executor) -> None:
     """Lend ``executor`` the lookasides of Note [clamp's gradient at a bound], for the ``torch`` functions and the
     Thunder symbols a tensor's methods resolve to."""
-    table = ltorch._torch_to_thunder_function_map
     for torch_fn, ours, only in ((torch.clamp, clamp, None), (torch.clip, clamp, None), (torch.clamp_, clamp_, None),
                                  (torch.clamp_min, clamp, "min"), (torch.clamp_max, clamp, "max")):
-        original = table.get(torch_fn)
-        if original is None:
-            continue
-        for key in (torch_fn, original):
-            executor._lookasides[key] = _lookaside(executor._lookasides.get(key, original), ours, only)
+        wrap_lookasides(executor, torch_fn, partial(_lookaside, ours=ours, only=only), with_symbol=True)

@@ -45,6 +45,7 @@ from thunder.core.symbol import Symbol
 import thunder.torch as ltorch
 
 from fusion_alias import clamp_ties, return_types, saturated_sigmoid
+from fusion_alias.wrapped_lookasides import wrap_lookasides
 
 
 def _broadcast_source(dst: TensorProxy, src: TensorProxy) -> TensorProxy:
@@ -438,10 +439,8 @@ def register(executor) -> None:
     executor._lookasides[torch.inference_mode.__enter__] = _inference_mode_enter
     for name, training in (("dropout1d", True), ("dropout2d", True), ("dropout3d", True), ("alpha_dropout", False),
                            ("feature_alpha_dropout", False)):
-        fn = getattr(torch.nn.functional, name)
-        previous = executor._lookasides.get(fn, ltorch._torch_to_thunder_function_map.get(fn))
-        if previous is not None:
-            executor._lookasides[fn] = _feature_dropout(name, previous, training)
+        wrap_lookasides(executor, getattr(torch.nn.functional, name), partial(_feature_dropout, name,
+                                                                                 default_training=training))
     executor._lookasides[torch.Tensor.unfold] = _tensor_unfold
     executor._lookasides[ltorch.to] = _tensor_to  # (``x.to`` resolves to Thunder's symbol on the proxy)
     executor._lookasides[torch.Tensor.to] = _tensor_to

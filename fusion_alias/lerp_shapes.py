@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import torch
 import thunder.torch as ltorch
+
+from fusion_alias.wrapped_lookasides import wrap_lookasides
 from thunder.core.proxies import TensorProxy
 
 
@@ -35,8 +37,4 @@ def _lookaside(previous):
 
 def register(executor) -> None:
     """Lend ``executor`` the lookaside of Note [lerp's shape from a 0-d start]."""
-    original = ltorch._torch_to_thunder_function_map.get(torch.lerp)
-    if original is None:
-        return
-    for key in (torch.lerp, original):
-        executor._lookasides[key] = _lookaside(executor._lookasides.get(key, original))
+    wrap_lookasides(executor, torch.lerp, _lookaside, with_symbol=True)

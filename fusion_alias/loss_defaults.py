@@ -22,6 +22,8 @@ from __future__ import annotations
 import torch
 import thunder.torch as ltorch
 
+from fusion_alias.wrapped_lookasides import wrap_lookasides
+
 
 def _nll_loss(previous):
     def traced(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
@@ -39,7 +41,4 @@ def _nll_loss(previous):
 
 def register(executor) -> None:
     """Lend ``executor`` the lookaside of Note [nll_loss's ignore_index]."""
-    fn = torch.nn.functional.nll_loss
-    original = ltorch._torch_to_thunder_function_map.get(fn)
-    if original is not None:
-        executor._lookasides[fn] = _nll_loss(executor._lookasides.get(fn, original))
+    wrap_lookasides(executor, torch.nn.functional.nll_loss, _nll_loss)

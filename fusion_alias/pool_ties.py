@@ -20,6 +20,8 @@ from __future__ import annotations
 import torch
 import thunder.torch as ltorch
 
+from fusion_alias.wrapped_lookasides import wrap_lookasides
+
 
 def _one(x):
     return x[0] if isinstance(x, (tuple, list)) else x
@@ -40,8 +42,4 @@ def _lookaside(previous):
 
 def register(executor) -> None:
     """Lend ``executor`` the lookaside of Note [max_pool1d's gradient at a tie]."""
-    original = ltorch._torch_to_thunder_function_map.get(torch.nn.functional.max_pool1d)
-    if original is None:
-        return
-    for key in (torch.nn.functional.max_pool1d, torch.max_pool1d):
-        executor._lookasides[key] = _lookaside(executor._lookasides.get(key, original))
+    wrap_lookasides(executor, torch.nn.functional.max_pool1d, _lookaside, torch.max_pool1d)

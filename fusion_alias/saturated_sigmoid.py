@@ -29,6 +29,8 @@ from thunder.core.langctxs import Languages, langctx
 from thunder.core.symbol import Symbol
 import thunder.torch as ltorch
 
+from fusion_alias.wrapped_lookasides import wrap_lookasides
+
 
 def _largest_finite_exponent(dtype: torch.dtype) -> float:
     """The largest ``x`` of ``dtype`` whose ``exp`` is finite there."""
@@ -76,8 +78,5 @@ def as_traced(name: str):
 
 def register(executor) -> None:
     """Lend ``executor`` the lookasides of Note [sigmoid where exp overflows]."""
-    original = ltorch._torch_to_thunder_function_map.get(torch.sigmoid)
-    if original is None:
-        return
-    for key in (torch.sigmoid, torch.special.expit, torch.nn.functional.sigmoid, original):
-        executor._lookasides[key] = _lookaside(executor._lookasides.get(key, original))
+    wrap_lookasides(executor, torch.sigmoid, _lookaside, torch.special.expit, torch.nn.functional.sigmoid,
+                    with_symbol=True)

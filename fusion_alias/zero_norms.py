@@ -31,6 +31,8 @@ from thunder.core.langctxs import Languages, langctx
 from thunder.core.symbol import Symbol
 import thunder.torch as ltorch
 
+from fusion_alias.wrapped_lookasides import wrap_lookasides
+
 from fusion_alias import clamp_ties
 
 
@@ -62,7 +64,4 @@ def _lookaside(previous):
 
 def register(executor) -> None:
     """Lend ``executor`` the lookaside of Note [a norm's gradient at zero] for ``torch.nn.functional.normalize``."""
-    fn = torch.nn.functional.normalize
-    original = ltorch._torch_to_thunder_function_map.get(fn)
-    if original is not None:
-        executor._lookasides[fn] = _lookaside(executor._lookasides.get(fn, original))
+    wrap_lookasides(executor, torch.nn.functional.normalize, _lookaside)
