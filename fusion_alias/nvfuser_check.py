@@ -163,8 +163,12 @@ def _validate(nv, spec, built) -> None:
     if built.plain_outputs != len(emitted):
         raise RuntimeError(f"{built.plain_outputs} plain outputs, the plan expects {len(emitted)} ({emitted})")
     outs = list(fusion.outputs())
-    if len(outs) != built.plain_outputs + built.aliased_outputs:
-        raise RuntimeError(f"{len(outs)} fusion outputs, expected {built.plain_outputs} + {built.aliased_outputs} aliased")
+    deferred = len(built.deferred)  # write-backs into strided inputs, copied by the wrapper
+    if len(outs) != built.plain_outputs + built.aliased_outputs + deferred:
+        raise RuntimeError(
+            f"{len(outs)} fusion outputs, expected {built.plain_outputs} + {built.aliased_outputs} aliased + {deferred} deferred"
+        )
+    outs = outs[: len(outs) - deferred]
     plain = outs[len(outs) - len(emitted) :] if emitted else []
     by_name = {p.name: p for p in list(spec.outputs) + list(spec.extra_outputs)}
     for name, value in zip(emitted, plain):
@@ -209,7 +213,9 @@ def build_region(nv, record: RegionRecord, show: bool = False) -> Outcome:
             return outcome
         outcome.definitions += 1
         if show:
-            outcome.text.append(f"# {record.program} / {spec.name}, tensor layouts {tensors}\n{nvb._definition_text(built.fd)}")
+            where = "copied by the wrapper after execute" if built.deferred else "in the kernel"
+            writes = f"; write-backs {where}" if spec.writebacks else ""
+            outcome.text.append(f"# {record.program} / {spec.name}, tensor layouts {tensors}{writes}\n{nvb._definition_text(built.fd)}")
     return outcome
 
 

@@ -21,7 +21,9 @@
 #      definition built by this machine's nvfuser_direct, not executed);
 #      pytest -m cuda tests/test_nvfuser.py (every seed program, the 2**22-element race tests, the
 #      alias-keyed cache); with --dry-run the whole of tests/test_nvfuser.py (the cuda tests skip);
-#   5. scripts/gpu_bench.py: Adam step, KV-cache decode, seeds: eager vs fusion_alias vs torch.compile
+#   5. scripts/gpu_programs.py: the seed, bench and GPU_FUZZ (200) fuzz programs (seed GPU_FUZZ_SEED) on
+#      nvFuser against eager on the same device, aliasing kept (outputs and every argument, two calls);
+#   6. scripts/gpu_bench.py: Adam step, KV-cache decode, seeds: eager vs fusion_alias vs torch.compile
 #      vs thunder.jit (with its nvFuser executor where it loads).
 # A failing step is reported and the next ones still run; the exit status is non-zero if any failed.
 set -uo pipefail
@@ -164,6 +166,18 @@ echo "$versions"
 md "- versions: $versions"
 echo "$versions" | grep -q "fusion_alias nvFuser backend: available" || [ $dry_run = 1 ] || failed+=("backend not available")
 
+if [ -n "${GPU_EXTRA:-}" ]; then  # a diagnostic command in the same environment, python as $GPU_PY (GPU_EXTRA_ONLY=1: nothing else)
+    step "extra: $GPU_EXTRA"
+    extra_rc=0
+    GPU_PY="$py" timeout "${EXTRA_TIMEOUT:-150}" bash -c "$GPU_EXTRA" >"$results_dir/extra.log" 2>&1 || extra_rc=$?
+    tail -n 60 "$results_dir/extra.log"
+    md "- extra command \`$GPU_EXTRA\`: exit $extra_rc (extra.log)"
+    if [ "${GPU_EXTRA_ONLY:-0}" = 1 ]; then
+        rm -rf "$work"
+        exit "$extra_rc"
+    fi
+fi
+
 step "bundle smoke test (timeout ${smoke_timeout}s)"
 if [ $dry_run = 1 ]; then
     md "- smoke test: skipped (dry run: it executes kernels)"
@@ -204,6 +218,15 @@ if [ $dry_run = 0 ] && ! grep -qE '[0-9]+ passed' "$results_dir/pytest.log"; the
 fi
 md ""; fence "$results_dir/pytest.log" 60
 [ $test_rc = 0 ] || failed+=("pytest rc=$test_rc")
+
+programs_timeout="${PROGRAMS_TIMEOUT:-150}"
+step "scripts/gpu_programs.py: seed, bench and ${GPU_FUZZ:-200} fuzz programs on nvFuser vs eager (timeout ${programs_timeout}s)"
+prog_args=(--fuzz "${GPU_FUZZ:-200}" --seed "${GPU_FUZZ_SEED:-20827}" --budget $(( programs_timeout - 30 )) --out "$results")
+[ $dry_run = 1 ] && prog_args+=(--cpu-dry-run --fuzz 20)
+prog_rc=0
+timeout "$programs_timeout" "$py" scripts/gpu_programs.py "${prog_args[@]}" >"$results_dir/programs.log" 2>&1 || prog_rc=$?
+tail -n 30 "$results_dir/programs.log"
+[ $prog_rc = 0 ] || { md "- gpu_programs.py: exit $prog_rc (see programs.log)"; failed+=("programs rc=$prog_rc"); }
 
 step "scripts/gpu_bench.py (timeout ${bench_timeout}s)"
 bench_args=(--out "$results" --budget $(( bench_timeout - 40 )))

@@ -275,15 +275,19 @@ class NvFuserAdapter:
     ``where_dtypes``: DataType of each ``where`` result, in trace order.
     """
 
-    def __init__(self, fd, layouts: Sequence[tuple], DataType, where_dtypes: Sequence = ()):
+    def __init__(self, fd, layouts: Sequence[tuple], DataType, where_dtypes: Sequence = (), defer_writebacks: bool = False):
         self.fd = fd
         self.DataType = DataType
         self._layouts = list(layouts)
         self._next_layout = 0
-        self._tensor_inputs: list[tuple] = []  # (value, DataType, rank) of each tensor input
+        self._tensor_inputs: list[tuple] = []  # (value, DataType, shape) of each tensor input
         self.ops = _OpsAdapter(self, list(where_dtypes))
         self.plain_outputs = 0
         self.aliased_outputs = 0
+        # Note [write-backs into strided inputs]: (tensor-input ordinal, value) of each write-back
+        # returned as a plain output and copied by torch after execute
+        self.defer_writebacks = defer_writebacks
+        self.deferred: list[tuple[int, object]] = []
 
     def define_tensor(self, shape, contiguity=None, dtype=None, is_cpu=False, **_ignored):
         if self._next_layout >= len(self._layouts):
@@ -314,18 +318,77 @@ class NvFuserAdapter:
         if alias_input is None:
             self.plain_outputs += 1
             return self.fd.add_output(value)
-        target = next((t for t in self._tensor_inputs if t[0] is alias_input), None)
-        if target is None:
+        ordinal = next((i for i, t in enumerate(self._tensor_inputs) if t[0] is alias_input), None)
+        if ordinal is None:
             raise RuntimeError("fusion_alias: a write-back must target a tensor input of the region")
-        _, dtype, shape = target
+        _, dtype, shape = self._tensor_inputs[ordinal]
         value = self.fd.ops.cast(value, dtype)
         if _expanded(value):  # Note [write-backs of broadcast values]
             zeros = self.fd.ops.full(list(shape), self.fd.define_scalar(0, self.DataType.Int), dtype)
             value = self.fd.ops.where(self.fd.define_scalar(True, self.DataType.Bool), value, zeros)
         written = self.fd.ops.set(value)
         _check_write_back(written, alias_input, dtype, len(shape))
+        if self.defer_writebacks:
+            self.deferred.append((ordinal, written))
+            return None
         self.aliased_outputs += 1
         return self.fd.add_output(written, alias_input)
+
+    def finish(self) -> None:
+        """Add the deferred write-backs as the last plain outputs (Note [write-backs into strided inputs])."""
+        for _, value in self.deferred:
+            self.fd.add_output(value)
+
+
+# Note [write-backs of broadcast values]
+            zeros = self.fd.ops.full(list(shape), self.fd.define_scalar(0, self.DataType.Int), dtype)
+            value = self.fd.ops.where(self.fd.define_scalar(True, self.DataType.Bool), value, zeros)
+        written = self.fd.ops.set(value)
+        _check_write_back(written, alias_input, dtype, len(shape))
+        if self.defer_writebacks:
+            self.deferred.append((ordinal, written))
+            return None
+        self.aliased_outputs += 1
+        return self.fd.add_output(written, alias_input)
+
+    def finish(self) -> None:
+        """Add the deferred write-backs as the last plain outputs (Note [write-backs into strided inputs])."""
+        for _, value in self.deferred:
+            self.fd.add_output(value)
+
+
+# Note [write-backs into strided inputs]
+# ---------------------------------------
+# ``add_output(v, alias_input=d)`` into a ``d`` that is not dense writes ``v``
+# as if ``d`` were contiguous: on an H200 with nvFuser 0.2.36, ``b = x[:, 1]``
+# of a (64, 33) ``x`` and ``b.mul_(3)`` wrote 64 consecutive floats from
+# ``x[0, 1]`` on (``x[0, 2]``, ``x[0, 3]``, ... clobbered), and a KV-cache
+# write ``cache[:, 5:6].copy_(k)`` (strides (2048*128, 128, 1)) landed in the
+# wrong rows. So when any write-back of a region goes into an input whose
+# layout is not dense (a contiguity entry False), every write-back of that
+# region is returned as a plain output, after the region's own outputs, and
+# the wrapper writes them with ``dst.copy_(value)`` after ``execute``, in
+# program order: torch honours the strides, and the order of two writes into
+# one buffer stays the program's. Dense destinations (contiguous, or dense
+# under a permutation, which nvFuser's ``stride_order`` describes) keep the
+# in-kernel write-back.
+
+
+def _dense(contiguity) -> bool:
+    """Whether nvFuser's contiguity of an input says it is dense (every entry True, or None for a broadcast)."""
+    return all(c is None or c is True for c in contiguity)
+
+
+def defers_writebacks(spec, layouts: Sequence[tuple]) -> bool:
+    """Whether some write-back of ``spec`` goes into a non-dense input (Note [write-backs into strided inputs])."""
+    from thunder.core.proxies import TensorProxy
+
+    ordinal = {p.name: i for i, p in enumerate(q for q in spec.inputs if isinstance(q, TensorProxy))}
+    for i in spec.writebacks:
+        k = ordinal.get(spec.writeback_dst[i])
+        if k is not None and k < len(layouts) and not _dense(layouts[k][1]):
+            return True
+    return False
 
 
 # Note [write-backs of broadcast values]
@@ -479,7 +542,9 @@ def preview_source(spec, layouts: Sequence[tuple] | None = None) -> str:
     if layouts is None:
         layouts = [_contiguous_layout(p) for p in spec.inputs if isinstance(p, TensorProxy)]
     rec = RecordingFusionDefinition()
-    define_region(NvFuserAdapter(rec, layouts, RecordedDataType, where_dtypes(spec, RecordedDataType)), spec, RecordedDataType)
+    adapter = NvFuserAdapter(rec, layouts, RecordedDataType, where_dtypes(spec, RecordedDataType), defers_writebacks(spec, layouts))
+    define_region(adapter, spec, RecordedDataType)
+    adapter.finish()
     return rec.to_source(spec.name)
 
 
@@ -501,12 +566,13 @@ def _definition_text(fd) -> str:
 
 
 class _Built:
-    __slots__ = ("fd", "plain_outputs", "aliased_outputs")
+    __slots__ = ("fd", "plain_outputs", "aliased_outputs", "deferred")
 
-    def __init__(self, fd, plain_outputs: int, aliased_outputs: int):
+    def __init__(self, fd, plain_outputs: int, aliased_outputs: int, deferred: Sequence[int] = ()):
         self.fd = fd
         self.plain_outputs = plain_outputs
         self.aliased_outputs = aliased_outputs
+        self.deferred = tuple(deferred)  # tensor-input ordinal of each write-back the wrapper copies
 
 
 def layouts_of(nv, fed_args: Sequence) -> list[tuple]:
@@ -517,6 +583,9 @@ def layouts_of(nv, fed_args: Sequence) -> list[tuple]:
             contiguity, stride_order = nv.compute_tensor_descriptor(tuple(a.shape), tuple(a.stride()))
             layouts.append((tuple(a.shape), list(contiguity), list(stride_order), a.device.type == "cpu"))
     return layouts
+
+
+from fusion_alias.backends.nvfuser_writebacks import defers_writebacks  # noqa: E402
 
 
 def build_definition(nv, spec, layouts: Sequence[tuple], where: Sequence | None = None) -> _Built:
@@ -532,9 +601,10 @@ def build_definition(nv, spec, layouts: Sequence[tuple], where: Sequence | None 
     where = where_dtypes(spec, nv.DataType) if where is None else where
     fd = nv.FusionDefinition()
     with fd:
-        adapter = NvFuserAdapter(fd, layouts, nv.DataType, list(where))
+        adapter = NvFuserAdapter(fd, layouts, nv.DataType, list(where), defers_writebacks(spec, layouts))
         define_region(adapter, spec, nv.DataType)
-    return _Built(fd, adapter.plain_outputs, adapter.aliased_outputs)
+        adapter.finish()
+    return _Built(fd, adapter.plain_outputs, adapter.aliased_outputs, [k for k, _ in adapter.deferred])
 
 
 #: Thunder's nvFuser compile options that the wrapper honours (Note [Thunder's wrapper interface]).
@@ -677,13 +747,18 @@ class NvFuserFusion:
         if self.store_inputs:
             self.last_inputs = fed
         outs = built.fd.execute(fed, device=self._device, **self._execute_options())
-        n = built.plain_outputs
-        if len(outs) not in (n, n + built.aliased_outputs):
+        n, m = built.plain_outputs, len(built.deferred)
+        if len(outs) not in (n + m, n + m + built.aliased_outputs):
             raise RuntimeError(
-                f"fusion_alias: {self.name}: nvFuser returned {len(outs)} outputs, expected {n} "
-                f"(or {n + built.aliased_outputs} with the write-backs)"
+                f"fusion_alias: {self.name}: nvFuser returned {len(outs)} outputs, expected {n + m} "
+                f"(or {n + m + built.aliased_outputs} with the write-backs)"
             )
-        emitted = list(outs[len(outs) - n :]) if n else []
+        tail = list(outs[len(outs) - n - m :]) if n + m else []
+        emitted = tail[:n]
+        if m:  # Note [write-backs into strided inputs]: torch writes them, in program order
+            tensors = [a for a in fed if isinstance(a, torch.Tensor)]
+            for k, value in zip(built.deferred, tail[n:]):
+                tensors[k].copy_(value)
         for i, (v, want) in enumerate(zip(emitted, self._expected)):
             if want is None or not isinstance(v, torch.Tensor):
                 continue
