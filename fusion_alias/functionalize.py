@@ -232,7 +232,8 @@ def _replay(trace, placed: _Placed, anchor, value: TensorProxy, chain, info: Ali
     keys = info.view_key.get(chain[-1].output._name)
     keys = keys[1] if keys is not None and len(keys[1]) == len(chain) else (None,) * len(chain)
     for step, key in zip(chain, keys):
-        new_out = tensor_like(trace, step.output)
+        keeps = isinstance(step.args[0], TensorProxy) and step.args[0].dtype == step.output.dtype
+        new_out = tensor_like(trace, step.output, dtype=value.dtype if keeps else None)  # (the view of a bool is bool)
         replay = replayed(step, (value, *step.args[1:]), new_out)
         if inherit is not None:
             inherit(replay, step)
@@ -298,7 +299,9 @@ def _pushed_down_smaller(trace, placed: _Placed, base: TensorProxy, chain, info:
         if view is None:
             view = _replay(trace, placed, producer, a, chain, info, is_fusible)
         args.append(view)
-    result = tensor_like(trace, chain[-1].output)
+    # the view's shape, the op's dtype: a view of a float memory pushed through ``gt`` is bool
+    # (fuzz seed 20827 #43, found on nvFuser, whose ``where`` refused the float condition)
+    result = tensor_like(trace, chain[-1].output, dtype=base.dtype)
     pushed = replayed(producer, tuple(args), result)
     inherit = getattr(is_fusible, "inherit", None)
     if inherit is not None:

@@ -71,10 +71,13 @@ def copy_matches_constructor() -> bool:
 _COPY_OK: list[bool] = []  # (decided at the first call)
 
 
-def tensor_like(trace: TraceCtx, like: TensorProxy) -> TensorProxy:
+def tensor_like(trace: TraceCtx, like: TensorProxy, dtype=None) -> TensorProxy:
     """A new tensor proxy named in ``trace``, with ``like``'s shape, device, dtype and grad
     fields: ``TensorProxy(like=like)`` under ``tracectx(trace)``, made faster (Note [a proxy
-    copied from the one it is like])."""
+    copied from the one it is like]). ``dtype``, where given and not ``like``'s, replaces it."""
+    if dtype is not None and dtype != like.dtype:
+        with tracectx(trace):
+            return TensorProxy(like=like, dtype=dtype)
     if not _COPY_OK:
         _COPY_OK.append(copy_matches_constructor())
     if _COPY_OK[0] and type(like) is TensorProxy:

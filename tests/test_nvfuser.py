@@ -806,3 +806,50 @@ def test_in_kernel_write_backs_only_where_seen_right():
         if spec.writebacks:
             layouts = [rows if len(p.shape) == 2 else ((), [], [], False) for p in spec.inputs if hasattr(p, "shape")]
             assert defers_writebacks(spec, layouts) == any(len(p.shape) == 2 for p in spec.inputs if hasattr(p, "shape"))
+
+
+def _where_of_a_pushed_down_view(a, c):
+    t0 = a.clone()
+    t1 = t0.detach().select(2, 3)
+    t0.add_(torch.where(t0 > 0, c, t0), alpha=2.0)
+    t1.clamp_(-0.5, 0.5)
+    return t1, t0
+
+
+def test_pushed_down_view_keeps_the_ops_dtype_on_fake_nvfuser(fake_nvfuser):
+    """A read of ``t1`` (a view of ``t0``) after ``t0`` is written is computed as the write's ops of the
+    operands' views (functionalize.py, Note [a view of a value is computed from the view of its operands]).
+    Through ``t0 > 0`` that view is bool: its proxy was float, so nvFuser got a float ``where`` condition
+    (fuzz seed 20827 #43 on an H200); the stand-in casts outputs to the trace's dtype as the wrapper does."""
+    jitted = fusion_alias.jit(_where_of_a_pushed_down_view, backend="reference")
+    for seed in range(2):
+        got, want, sj, se = _run_pair(
+            _where_of_a_pushed_down_view, lambda x: (x.reshape(4, 1, 6), x[0]), jitted, shape=(4, 6), seed=seed, device="cpu"
+        )
+        _assert_same(got, want, sj, se)
+    comparisons = [b for w in _wrappers(jitted) for b in w.spec.bsyms if b.sym.name == "gt"]
+    from thunder.core import dtypes
+
+    assert comparisons and all(b.output.dtype is dtypes.bool8 for b in comparisons)
+
+
+def test_nvfuser_errors_fall_back_to_torch_on_fake_nvfuser(fake_nvfuser, monkeypatch):
+    """Note [nvFuser errors fall back to torch]: an nvFuser error while running a definition whose
+    write-backs the wrapper copies (nothing written yet) runs the region on torch, with a warning;
+    one after an in-kernel write-back may have landed raises."""
+
+    def explode(self, inputs, device=None, **options):
+        raise RuntimeError(" INTERNAL ASSERT FAILED at loop_promotion.cpp:1308, please report a bug")
+
+    monkeypatch.setattr(fake_nvfuser.FusionDefinition, "execute", explode)
+    jitted = fusion_alias.jit(_write_column_read_base, backend="reference")
+    with pytest.warns(UserWarning, match="nvFuser failed running .*INTERNAL ASSERT"):
+        got, want, sj, se = _run_pair(_write_column_read_base, lambda x: (x, x[:, 1]), jitted, device="cpu")
+    _assert_same(got, want, sj, se)
+    assert all(w.on_torch for w in _wrappers(jitted))
+    got, want, sj, se = _run_pair(_write_column_read_base, lambda x: (x, x[:, 1]), jitted, seed=1, device="cpu")
+    _assert_same(got, want, sj, se)  # (the key stays on torch: no second warning needed)
+
+    in_kernel = fusion_alias.jit(_sgd, backend="reference")
+    with pytest.raises(RuntimeError, match="INTERNAL ASSERT"):
+        in_kernel(torch.randn(4), torch.randn(4))

@@ -678,6 +678,7 @@ class NvFuserFusion:
         self.fallback_reason = unsupported_reason(spec)
         self._fallback = None
         self._torch = None
+        self.on_torch: dict[tuple, str] = {}  # cache key -> why torch runs it (Note [nvFuser errors fall back to torch])
         if self.fallback_reason is not None:
             from fusion_alias.backends.reference import ReferenceFusion
 
@@ -704,6 +705,7 @@ class NvFuserFusion:
 
     def cache_clear(self) -> None:
         self._defs.clear()
+        self.on_torch.clear()
         self._hits = self._misses = 0
 
     @property
@@ -734,10 +736,17 @@ class NvFuserFusion:
             return self._torch_region()(*args)
         fed = list(args) if self._all_fed else [args[i] for i in self._fed]
         key = cache_key(spec, args)
+        if key in self.on_torch:  # Note [nvFuser errors fall back to torch]
+            return self._torch_region()(*args)
         built = self._defs.get(key) if self.use_cache else None
         if built is None:
             self._misses += 1
-            built = self._build(fed)
+            try:
+                built = self._build(fed)
+            except Exception as e:  # noqa: BLE001 - nothing ran yet
+                if str(e).startswith("fusion_alias:"):  # our own consistency checks stay loud
+                    raise
+                return self._to_torch(key, "building", e, args)
             if len(self._defs) >= self.MAX_DEFINITIONS:
                 self._defs.pop(next(iter(self._defs)))
             self._defs[key] = built
@@ -746,7 +755,12 @@ class NvFuserFusion:
         self._last = built
         if self.store_inputs:
             self.last_inputs = fed
-        outs = built.fd.execute(fed, device=self._device, **self._execute_options())
+        try:
+            outs = built.fd.execute(fed, device=self._device, **self._execute_options())
+        except Exception as e:  # noqa: BLE001
+            if built.aliased_outputs:  # an in-kernel write may have landed: running again is not safe
+                raise
+            return self._to_torch(key, "running", e, args)
         n, m = built.plain_outputs, len(built.deferred)
         if len(outs) not in (n + m, n + m + built.aliased_outputs):
             raise RuntimeError(
@@ -783,6 +797,23 @@ class NvFuserFusion:
         if self.disable_options:
             options["_disable_options"] = self.disable_options
         return options
+
+    def _to_torch(self, key, stage: str, error: BaseException, args):
+        """Note [nvFuser errors fall back to torch]
+        -------------------------------------------
+        nvFuser can refuse a definition it built (an internal assert while scheduling:
+        ``loop_promotion.cpp``, fuzz seed 20827 #72 on an H200). Where nothing was written
+        yet (the failure came while building, or while running a definition with no
+        in-kernel write-back, whose inputs nvFuser only reads), the region runs on torch
+        instead, reads first, for these inputs from now on, with a warning that names the
+        error; ``on_torch`` holds why, by cache key. A failure after an in-kernel write
+        may have landed raises, as Thunder's wrapper does.
+        """
+        text = str(error).strip().split("\nException raised from")[0].strip()
+        reason = f"nvFuser failed {stage} {self.name}: {type(error).__name__}: {text.splitlines()[0][:300] if text else ''}"
+        self.on_torch[key] = reason
+        warnings.warn(f"fusion_alias: {reason}; torch runs this region for these inputs (correct, unfused)", stacklevel=3)
+        return self._torch_region()(*args)
 
     def _torch_region(self):
         """The region on torch, for a call nvFuser cannot take (a CPU tensor that is not 0-d)."""
