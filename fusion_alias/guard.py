@@ -66,6 +66,15 @@ _OWN_GRADIENT = "own gradient"
 # mark below, so a call where that changes runs another program (one more compile where a loop keeps zeroed
 # gradients instead of None ones: ``zero_grad(set_to_none=False)``).
 _HAS_GRAD = "has .grad"
+
+# Note [an argument's tensor type]
+# --------------------------------
+# ``isinstance(x, nn.Parameter)`` (or any branch on a tensor's class) is decided while tracing, and Thunder
+# 0.2.6's prologue does not check the class again: compiled for a parameter, the program was reused for a
+# plain tensor that requires grad, silently (plain ``thunder.jit`` too; session 27 hand probe). A parameter
+# carries the mark below, and any other tensor subclass its class, so a call where that changes runs another
+# program.
+_PARAMETER = "nn.Parameter"
 _LEAF_TYPES = frozenset({int, float, bool, complex, str, type(None), torch.dtype, torch.device})
 
 
@@ -95,6 +104,8 @@ def guard_key(items: Sequence[object], *, max_work: int | None = DEFAULT_MAX_WOR
     for i, t in enumerate(items):
         tp = type(t)
         if tp is _Tensor or tp is _Parameter:
+            if tp is _Parameter:  # Note [an argument's tensor type]
+                layouts.append((i, _PARAMETER))
             if t.requires_grad:
                 grad = True
                 if t._base is not None and (t.grad_fn is None or not t._base.requires_grad):  # Note [views with a
@@ -121,6 +132,7 @@ def guard_key(items: Sequence[object], *, max_work: int | None = DEFAULT_MAX_WOR
             except Exception:
                 d = _UNKNOWN
         elif isinstance(t, _Tensor):
+            layouts.append((i, tp))  # Note [an argument's tensor type]
             try:
                 grad = grad or bool(t.requires_grad)
             except Exception:
