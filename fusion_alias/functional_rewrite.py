@@ -18,12 +18,7 @@ from fusion_alias.errors import AliasInputError
 from fusion_alias.gradient_paths import autograd_base, check_leaf_view_read
 from fusion_alias.overlap import may_overlap_itself
 from fusion_alias.refusals.storage_views import STORAGE_VIEWS, refuse_storage_view
-
-
-_ELEMENTWISE_NAMES = frozenset(
-    {"add", "sub", "mul", "div", "true_divide", "where", "maximum", "minimum", "pow", "lerp", "clamp",
-     "addcmul", "addcdiv", "atan2", "fmod", "remainder", "copysign", "hypot", "polar"}
-)
+from fusion_alias.zero_dim_operands import broadcast_0d_operands
 
 
 _STEP_PRIMS = frozenset({prims.PrimIDs.TRUNC, prims.PrimIDs.FLOOR, prims.PrimIDs.CEIL, prims.PrimIDs.ROUND,
@@ -330,7 +325,7 @@ class Rewriter:
                     swap[variableify(a)] = new
         if bsym.sym.name in STORAGE_VIEWS and (swap or self._input_memory_written(bsym.args[0])):
             refuse_storage_view(bsym)  # Note [as_strided of a value the rewrite replays]
-        self._broadcast_0d_operands(bsym, swap)
+        broadcast_0d_operands(bsym, swap)  # zero_dim_operands.py, its Notes
         if swap:  # (subsymbols too: an executor may run a composite by its decomposition)
             bsym = bsym.from_bsym_swap_proxies(swap, skip_output=True)
         if bsym.sym.id in _STEP_PRIMS or (bsym.sym.name in ("div", "floor_divide") and bsym.kwargs.get("rounding_mode")):
@@ -350,27 +345,6 @@ class Rewriter:
         root = self.info.root.get(p.name) if isinstance(p, TensorProxy) else None
         mem = self.memory.get(root, root)
         return root is not None and self.version.get(mem, 0) != 0 and (root in self.input_names or mem != root)
-
-    def _broadcast_0d_operands(self, bsym, swap: dict) -> None:
-        """Note [0-d operands of elementwise ops, broadcast explicitly]: Thunder 0.2.6 lets an
-        elementwise prim take a 0-d tensor beside a vector (``row * t`` with ``t = sigmoid(x[1, 2])``)
-        and its grad rule then hands the 0-d operand an unreduced gradient; added to the gradient
-        ``t.reshape(1)`` sends, it came back 10x eager's (plain ``thunder.jit`` too, fuzz --grad seed 1
-        #10). An explicit ``broadcast_in_dim`` first makes the operands one shape, and its own grad
-        rule sums. Only where the 0-d operand has the result's dtype and device (a 0-d tensor of
-        another dtype takes part in type promotion as a scalar would; broadcast, it would not)."""
-        if bsym.sym.name not in _ELEMENTWISE_NAMES:
-            return
-        out = bsym.output
-        if not isinstance(out, TensorProxy) or not out.shape:
-            return
-        for a in bsym.flat_args:
-            if not isinstance(a, TensorProxy) or a.shape:
-                continue
-            current = swap.get(variableify(a), a)
-            if current.shape or current.dtype != out.dtype or current.device != out.device:
-                continue
-            swap[variableify(a)] = prims.broadcast_in_dim(current, tuple(out.shape), ())
 
     def _write(self, bsym) -> None:
         src, dst = bsym.args[0], bsym.args[1]
