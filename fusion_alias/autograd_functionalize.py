@@ -60,6 +60,7 @@ from fusion_alias.aliasing import _made_from_args, _view_symbols, analyze, may_w
 from fusion_alias.proxies_by_name import tensor_proxies_by_name
 from fusion_alias.errors import AliasInputError
 from fusion_alias.functional_rewrite import Rewriter, _detached
+from fusion_alias.gradient_operands import UNRECORDED_WRITES
 from fusion_alias.gradient_paths import own_gradient, requires_grad_by_name, sources_of_other_gradients
 from fusion_alias.input_outputs import outputs_as_the_callers, outputs_of_written_inputs
 from fusion_alias.refusals.returned_views import check_returned_no_grad_views
@@ -232,7 +233,8 @@ def _explicit_writes(bsyms, state_update: bool = False) -> list:
             out.append(view)
         elif (not ops.is_view(b) and b.subsymbols and b.sym.name not in _OPAQUE_VIEWS
               and (may_write(b) or (b.sym in _view_symbols() and _decomposes_into_views(b)))):
-            inner = state_update or any(k in b.sym.name for k in _STATE_UPDATING_OPS)
+            inner = (state_update or any(k in b.sym.name for k in _STATE_UPDATING_OPS)
+                     or b.sym.name in UNRECORDED_WRITES)  # (gradient_operands.py, Note [writes eager's autograd does not record])
             out.extend(_explicit_writes(b.subsymbols, inner))
         else:
             out.append(b)

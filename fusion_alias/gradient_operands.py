@@ -28,6 +28,27 @@ NO_GRADIENT = frozenset({"zeros_like", "ones_like", "full_like", "empty_like", "
                          "argmax", "argmin", "logical_not", "logical_and", "logical_or", "logical_xor"})
 
 
+# Note [writes eager's autograd does not record]
+# ----------------------------------------------
+# Eager records no autograd node for ``b.logical_xor_(m)`` (and ``logical_and_``, ``logical_or_``,
+# ``logical_not_``: no derivative formula, unlike ``b.eq_(0.5)``, whose gradient is zeros) nor for an
+# ``out=`` of a function without a gradient (``torch.eq(b, 0.5, out=b)``; checked on torch 2.9.1: these run
+# where an argument requires grad; ``heaviside`` and ``floor_divide`` run too, but eager's backward through
+# their ``out`` then raises "derivative ... is not implemented": those stay refused). The tensor written
+# keeps its history and takes the new values: as a write under ``no_grad`` does. fusion_alias wrote the
+# values with no history (leaf gradient None for ``return b``), and refused the ``out=`` calls with the
+# words eager uses for differentiable ones (session 28). Both are now writes under no_grad
+# (autograd_functionalize.py, ``_explicit_writes``). Worked example, ``a`` a leaf::
+#
+#     b = a * 1
+#     b.logical_xor_(b > 0)     # b: 0./1. values, grad_fn still MulBackward0
+#     return b * a              # a.grad == b + a * 1 (the identity through the xor), eager and fusion_alias
+OUT_WITHOUT_GRADIENT = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
+                                  "logical_not", "signbit", "isneginf", "isposinf"})
+UNRECORDED_WRITES = frozenset({"logical_and_", "logical_or_", "logical_xor_", "logical_not_"}
+                              | {f"{name}_out" for name in OUT_WITHOUT_GRADIENT})
+
+
 def gradient_operands(name: str, tensor_args: list) -> list:
     """The tensors among ``tensor_args`` (a symbol's tensor arguments, in order) that a gradient of the
     symbol named ``name`` goes back to (Note [operands that give a dtype or a shape])."""

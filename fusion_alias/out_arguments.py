@@ -6,9 +6,10 @@ Note [out= is an in-place op]
 would, with eager's checks for a store: the result must be castable to ``o``'s dtype (``torch.can_cast``),
 ``o`` may not partially overlap an operand (TensorIterator's ``assert_no_partial_overlap``:
 ``torch.add(x, x, out=x)`` runs, ``torch.add(x, x[0], out=x)`` raises), and no argument may require grad
-where grad mode is on. Thunder 0.2.6's symbols take no ``out`` and raised ``TypeError: add() got an
-unexpected keyword argument 'out'``. Here each such call is one composite symbol, ``add_out``, whose
-first argument is ``o``, and whose decomposition is the op and a ``copy_`` into ``o``: the shape the
+where grad mode is on (unless the function has no gradient, ``eq`` say: gradient_operands.py,
+Note [writes eager's autograd does not record]). Thunder 0.2.6's symbols take no ``out`` and raised
+``TypeError: add() got an unexpected keyword argument 'out'``. Here each such call is one composite symbol,
+``add_out``, whose first argument is ``o``, and whose decomposition is the op and a ``copy_`` into ``o``: the shape the
 in-place ops of ``inplace_lookasides.py`` have, so the pass's checks of in-place ops (their operands'
 overlap with the written tensor, ``refusals/operands.py``; the store's dtype) read it as the write it is.
 Worked example::
@@ -43,6 +44,7 @@ from thunder.core.trace import get_tracectx
 from thunder.core import dtypes
 
 from fusion_alias.aliasing import _proxies
+from fusion_alias.gradient_operands import OUT_WITHOUT_GRADIENT
 from fusion_alias.inplace_lookasides import _as_inplace, _type_name
 
 _ELEMENTWISE = (
@@ -147,7 +149,7 @@ def _with_out(name: str, traced, *args, out=None, **kwargs):
     compile_data = get_compile_data()  # (grad mode as the program sets it: ``with torch.no_grad()`` inside it too)
     grad_enabled = compile_data.is_grad_enabled if compile_data is not None else torch.is_grad_enabled()
     operands = [p for p in _proxies((args, kwargs), []) if isinstance(p, TensorProxy)] if grad_enabled else []
-    if grad_enabled and _may_require_grad([out, *operands]):
+    if grad_enabled and name not in OUT_WITHOUT_GRADIENT and _may_require_grad([out, *operands]):
         raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic differentiation, "
                            "but one of the arguments requires grad.")
     return _out_symbol(name, traced)(out, *args, **kwargs)
