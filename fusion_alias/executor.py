@@ -27,7 +27,7 @@ from thunder.extend import FusionExecutor, register_executor
 import thunder.core.prims as prims
 
 from fusion_alias import (context, data_attribute, tensor_identity, dropped_attributes, foreach_lookasides, inplace_lookasides, ops, out_arguments, pipeline,
-                          untraceable_calls, item_branches, return_types, clamp_ties, zero_norms, saturated_sigmoid, grad_mode_queries,
+                          untraceable_calls, item_branches, return_types, clamp_ties, zero_norms, saturated_sigmoid, trace_time_queries, identity_results,
                           loss_defaults, lerp_shapes, pool_ties)
 from fusion_alias.refusals import bool_keys
 from fusion_alias.refusals.bool_keys import refuse_bool_key
@@ -403,7 +403,8 @@ saturated_sigmoid.register(executor)  # sigmoid(-1e4): eager's zero gradient (No
 loss_defaults.register(executor)  # F.nll_loss(logp, t): eager's ignore_index=-100 (Note [nll_loss's ignore_index])
 lerp_shapes.register(executor)  # torch.lerp(d0, c, w): the result's shape (Note [lerp's shape from a 0-d start])
 pool_ties.register(executor)  # F.max_pool1d at a tie: eager's gradient (Note [max_pool1d's gradient at a tie])
-grad_mode_queries.register(executor)  # torch.is_grad_enabled() inside no_grad (Note [grad mode read inside the function])
+identity_results.register(executor)  # int floor/ceil/round/trunc, flip(()): a new tensor (Note [results Thunder returns as their input])
+trace_time_queries.register(executor)  # x.dtype, torch.is_grad_enabled() (Note [a tensor's dtype is a torch.dtype])
 zero_norms.register(executor)  # F.normalize of a zero row: eager's gradient (Note [a norm's gradient at zero])
 bool_keys.register(executor)  # x[True]: refused as traced (Note [a bool key refused as it is traced])
 dropped_attributes.register(executor)  # attributes set in forward, which Thunder drops: refused

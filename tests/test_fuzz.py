@@ -322,7 +322,7 @@ def test_identity_and_list_key_spellings_keep_every_stream(monkeypatch):
     monkeypatch.setattr(spellings, "gathered", lambda ident, env, v, p: None)
     monkeypatch.setattr(spellings, "gather_in", lambda ident, env, e, v: e)
     monkeypatch.setattr(fuzz.gen_modules._Body, "identity_factor", lambda self, form: form)
-    assert _spelled_apart(drawn, lambda a, b: re.search(r" is | if id\(|\[\[|\[:, \[", a)) >= 10
+    assert _spelled_apart(drawn, lambda a, b: re.search(r" is | if id\(|\[\[|\[:, \[|\.dtype|\.is_floating_point\(", a)) >= 10
 
 
 def test_out_spellings_keep_every_stream(monkeypatch):

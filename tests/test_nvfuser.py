@@ -301,144 +301,18 @@ def test_nvfuser_takes_cuda_tensors_cpu_scalars_and_numbers_only():
 
 # ---------------------------------------------------------------------------
 # A stand-in for nvFuser on CPU: the wrapper's whole call path, without a GPU
+# (fusion_alias/backends/nvfuser_stand_in.py says what it models and what not)
 # ---------------------------------------------------------------------------
-#
-# FakeNvFuser models nvfuser_direct's Python API as far as the wrapper uses
-# it: positional op signatures with the real parameter names (read from
-# nvfuser_direct 0.2.36), define_scalar(dtype) / define_scalar(value, dtype), a
-# context-manager FusionDefinition, execute() returning the plain outputs (and,
-# optionally, the aliased ones first, which nvFuser hides). It executes the
-# recorded definition with the reference backend's runner. It proves the
-# wrapper's plumbing (build, cache, output order, views, write-backs); it says
-# nothing about real nvFuser: the definitions are built by real nvFuser in
-# scripts/check_nvfuser_definitions.sh, and executed only by the CUDA tests below.
 
-from fusion_alias.backends.reference import run_recorded  # noqa: E402
-
-_REAL_SIGNATURES = {
-    "cast": ("dtype",),
-    "broadcast_in_dim": ("shape", "broadcast_dims"),
-    "reshape": ("new_shape",),
-    "slice": ("start_indices", "end_indices", "strides"),
-    "squeeze": ("dims",),
-    "permute": ("dims",),
-    "pad": ("pad_widths", "value"),
-    "sum": ("dims", "keepdim"),
-    "max": ("dims", "keepdim"),
-    "min": ("dims", "keepdim"),
-    "prod": ("dims", "keepdim"),
-}
-
-
-class _FakeOps:
-    def __init__(self, fd):
-        self._fd = fd
-
-    def __getattr__(self, name):
-        def op(*args):
-            if name == "full":
-                shape, fill, dtype = args
-                return self._fd._record("ops.full", (), {"shape": shape, "fill_value": fill, "dtype": dtype}, "T")
-            names = _REAL_SIGNATURES.get(name)
-            if names is None:
-                return self._fd._record("ops." + name, args, {}, "T")
-            assert len(args) - 1 <= len(names), (name, args)
-            return self._fd._record("ops." + name, args[:1], dict(zip(names, args[1:])), "T")
-
-        return op
-
-
-class _FakeFusionDefinition(RecordingFusionDefinition):
-    return_aliased = False
-
-    def __init__(self):
-        super().__init__()
-        self.ops = _FakeOps(self)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-    def define_scalar(self, *args):
-        if len(args) == 1:  # an input: define_scalar(dtype)
-            return self._record("define_scalar", (), {"dtype": args[0]}, "S")
-        value, dtype = args
-        return self._record("define_scalar", (value,), {"dtype": dtype}, "S")
-
-    def execute(self, inputs, device=None, **options):
-        self.execute_options = options  # Thunder's nv_* compile options, as the wrapper passes them
-        inputs = list(inputs)
-        strided = _strided_destinations(self, inputs)
-        before = {i: inputs[i].clone() for i in strided}
-        env = run_recorded(self, inputs, "reads-first")
-        for i, value in strided.items():  # what nvFuser 0.2.36 did on an H200 (Note [write-backs into strided inputs])
-            dst = inputs[i]
-            dst.copy_(before[i])
-            torch.as_strided(dst, dst.shape, _dense_strides(dst.shape), dst.storage_offset()).copy_(env[value])
-        outs = [c for c in self.calls if c.op == "add_output"]
-        aliased = [env[c.args[0].index] for c in outs if "alias_input" in c.kwargs]
-        plain = [env[c.args[0].index] for c in outs if "alias_input" not in c.kwargs]
-        return (aliased if self.return_aliased else []) + plain
-
-
-    def repro_script_for(self, inputs=None):  # the method thunder.examine.get_nvfuser_repro calls
-        shapes = [tuple(t.shape) if isinstance(t, torch.Tensor) else t for t in inputs or ()]
-        return self.to_source("repro") + f"\n# inputs: {shapes}"
-
-
-def _fake_descriptor(shape, stride):
-    order = sorted(range(len(shape)), key=lambda d: (stride[d], d))  # innermost first
-    stride_order = [0] * len(shape)
-    for rank, d in enumerate(order):
-        stride_order[d] = rank
-    contiguity = [None] * len(shape)
-    expected = 1
-    for d in order:  # dense when each stride is the product of the sizes inside it
-        if shape[d] == 1 or stride[d] == 0:
-            continue
-        contiguity[d] = stride[d] == expected
-        expected = stride[d] * shape[d]
-    return contiguity, stride_order
-
-
-def _dense_strides(shape):
-    strides, acc = [], 1
-    for n in reversed(shape):
-        strides.append(acc)
-        acc *= max(n, 1)
-    return tuple(reversed(strides))
-
-
-def _strided_destinations(fd, inputs):
-    """Input position -> written value index, for each aliased write-back into an input that is not dense."""
-    defs = [c for c in fd.calls if c.op == "define_tensor" or (c.op == "define_scalar" and not c.args)]
-    position = {c.out.index: i for i, c in enumerate(defs)}
-    found = {}
-    for c in fd.calls:
-        if c.op == "add_output" and "alias_input" in c.kwargs:
-            i = position[c.kwargs["alias_input"].index]
-            if False in defs[i].kwargs.get("contiguity", ()):
-                found[i] = c.args[0].index
-    return found
+from fusion_alias.backends import nvfuser_stand_in  # noqa: E402
 
 
 @pytest.fixture(params=[False, True], ids=["aliased-hidden", "aliased-returned"])
 def fake_nvfuser(request, monkeypatch):
-    """Route every region through NvFuserFusion over FakeNvFuser (CPU tensors)."""
-    import importlib
-    from types import SimpleNamespace
-
-    fd_class = type("FD", (_FakeFusionDefinition,), {"return_aliased": request.param})
-    fake = SimpleNamespace(
-        FusionDefinition=fd_class, DataType=RecordedDataType, compute_tensor_descriptor=_fake_descriptor
-    )
-    monkeypatch.setattr(nvb, "_nvfuser", lambda: fake)
-    monkeypatch.setattr(nvb, "require", lambda: None)
-    monkeypatch.setattr(nvb, "_nvfuser_can_take", lambda args: True)
-    executor_module = importlib.import_module("fusion_alias.executor")
-    monkeypatch.setattr(executor_module, "make_callable", lambda spec, backend, schedule: nvb.NvFuserFusion(spec))
+    """Route every region through NvFuserFusion over the stand-in (CPU tensors)."""
+    fake = nvfuser_stand_in.stand_in(return_aliased=request.param)
+    for module, name, value in nvfuser_stand_in.patches(fake):
+        monkeypatch.setattr(module, name, value)
     return fake
 
 

@@ -38,8 +38,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--grad", action="store_true",
                     help="inputs derived from leaves that require grad; compare gradients too")
+    ap.add_argument("--nvfuser-stand-in", action="store_true",
+                    help="run every region through the nvFuser wrapper over its CPU stand-in "
+                         "(backends/nvfuser_stand_in.py): the adapter, casts, deferred write-backs; one schedule")
     ns = ap.parse_args(argv)
     schedules = SCHEDULES if ns.schedule in ("all", "both") else (ns.schedule,)
+    if ns.nvfuser_stand_in:
+        from fusion_alias.backends import nvfuser_stand_in
+
+        nvfuser_stand_in.install()
+        schedules = ("reads-first",)  # (the stand-in runs reads first whatever the schedule)
     if ns.system == "fusion_alias":
         import fusion_alias
 

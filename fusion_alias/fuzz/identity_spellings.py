@@ -41,6 +41,8 @@ def predicate(ident: random.Random, env: dict, names: list[str], same_as: dict[s
     """An identity test between two tensor variables of ``names`` (``same_as``: the result of an in-place
     op -> the tensor it was called on), or None where there are fewer than two."""
     tensors = [v for v in names if isinstance(env.get(v), torch.Tensor)]
+    if tensors and ident.random() < 0.25:  # Note [dtype tests among the identity tests]
+        return dtype_test(ident, env, ident.choice(tensors))
     if len(tensors) < 2:
         return None
     r = ident.random()
@@ -59,6 +61,25 @@ def predicate(ident: random.Random, env: dict, names: list[str], same_as: dict[s
     if form == "id":
         return f"id({v}) == id({w})"
     return f"{v} {form} {w}"
+
+
+# Note [dtype tests among the identity tests]
+# -------------------------------------------
+# Session 28. Inside Thunder 0.2.6's trace ``x.dtype`` was a Thunder dtype, equal to no ``torch.dtype``, so
+# ``if x.dtype == torch.float32:`` took the other branch, silently (trace_time_queries.py, Note [a tensor's
+# dtype is a torch.dtype]). No generator compared dtypes; 25% of the tests drawn here are one now, true or
+# false for the variable's dtype as it is.
+_DTYPE_TESTS = (
+    "{v}.dtype == torch.{d}", "{v}.dtype != torch.{d}", "{v}.dtype is torch.{d}",
+    "{v}.dtype in (torch.{d}, torch.float16)", "{v}.is_floating_point()", "{v}.dtype.is_floating_point",
+)
+
+
+def dtype_test(ident: random.Random, env: dict, v: str) -> str:
+    """A test of ``v``'s dtype against its own dtype or another."""
+    own = str(env[v].dtype).removeprefix("torch.")
+    d = own if ident.random() < 0.5 else ident.choice(("float32", "float64", "int64", "bool", "bfloat16"))
+    return ident.choice(_DTYPE_TESTS).format(v=v, d=d)
 
 
 def identity_factor(ident: random.Random, env: dict, names: list[str], same_as: dict[str, str], e: str) -> str:

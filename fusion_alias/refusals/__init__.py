@@ -89,7 +89,8 @@ def check_refusals(
     dtype_rules.check_dtypes(traced, _BY_NAME)
     renamed_names = {v.proxy.name: p.name for v, p in renamed.items()}  # (flat's names for the traced ones)
     check_self_copies(traced, info, actual, renamed_names)  # (dropped from flat before _check_writes looks)
-    _check_writes(flat, info, actual, proxies, inplace_ops, grad_inputs, input_names)
+    computes_gradients = torch.is_grad_enabled() and any(p.requires_grad for p in tensor_inputs)
+    _check_writes(flat, info, actual, proxies, inplace_ops, grad_inputs, input_names, computes_gradients)
     if saved_versions and torch.is_grad_enabled() and any(p.requires_grad for p in tensor_inputs):
         check_foreach_lists(ctx.foreach_writes, trace.bound_symbols, info, renamed_names)
         check_saved_versions(trace.bound_symbols, info, tensor_inputs, input_groups, renamed_names)
