@@ -13,6 +13,8 @@ branch, silently (plain ``thunder.jit`` too; found through fuzz seed 20830 #127'
 Here ``x.dtype`` read by the program is the ``torch.dtype`` (``dtypes.to_torch_dtype``); every torch
 function Thunder traces takes a ``torch.dtype`` where it takes a dtype (``torch.zeros(3, dtype=x.dtype)``,
 ``x.to(y.dtype)``), and ``torch.finfo(x.dtype)`` and ``x.dtype.is_floating_point`` now work as in eager.
+(``x.device`` stays Thunder's device: the interpreter makes ``torch.device("cpu")`` one too, and they compare
+equal; only ``str(x.device)`` differs from eager's: docs/limits.md.)
 Code of fusion_alias's own that the interpreter runs (``x.max(0)`` runs ``min_max.torch_max`` there) still
 reads Thunder's dtype: the innermost interpreted frame that is not Thunder's says whose code reads it.
 
@@ -60,18 +62,20 @@ _THUNDER = os.path.dirname(thunder.__file__) + os.sep
 _FUSION_ALIAS = os.path.dirname(fusion_alias.__file__) + os.sep
 
 
-def _torch_dtype(proxy):
+def _read_by_fusion_alias() -> bool:
     try:
         frames = get_interpreterruntimectx().frame_stack
     except LookupError:  # (read outside an interpretation)
-        frames = ()
+        return False
     for frame in reversed(frames):
         name = frame.code.co_filename
         if not name.startswith(_THUNDER):
-            if name.startswith(_FUSION_ALIAS):
-                return proxy.dtype
-            break
-    return dtypes.to_torch_dtype(proxy.dtype)
+            return name.startswith(_FUSION_ALIAS)
+    return False
+
+
+def _torch_dtype(proxy):
+    return proxy.dtype if _read_by_fusion_alias() else dtypes.to_torch_dtype(proxy.dtype)
 
 
 def register(executor) -> None:
