@@ -24,6 +24,7 @@ import traceback
 import warnings
 
 import torch
+from torch.utils._pytree import tree_leaves
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
@@ -50,13 +51,7 @@ def moved(args, device):
 
 
 def _tensors(value):
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, (tuple, list)):
-        return [t for v in value for t in _tensors(v)]
-    if isinstance(value, dict):
-        return [t for v in value.values() for t in _tensors(v)]
-    return []
+    return [t for t in tree_leaves(value) if isinstance(t, torch.Tensor)]
 
 
 def _close(got, want) -> str | None:

@@ -341,57 +341,6 @@ class NvFuserAdapter:
 
 
 # Note [write-backs of broadcast values]
-            zeros = self.fd.ops.full(list(shape), self.fd.define_scalar(0, self.DataType.Int), dtype)
-            value = self.fd.ops.where(self.fd.define_scalar(True, self.DataType.Bool), value, zeros)
-        written = self.fd.ops.set(value)
-        _check_write_back(written, alias_input, dtype, len(shape))
-        if self.defer_writebacks:
-            self.deferred.append((ordinal, written))
-            return None
-        self.aliased_outputs += 1
-        return self.fd.add_output(written, alias_input)
-
-    def finish(self) -> None:
-        """Add the deferred write-backs as the last plain outputs (Note [write-backs into strided inputs])."""
-        for _, value in self.deferred:
-            self.fd.add_output(value)
-
-
-# Note [write-backs into strided inputs]
-# ---------------------------------------
-# ``add_output(v, alias_input=d)`` into a ``d`` that is not dense writes ``v``
-# as if ``d`` were contiguous: on an H200 with nvFuser 0.2.36, ``b = x[:, 1]``
-# of a (64, 33) ``x`` and ``b.mul_(3)`` wrote 64 consecutive floats from
-# ``x[0, 1]`` on (``x[0, 2]``, ``x[0, 3]``, ... clobbered), and a KV-cache
-# write ``cache[:, 5:6].copy_(k)`` (strides (2048*128, 128, 1)) landed in the
-# wrong rows. So when any write-back of a region goes into an input whose
-# layout is not dense (a contiguity entry False), every write-back of that
-# region is returned as a plain output, after the region's own outputs, and
-# the wrapper writes them with ``dst.copy_(value)`` after ``execute``, in
-# program order: torch honours the strides, and the order of two writes into
-# one buffer stays the program's. Dense destinations (contiguous, or dense
-# under a permutation, which nvFuser's ``stride_order`` describes) keep the
-# in-kernel write-back.
-
-
-def _dense(contiguity) -> bool:
-    """Whether nvFuser's contiguity of an input says it is dense (every entry True, or None for a broadcast)."""
-    return all(c is None or c is True for c in contiguity)
-
-
-def defers_writebacks(spec, layouts: Sequence[tuple]) -> bool:
-    """Whether some write-back of ``spec`` goes into a non-dense input (Note [write-backs into strided inputs])."""
-    from thunder.core.proxies import TensorProxy
-
-    ordinal = {p.name: i for i, p in enumerate(q for q in spec.inputs if isinstance(q, TensorProxy))}
-    for i in spec.writebacks:
-        k = ordinal.get(spec.writeback_dst[i])
-        if k is not None and k < len(layouts) and not _dense(layouts[k][1]):
-            return True
-    return False
-
-
-# Note [write-backs of broadcast values]
 # ---------------------------------------
 # nvFuser's add_output(value, alias_input) replays the input's allocation domain
 # onto the value, and that replay fails with an internal assert
@@ -537,6 +486,7 @@ def preview_source(spec, layouts: Sequence[tuple] | None = None) -> str:
     """
     from thunder.core.proxies import TensorProxy
 
+    from fusion_alias.backends.nvfuser_writebacks import defers_writebacks
     from fusion_alias.lowering import RecordedDataType, RecordingFusionDefinition, define_region
 
     if layouts is None:
@@ -585,9 +535,6 @@ def layouts_of(nv, fed_args: Sequence) -> list[tuple]:
     return layouts
 
 
-from fusion_alias.backends.nvfuser_writebacks import defers_writebacks  # noqa: E402
-
-
 def build_definition(nv, spec, layouts: Sequence[tuple], where: Sequence | None = None) -> _Built:
     """The region's real nvFuser definition for inputs of these layouts (built, not executed).
 
@@ -596,6 +543,7 @@ def build_definition(nv, spec, layouts: Sequence[tuple], where: Sequence | None 
     definitions check (``fusion_alias.nvfuser_check``) calls it for every
     region of its programs. Raises whatever nvFuser's frontend raises.
     """
+    from fusion_alias.backends.nvfuser_writebacks import defers_writebacks
     from fusion_alias.lowering import define_region
 
     where = where_dtypes(spec, nv.DataType) if where is None else where
