@@ -28,8 +28,7 @@ import thunder.torch as ltorch
 
 from fusion_alias.wrapped_lookasides import wrap_lookasides
 
-_FUNCTIONS = (torch.floor, torch.ceil, torch.round, torch.trunc, torch.flip)
-_METHODS = (torch.Tensor.floor, torch.Tensor.ceil, torch.Tensor.round, torch.Tensor.trunc, torch.Tensor.flip)
+_FUNCTIONS = (torch.floor, torch.ceil, torch.round, torch.trunc, torch.flip)  # (and their Tensor methods)
 
 
 def _rounding(previous):
@@ -54,5 +53,6 @@ def _flip(previous):
 
 def register(executor) -> None:
     """Lend ``executor`` the lookasides of Note [results Thunder returns as their input]."""
-    for fn, method in zip(_FUNCTIONS, _METHODS):
+    for fn in _FUNCTIONS:
+        method = getattr(torch.Tensor, fn.__name__)
         wrap_lookasides(executor, fn, _flip if fn is torch.flip else _rounding, method, with_symbol=True)

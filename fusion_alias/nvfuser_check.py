@@ -84,6 +84,12 @@ class _RecordingCallable:
         return getattr(self._inner, name)
 
 
+def _error_line(e: BaseException) -> str:
+    from fusion_alias.backends import nvfuser as nvb
+
+    return nvb.error_line(e)
+
+
 def collect_regions(name: str, fn: Callable, args: Sequence) -> tuple[list[RegionRecord], str | None]:
     """Compile and run ``fn(*args)`` on the reference backend; every region it made, with layouts.
 
@@ -111,13 +117,8 @@ def collect_regions(name: str, fn: Callable, args: Sequence) -> tuple[list[Regio
             jitted = fusion_alias.jit(fn, backend="reference")
             jitted(*args)
         except Exception as e:  # noqa: BLE001 - reported, not fatal
-            error = f"{type(e).__name__}: {_first_line(e)}"
+            error = f"{type(e).__name__}: {_error_line(e)}"
     return records, error
-
-
-def _first_line(e: BaseException) -> str:
-    text = str(e).strip()
-    return text.split("\nException raised from")[0].strip().splitlines()[0][:300] if text else ""
 
 
 def _gpu_layouts(nv, tensors: Sequence[tuple]) -> list[tuple]:
@@ -209,7 +210,7 @@ def build_region(nv, record: RegionRecord, show: bool = False) -> Outcome:
                 built = nvb.build_definition(nv, spec, _gpu_layouts(nv, tensors))
             _validate(nv, spec, built)
         except Exception as e:  # noqa: BLE001 - every rejection is a finding
-            outcome.error = f"layout {tensors}: {type(e).__name__}: {_first_line(e)}"
+            outcome.error = f"layout {tensors}: {type(e).__name__}: {_error_line(e)}"
             return outcome
         outcome.definitions += 1
         if show:

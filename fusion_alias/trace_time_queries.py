@@ -43,11 +43,11 @@ import os
 import torch
 import thunder
 from thunder.core import dtypes
+from thunder.core.compile_data import get_compile_data
 from thunder.core.interpreter import get_interpreterruntimectx
+from thunder.core.proxies import TensorProxy
 
 import fusion_alias
-from thunder.core.compile_data import get_compile_data
-from thunder.core.proxies import TensorProxy
 
 
 def _is_grad_enabled() -> bool:

@@ -498,6 +498,12 @@ def preview_source(spec, layouts: Sequence[tuple] | None = None) -> str:
     return rec.to_source(spec.name)
 
 
+def error_line(e: BaseException) -> str:
+    """The first line of an error's message, without nvFuser's C++ backtrace ("Exception raised from ...")."""
+    text = str(e).strip()
+    return text.split("\nException raised from")[0].strip().splitlines()[0][:300] if text else ""
+
+
 def _definition_text(fd) -> str:
     """nvFuser's own printout of a built definition."""
     for get in (repr, str):
@@ -757,8 +763,7 @@ class NvFuserFusion:
         error; ``on_torch`` holds why, by cache key. A failure after an in-kernel write
         may have landed raises, as Thunder's wrapper does.
         """
-        text = str(error).strip().split("\nException raised from")[0].strip()
-        reason = f"nvFuser failed {stage} {self.name}: {type(error).__name__}: {text.splitlines()[0][:300] if text else ''}"
+        reason = f"nvFuser failed {stage} {self.name}: {type(error).__name__}: {error_line(error)}"
         self.on_torch[key] = reason
         warnings.warn(f"fusion_alias: {reason}; torch runs this region for these inputs (correct, unfused)", stacklevel=3)
         return self._torch_region()(*args)

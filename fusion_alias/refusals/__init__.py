@@ -91,7 +91,7 @@ def check_refusals(
     check_self_copies(traced, info, actual, renamed_names)  # (dropped from flat before _check_writes looks)
     computes_gradients = torch.is_grad_enabled() and any(p.requires_grad for p in tensor_inputs)
     _check_writes(flat, info, actual, proxies, inplace_ops, grad_inputs, input_names, computes_gradients)
-    if saved_versions and torch.is_grad_enabled() and any(p.requires_grad for p in tensor_inputs):
+    if saved_versions and computes_gradients:
         check_foreach_lists(ctx.foreach_writes, trace.bound_symbols, info, renamed_names)
         check_saved_versions(trace.bound_symbols, info, tensor_inputs, input_groups, renamed_names)
         _check_index_put_gradients(trace.bound_symbols, info, {p.name for p in tensor_inputs if p.requires_grad})
