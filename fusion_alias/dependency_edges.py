@@ -15,7 +15,8 @@ import networkx as nx
 
 # Hazard kinds, as bits of a hazard edge's code (``DependencyEdges.hazard_code``).
 RAW, WAR, WAW, UNSAFE = 2, 4, 8, 16
-_KIND_NAMES = ((RAW, "raw"), (WAR, "war"), (WAW, "waw"))
+ORDER = 32  # two random draws (random_draws.py, Note [random draws in program order]): never unsafe
+_KIND_NAMES = ((RAW, "raw"), (WAR, "war"), (WAW, "waw"), (ORDER, "order"))
 _HEAD = operator.itemgetter(1)
 
 

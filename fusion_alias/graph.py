@@ -35,7 +35,8 @@ from thunder.core.symbol import BoundSymbol
 
 from fusion_alias import ops
 from fusion_alias.aliasing import AliasInfo, flattened, may_write, shape_reader, tensor_args
-from fusion_alias.dependency_edges import RAW, UNSAFE, WAR, WAW, DependencyEdges
+from fusion_alias.dependency_edges import ORDER, RAW, UNSAFE, WAR, WAW, DependencyEdges
+from fusion_alias.random_draws import draw_order_pairs
 from fusion_alias.trace_writes import Dest, trace_writes
 from fusion_alias.view_relations import boxes_disjoint
 
@@ -105,8 +106,9 @@ def build_edges(
     writes, written_group = trace_writes(bsyms, sym_ids, opaque, edges.copies, info)
     if not written_group:
         edges.producer_idx = _data_edges(bsyms, edges)  # no write: no hazard
-        return edges
-    _walk(bsyms, info, edges, writes, written_group)
+    else:
+        _walk(bsyms, info, edges, writes, written_group)
+    edges.insert_hazards(draw_order_pairs(bsyms, opaque), ORDER)  # Note [random draws in program order]
     return edges
 
 
