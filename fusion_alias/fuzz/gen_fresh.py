@@ -19,6 +19,18 @@ Note [an operand that is always new memory]
     summary's per-generator counts: every program of this generator is one eager
     defines and fusion_alias should accept, without ``--grad``).
 
+Note [random draws in the fuzzer]
+    A draw takes the next numbers of torch's one generator, so the order of two draws is part of the
+    result: fusion_alias placed a draw that follows no region before one that does, and two dropouts
+    swapped their masks (random_draws.py, Note [random draws in program order]). ``fresh_value``
+    sometimes multiplies or offsets its value by a draw: ``rand_like``/``randn_like`` of its operand (a
+    draw that follows no region) or ``bernoulli`` of its value's sigmoid (one that follows the region
+    computing it). With an input that requires grad these take the same numbers in eager and in
+    Thunder, where ``F.dropout`` does not (docs/limits.md). They are drawn from a stream
+    of its own, and so is a line ``draw_value`` adds (15% of the statements), so every seed keeps its
+    statements (the names of later temporaries may shift); the oracle seeds torch's generator before each call
+    of either side (``torch.manual_seed(0)``), so both take the same numbers when in the same order.
+
 Inputs: one base ``x0``; ``a`` is ``x0``; often ``b`` aliases it (a row, a
 column, a transpose, the same tensor, its flat view), sometimes ``c`` is an
 independent base of the same shape. Ops the op table does describe (``flip``,
@@ -77,6 +89,7 @@ class FreshGen(_Gen):
     def __init__(self, rng: random.Random, env: dict, names: list[str]):
         super().__init__(rng, env, names)
         self.scatter_spell = random.Random(str(rng.getstate()[1][:16]) + ":scatter")  # Note [scatter spellings keep the stream]
+        self.draw_spell = random.Random(str(rng.getstate()[1][:16]) + ":draw")  # Note [random draws in the fuzzer]
 
     def scatter_spelling(self, e: str, src: str, out_shape: tuple) -> str:
         """Note [scatter spellings keep the stream]: a fresh operand of ``src``'s own shape, sometimes
@@ -143,9 +156,23 @@ class FreshGen(_Gen):
         """``t = x.cumsum(0)`` on its own line: a later in-place op may read it as an operand."""
         x = self.pick()
         e, _ = self.rng.choice(_fresh_ops(x, self.env[x].dim(), self.rng))
+        if self.draw_spell.random() < 0.35:  # Note [random draws in the fuzzer]
+            e = self.draw_spell.choice((f"({e}) * (torch.rand_like({x}) + 0.5)", f"({e}) + torch.randn_like({x})",
+                                        f"torch.bernoulli(torch.sigmoid({e})) * ({e})"))
+        t = self.fresh()
+        return Stmt(f"{t} = {e}", target=t, reads=(x,))
+
+    def draw_value(self) -> Stmt:
+        """``t = x * torch.rand_like(x)`` and kin on a line of their own (Note [random draws in the fuzzer])."""
+        spell = self.draw_spell
+        x = spell.choice([v for v in self.names if self.env[v].is_floating_point()] or self.names)
+        e = spell.choice((f"{x} * (torch.rand_like({x}) + 0.5)", f"torch.randn_like({x}) + {x}",
+                          f"torch.bernoulli(torch.sigmoid({x} * 2)) * {x}", f"torch.bernoulli(torch.sigmoid({x}.exp()))"))
         t = self.fresh()
         return Stmt(f"{t} = {e}", target=t, reads=(x,))
 
     def statement(self) -> Stmt:
+        if self.draw_spell.random() < 0.15:  # (its own stream: the statements of self.rng stay)
+            return self.draw_value()
         kind = self.rng.choices(("fresh_write", "fresh_value", "view", "inplace", "outofplace"), (6, 1, 2, 1, 2))[0]
         return getattr(self, kind)()

@@ -144,6 +144,7 @@ def _run(fn, variant, state=None, wide=False):
     install_hidden(hidden)
     hidden = list(hidden.values())
     flags = None
+    torch.manual_seed(0)  # the same numbers for both sides' draws: Note [random draws in the fuzzer] (gen_fresh.py)
     try:
         if NO_GRAD_CALL:
             with torch.no_grad():
