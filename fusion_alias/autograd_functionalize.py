@@ -91,13 +91,14 @@ class WriteBacks:
     """What ``api`` writes back after a functionalized call: ``(caller's tensor, grad mode)`` per
     final value the computation returns, in order; and per output that is a written input's memory,
     ``(caller's tensor, view steps, detached, output index)`` (Note [an output that is a written input,
-    functionalized])."""
+    functionalized]); and the computation's inputs (Note [a final value in an input's memory])."""
 
-    __slots__ = ("targets", "outputs")
+    __slots__ = ("targets", "outputs", "inputs")
 
-    def __init__(self, targets, outputs=()):
+    def __init__(self, targets, outputs=(), inputs=()):
         self.targets = targets
         self.outputs = outputs
+        self.inputs = inputs
 
 
 class WrittenPositions:
@@ -118,7 +119,7 @@ def write_back(result, writebacks: WriteBacks):
     for (tensor, grad_mode), value in zip(writebacks.targets, finals):
         with torch.set_grad_enabled(grad_mode):
             tensor.copy_(value)
-    sources = [(tensor, value) for (tensor, _), value in zip(writebacks.targets, finals)]
+    sources = _sources_in_new_memory(writebacks, finals)
     if writebacks.outputs:  # Note [an output that is a written input, functionalized]: the caller's tensor
         out = outputs_as_the_callers(out, returned, writebacks.outputs, sources, remade_outputs)
     # Note [outputs no gradient reaches]: eager's requires_grad on each output. Marked before the views below
@@ -133,6 +134,32 @@ def write_back(result, writebacks: WriteBacks):
     # Note [an output view of an argument, written in place later]: views of a final value, of the input (an
     # output detached above is no custom Function's view any more: left as it is)
     return remade_outputs(out, sources)
+
+
+def _sources_in_new_memory(writebacks: WriteBacks, finals) -> list:
+    """Note [a final value in an input's memory]
+    ----------------------------------------------
+    An output that shares memory with a written input's final value is remade as the same view of the
+    caller's tensor (view_outputs.py, Note [an output view of an argument, written in place later]):
+    told by storage, which is right where the final value is memory the program made. A final value
+    can also be an input's own memory, untouched: ``a.copy_(h.detach())`` makes ``detach(h)`` the final
+    value of ``a``, so ``h.view(16)``, returned, shared its storage and was remade as a view of ``a``,
+    and ``h``'s gradient was lost, silently (fuzz seed 31036 #100, hidden ``--grad``; plain
+    ``thunder.jit`` was right)::
+
+        def f(a, h):
+            a.copy_(h.detach())
+            return h.view(16)          # a view of h, not of a
+
+    Such a final value is no source: which tensor an output in that memory is a view of is not told,
+    and the output stays Thunder's (its gradients are the program's; a later in-place write into it
+    raises PyTorch's "is a view and is being modified inplace", loud)."""
+    pairs = [(tensor, value) for (tensor, _), value in zip(writebacks.targets, finals)]
+    if not pairs or not writebacks.inputs:
+        return pairs
+    taken = {t.untyped_storage().data_ptr() for t in writebacks.inputs
+             if isinstance(t, torch.Tensor) and t.layout == torch.strided}
+    return [(tensor, value) for tensor, value in pairs if value.untyped_storage().data_ptr() not in taken]
 
 
 def _as_eager_marks(t: torch.Tensor, constant_ids: set, differentiable_ids: set) -> torch.Tensor:
@@ -182,6 +209,7 @@ class WrittenInputs:
         context.current().writebacks = WriteBacks(
             [(_narrow(inps[i], dims), mode) for i, mode, dims in self.positions.inputs],
             [(inps[pos], steps, detached, i) for i, pos, steps, detached in self.positions.outputs],
+            inps,
         )
         return self.fn(*inps)
 
@@ -445,6 +473,7 @@ def functionalize(prologue_trc, trace, epilogue_trc):
         [(_narrow(actual[p.name], narrowed.get(p.name, ())), modes[p.name]) for p in written if p.name in actual],
         [(actual[by_position[pos]], steps, detached, i) for i, pos, steps, detached in input_outputs
          if by_position[pos] in actual],
+        tuple(actual.values()),
     )
     if len(ctx.writebacks.targets) < len(written) or len(ctx.writebacks.outputs) < len(input_outputs):
         raise AliasInputError(
