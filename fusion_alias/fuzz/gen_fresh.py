@@ -23,10 +23,13 @@ Note [random draws in the fuzzer]
     A draw takes the next numbers of torch's one generator, so the order of two draws is part of the
     result: fusion_alias placed a draw that follows no region before one that does, and two dropouts
     swapped their masks (random_draws.py, Note [random draws in program order]). ``fresh_value``
-    sometimes multiplies or offsets its value by a draw: ``rand_like``/``randn_like`` of its operand (a
-    draw that follows no region) or ``bernoulli`` of its value's sigmoid (one that follows the region
-    computing it). With an input that requires grad these take the same numbers in eager and in
-    Thunder, where ``F.dropout`` does not (docs/limits.md). They are drawn from a stream
+    sometimes multiplies or offsets its value by a draw: ``rand``/``randn`` of a shape (a draw that
+    follows no region) or ``bernoulli`` of a value computed from it (one that follows the region
+    computing it). Each draws into a row-major tensor: eager draws ``rand_like(x)``, ``bernoulli(p)``
+    and ``F.dropout(x)`` in the memory order of ``x`` or ``p``, Thunder in row-major order, so for a
+    transposed ``x`` the same numbers land at other indices (70001 #22; docs/limits.md). With an input
+    that requires grad these take the same numbers in eager and in Thunder, where ``F.dropout`` does
+    not (docs/limits.md). They are drawn from a stream
     of its own, and so is a line ``draw_value`` adds (15% of the statements), so every seed keeps its
     statements (the names of later temporaries may shift); the oracle seeds torch's generator before each call
     of either side (``torch.manual_seed(0)``), so both take the same numbers when in the same order.
@@ -157,8 +160,8 @@ class FreshGen(_Gen):
         x = self.pick()
         e, _ = self.rng.choice(_fresh_ops(x, self.env[x].dim(), self.rng))
         if self.draw_spell.random() < 0.35:  # Note [random draws in the fuzzer]
-            e = self.draw_spell.choice((f"({e}) * (torch.rand_like({x}) + 0.5)", f"({e}) + torch.randn_like({x})",
-                                        f"torch.bernoulli(torch.sigmoid({e})) * ({e})"))
+            e = self.draw_spell.choice((f"({e}) * (torch.rand(()) + 0.5)", f"({e}) + torch.randn(())",
+                                        f"({e}) * torch.bernoulli(torch.sigmoid(({e}).sum()))"))
         t = self.fresh()
         return Stmt(f"{t} = {e}", target=t, reads=(x,))
 
@@ -166,8 +169,10 @@ class FreshGen(_Gen):
         """``t = x * torch.rand_like(x)`` and kin on a line of their own (Note [random draws in the fuzzer])."""
         spell = self.draw_spell
         x = spell.choice([v for v in self.names if self.env[v].is_floating_point()] or self.names)
-        e = spell.choice((f"{x} * (torch.rand_like({x}) + 0.5)", f"torch.randn_like({x}) + {x}",
-                          f"torch.bernoulli(torch.sigmoid({x} * 2)) * {x}", f"torch.bernoulli(torch.sigmoid({x}.exp()))"))
+        shape = tuple(self.env[x].shape)  # (a draw of x's own layout takes other numbers: module Note)
+        flat = f"torch.bernoulli(torch.sigmoid({x} * 2).reshape(-1)).reshape({shape})"
+        e = spell.choice((f"{x} * (torch.rand({shape}) + 0.5)", f"torch.randn({shape}) + {x}", f"{flat} * {x}",
+                          f"torch.bernoulli(torch.sigmoid({x}.exp()).reshape(-1))"))
         t = self.fresh()
         return Stmt(f"{t} = {e}", target=t, reads=(x,))
 
