@@ -165,6 +165,9 @@ def _stands_for(p: TensorProxy, producers: dict, ctx):
 # identity answer was read from, by its provenance (``ctx.identity_records``), and the program is
 # kept only for calls where the same provenances reach tensors that are the same objects in the
 # same pattern (``identity_pattern``; ``api._GuardedComputation`` checks it before anything runs).
+# A ``.grad`` read as None from a call's tensor that requires no grad is such an answer too: the
+# record is kept with these, and the pattern says which of the tensors requires no grad and has a
+# ``.grad`` (trace_time_queries.py, Note [.grad of a tensor that requires no grad]).
 
 
 def identity_pattern(records, ctx) -> tuple:
@@ -186,7 +189,8 @@ def _pattern(objs) -> tuple:
         if not isinstance(o, torch.Tensor):
             out.append(-1)
         else:
-            out.append(first.setdefault(id(o), i))
+            j = first.setdefault(id(o), i)
+            out.append((j, "has .grad") if not o.requires_grad and o.grad is not None else j)
     return tuple(out)
 
 
