@@ -39,6 +39,36 @@ def emitted_outputs(spec: RegionSpec) -> list[str]:
     return names
 
 
+def lone_internal_views(spec: RegionSpec) -> frozenset:
+    """Note [a view of a tensor only the region sees]
+    -------------------------------------------------
+    An output that is a view of a tensor the region made but does not return (an extra output:
+    ``t.t()`` of ``t = exp(a)``, or ``reshape(clone(transpose(...)))``, which is what a
+    non-contiguous ``x.t().flatten()`` becomes) is replayed on that tensor after the fusion ran,
+    so it came back with a ``_base``. In a call that computes gradients Thunder returns it from a
+    custom autograd Function, and PyTorch refuses a later in-place op on a view a Function made
+    ("Output 0 of ThunderOutputFunctionBackward is a view and is being modified inplace"), where
+    eager's result is a copy, or a view of a temporary, and may be written (session 29 probe: plain
+    ``thunder.jit`` writes ``a.exp().t().flatten()``, fusion_alias raised). Where no other output
+    views that tensor, nothing else can see its memory: such an output is returned detached from it
+    (``detach()``: the same storage, no view relation; the region runs without grad), a tensor of its
+    own as far as autograd is concerned. Two outputs viewing one such tensor keep their relation:
+    a write through one changes the other, and autograd must hear of it (it raises, loud).
+
+    The names of those outputs (computed once per spec)."""
+    lone = getattr(spec, "_lone_internal_views", None)
+    if lone is None:
+        hidden = {p.name for p in spec.inputs} | {o.name for o in spec.outputs}
+        viewers: dict[str, list[str]] = {}
+        for o in spec.outputs:
+            if spec.output_kind.get(o.name) == "view":
+                base = spec.view_chain[o.name][0]
+                if base not in hidden:
+                    viewers.setdefault(base, []).append(o.name)
+        lone = spec._lone_internal_views = frozenset(names[0] for names in viewers.values() if len(names) == 1)
+    return lone
+
+
 def assemble_outputs(spec: RegionSpec, inputs: dict, emitted: Sequence) -> tuple:
     """The region's results from its input tensors and its plain fusion outputs.
 
@@ -68,10 +98,12 @@ def assemble_outputs(spec: RegionSpec, inputs: dict, emitted: Sequence) -> tuple
                 taken.add(storage)
         values[name] = v
     results = []
+    lone = lone_internal_views(spec)
     for o in spec.outputs:
         if spec.output_kind[o.name] == "view":
             base, steps = spec.view_chain[o.name]
-            results.append(replay_view(inputs[base] if base in inputs else values[base], steps))
+            v = replay_view(inputs[base] if base in inputs else values[base], steps)
+            results.append(v.detach() if o.name in lone else v)  # Note [a view of a tensor only the region sees]
         else:
             results.append(values[o.name])
     return tuple(results)

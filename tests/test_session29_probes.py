@@ -52,3 +52,31 @@ def test_an_output_in_a_final_values_memory_keeps_its_gradient(name):
             assert (w is None or not w.any()) and (g is None or not g.any())
         else:
             torch.testing.assert_close(g, w)
+
+
+# Note [a view of a tensor only the region sees] (lowering.py): session 29 probe
+OUTPUTS_WRITTEN_AFTER_THE_CALL = {
+    "flatten_of_a_transpose": lambda a: a.exp().t().flatten(),
+    "written_then_flattened": lambda a: (a.exp_(), a.t().flatten())[1],
+    "two_outputs": lambda a: (a.exp(), a.exp().t().flatten()),
+    "reshape_of_a_clone": lambda a: (a * 2).t().clone().reshape(-1),
+}
+
+
+@pytest.mark.parametrize("backend", ["auto", "reference"])
+@pytest.mark.parametrize("name", OUTPUTS_WRITTEN_AFTER_THE_CALL)
+def test_an_output_eager_makes_new_may_be_written_after_backward(name, backend):
+    fn = OUTPUTS_WRITTEN_AFTER_THE_CALL[name]
+    results = []
+    for jitted in (fn, fusion_alias.jit(fn, backend=backend)):
+        leaf = torch.arange(16.0).reshape(4, 4).div(16).requires_grad_()
+        out = jitted(leaf * 1)
+        out = out if isinstance(out, tuple) else (out,)
+        sum((o * _weights(o)).sum() for o in out).backward()
+        for o in out:
+            o.mul_(3)  # eager's result is a tensor of its own (a copy): writable after the backward
+        results.append(([o.detach().clone() for o in out], leaf.grad))
+    (got, got_grad), (want, want_grad) = results
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w)
+    torch.testing.assert_close(got_grad, want_grad)

@@ -59,6 +59,7 @@ from fusion_alias.lowering import (
     RecordingFusionDefinition,
     define_region,
     emitted_outputs,
+    lone_internal_views,
 )
 
 # fd.ops.<name> -> the torch function to call when at least one argument is a tensor
@@ -346,6 +347,7 @@ def generate(spec, fd: RecordingFusionDefinition, dtype_of: dict | None = None) 
         if spec.output_kind[o.name] == "final" and o.name not in values:
             values[o.name] = by_src[spec.final_src[o.name].name]
     results = []
+    lone = lone_internal_views(spec)
     for k, o in enumerate(spec.outputs):
         if spec.output_kind[o.name] == "view":
             base, steps = spec.view_chain[o.name]
@@ -354,7 +356,7 @@ def generate(spec, fd: RecordingFusionDefinition, dtype_of: dict | None = None) 
                 fn = src.const(ops.op_info(b).torch_fn, "view")
                 rest = ", ".join([arg(x) for x in b.args[1:]] + [f"{key}={arg(x)}" for key, x in b.kwargs.items()])
                 t = f"{fn}({t}{', ' + rest if rest else ''})"
-            results.append(t)
+            results.append(f"{t}.detach()" if o.name in lone else t)  # (lowering.py, Note [a view of a tensor only the region sees])
         else:
             results.append(values[o.name])
     src.emit(f"return ({''.join(r + ', ' for r in results)})")
