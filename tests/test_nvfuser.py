@@ -552,8 +552,25 @@ def test_strided_write_backs_on_fake_nvfuser(fake_nvfuser, fn, make_inputs):
     for seed in range(2):
         got, want, sj, se = _run_pair(fn, make_inputs, jitted, shape=(64, 32), seed=seed, device="cpu")
         _assert_same(got, want, sj, se)
-    built = [b for w in _wrappers(jitted) for b in w._defs.values()]
-    assert any(b.deferred for b in built), [(b.deferred, b.aliased_outputs) for b in built]
+    wrappers = _wrappers(jitted)
+    built = [b for w in wrappers for b in w._defs.values()]
+    # a strided write-back is deferred, or (a region of copies only) never sent to nvFuser
+    assert any(b.deferred for b in built) or any(nvb.only_copies(w.spec) for w in wrappers), (
+        [(b.deferred, b.aliased_outputs) for b in built])
+
+
+def test_a_region_of_copies_runs_on_torch(fake_nvfuser):
+    """Note [a region of copies runs on torch]: the KV-cache update is one torch copy_, no nvFuser definition."""
+    jitted = fusion_alias.jit(_kv_write_read, backend="reference")
+    make_inputs = STRIDED_DESTINATIONS[-1][2]
+    for seed in range(2):
+        got, want, sj, se = _run_pair(_kv_write_read, make_inputs, jitted, shape=(64, 32), seed=seed, device="cpu")
+        _assert_same(got, want, sj, se)
+    copies = [w for w in _wrappers(jitted) if nvb.only_copies(w.spec)]
+    assert len(copies) == 1 and not copies[0].cache_keys() and "only copies" in copies[0].fallback_reason
+    assert "compiled backend" in repr(copies[0])
+    others = [w for w in _wrappers(jitted) if w not in copies]
+    assert others and all(w.cache_keys() for w in others)  # the read of the cache still runs on nvFuser
 
 
 @pytest.mark.cuda
