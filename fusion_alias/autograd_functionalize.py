@@ -65,6 +65,7 @@ from fusion_alias.gradient_paths import own_gradient, requires_grad_by_name, sou
 from fusion_alias.input_outputs import outputs_as_the_callers, outputs_of_written_inputs
 from fusion_alias.refusals.returned_views import check_returned_no_grad_views
 from fusion_alias.refusals.strided_outputs import check_returned_strided_views
+from fusion_alias.spent_histories import cut_spent_histories
 from fusion_alias.functionalized_epilogue import eager_store_flags, epilogue_returning_finals, refuse_stores_of_input_views
 from fusion_alias.leaf_views import detached_names
 from fusion_alias.view_outputs import remade_outputs
@@ -85,6 +86,9 @@ class FunctionalizeForAutograd(Transform):
                 check_returned_no_grad_views(top, inputs)
             check_returned_strided_views(top, inputs)  # (refusals/strided_outputs.py)
         return prologue_trc, computation_trc, epilogue_trc
+
+    def transform_trace_post_optimization(self, computation_trace, **kwargs):
+        return cut_spent_histories(computation_trace)  # (spent_histories.py: Thunder's forward, else as it is)
 
 
 class WriteBacks:
