@@ -43,8 +43,8 @@ on the compiling call as on the cached ones. Per input that has a history, the
 walk goes through eager's nodes and stops at each Thunder node: a spent one
 cuts, one not yet run is left as it is (its call's inputs were looked at when it
 ran). Not caught: a Thunder node spent after a later call used its results
-(call 1, call 2, the backward of call 1's loss alone, then call 3): PyTorch's
-error, as before.
+(call 1, call 2, the backward of call 1's loss alone, then call 3), or one
+further back than ``_MAX_WALK`` eager nodes: PyTorch's error, as before.
 """
 
 from __future__ import annotations
@@ -70,6 +70,12 @@ def _spent(node) -> bool:
     return False
 
 
+# The walk runs on every call, per input with a history: an input computed by a long eager graph (an eager
+# model feeding a jitted loss) would be walked whole each time. Past this many nodes it stops and leaves the
+# input as it is (a spent node behind it then gives PyTorch's error, loud, as before this module).
+_MAX_WALK = 256
+
+
 def reaches_spent_thunder_node(grad_fn) -> bool:
     """Whether the history ``grad_fn`` starts runs through a Thunder node that already ran its backward,
     through eager's nodes only (module Note)."""
@@ -78,6 +84,8 @@ def reaches_spent_thunder_node(grad_fn) -> bool:
         node = stack.pop()
         if node is None or node in seen:
             continue
+        if len(seen) >= _MAX_WALK:  # (a long eager history before the call: left as it is, PyTorch's error if spent)
+            return False
         seen.add(node)
         if getattr(node, "_forward_cls", None) in _THUNDER_NODES:
             if _spent(node):
