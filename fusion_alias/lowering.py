@@ -43,9 +43,8 @@ def lone_internal_views(spec: RegionSpec) -> frozenset:
     """Note [a view of a tensor only the region sees]
     -------------------------------------------------
     An output that is a view of a tensor the region made but does not return (an extra output:
-    ``t.t()`` of ``t = exp(a)``, or ``reshape(clone(transpose(...)))``, which is what a
-    non-contiguous ``x.t().flatten()`` becomes) is replayed on that tensor after the fusion ran,
-    so it came back with a ``_base``. In a call that computes gradients Thunder returns it from a
+    ``reshape(clone(transpose(...)))``, which is what a non-contiguous ``x.t().flatten()``
+    becomes) is replayed on that tensor after the fusion ran, so it came back with a ``_base``. In a call that computes gradients Thunder returns it from a
     custom autograd Function, and PyTorch refuses a later in-place op on a view a Function made
     ("Output 0 of ThunderOutputFunctionBackward is a view and is being modified inplace"), where
     eager's result is a copy, or a view of a temporary, and may be written (session 29 probe: plain
@@ -53,17 +52,19 @@ def lone_internal_views(spec: RegionSpec) -> frozenset:
     views that tensor, nothing else can see its memory: such an output is returned detached from it
     (``detach()``: the same storage, no view relation; the region runs without grad), a tensor of its
     own as far as autograd is concerned. Two outputs viewing one such tensor keep their relation:
-    a write through one changes the other, and autograd must hear of it (it raises, loud).
+    a write through one changes the other, and autograd must hear of it (it raises, loud). A view
+    the trace makes outside regions of a region's output (``a.exp().t()``: views run outside
+    regions) is Thunder's, and raises as in plain ``thunder.jit``.
 
     The names of those outputs (computed once per spec)."""
     lone = getattr(spec, "_lone_internal_views", None)
     if lone is None:
-        hidden = {p.name for p in spec.inputs} | {o.name for o in spec.outputs}
-        viewers: dict[str, list[str]] = {}
+        seen_outside = {p.name for p in spec.inputs} | {o.name for o in spec.outputs}
+        viewers: dict[str, list[str]] = {}  # a base only the region sees -> the outputs viewing it
         for o in spec.outputs:
             if spec.output_kind.get(o.name) == "view":
                 base = spec.view_chain[o.name][0]
-                if base not in hidden:
+                if base not in seen_outside:
                     viewers.setdefault(base, []).append(o.name)
         lone = spec._lone_internal_views = frozenset(names[0] for names in viewers.values() if len(names) == 1)
     return lone
