@@ -29,10 +29,10 @@ Note [random draws in the fuzzer]
     and ``F.dropout(x)`` in the memory order of ``x`` or ``p``, Thunder in row-major order, so for a
     transposed ``x`` the same numbers land at other indices (70001 #22; docs/limits.md). With an input
     that requires grad these take the same numbers in eager and in Thunder, where ``F.dropout`` does
-    not (docs/limits.md). They are drawn from a stream
-    of its own, and so is a line ``draw_value`` adds (15% of the statements), so every seed keeps its
-    statements (the names of later temporaries may shift); the oracle seeds torch's generator before each call
-    of either side (``torch.manual_seed(0)``), so both take the same numbers when in the same order.
+    not (docs/limits.md). They are drawn from a stream of its own, and so is a line ``draw_value``
+    adds (15% of the statements), so every seed keeps its statements (the names of later temporaries
+    may shift); the oracle seeds torch's generator before each call of either side
+    (``torch.manual_seed(0)``), so both take the same numbers when in the same order.
 
 Inputs: one base ``x0``; ``a`` is ``x0``; often ``b`` aliases it (a row, a
 column, a transpose, the same tensor, its flat view), sometimes ``c`` is an
@@ -166,7 +166,8 @@ class FreshGen(_Gen):
         return Stmt(f"{t} = {e}", target=t, reads=(x,))
 
     def draw_value(self) -> Stmt:
-        """``t = x * torch.rand_like(x)`` and kin on a line of their own (Note [random draws in the fuzzer])."""
+        """``t = x * (torch.rand(<x's shape>) + 0.5)`` and kin on a line of their own (Note [random draws in the
+        fuzzer]): row-major draws of a shape, or ``bernoulli`` of a value computed from ``x``."""
         spell = self.draw_spell
         x = spell.choice([v for v in self.names if self.env[v].is_floating_point()] or self.names)
         shape = tuple(self.env[x].shape)  # (a draw of x's own layout takes other numbers: module Note)
