@@ -10,7 +10,7 @@ import torch
 from thunder.core.pytree import tree_flatten
 from thunder.core.trace import is_tracing
 
-from fusion_alias import context, tensor_identity
+from fusion_alias import context, grad_mode_exit, tensor_identity
 from fusion_alias.autograd_functionalize import FunctionalizeForAutograd, WrittenInputs, write_back
 from fusion_alias.backends.reference import SCHEDULES
 from fusion_alias.errors import default_dtype_error
@@ -342,6 +342,7 @@ class AliasSpecializedFunction:
         compiled = len(cache)
         try:
             result = jfn(*args, **kwargs)
+            grad_mode_exit.leave_as_traced(jfn, len(cache) != compiled)  # (its Note)
             if ctx.writebacks is not None:
                 result = write_back(result, ctx.writebacks)
             if needs_grad and self._options.get("is_differentiable_outputs") is not None:
