@@ -37,6 +37,7 @@ from thunder.core import dtypes as thunder_dtypes
 from thunder.core.dtypes import to_torch_dtype
 from thunder.core.proxies import TensorProxy
 
+from fusion_alias import scalar_ranges
 from fusion_alias.aliasing import copies_in
 
 #: in-place ops whose store eager casts without the can_cast rule, or checks otherwise
@@ -214,7 +215,9 @@ def _check_lerp(b, name: str) -> None:
 
 
 def _check_bool_sub(b, name: str) -> None:
-    if any(isinstance(a, TensorProxy) and thunder_dtypes.is_boolean_dtype(a.dtype) for a in b.args[:2]):
+    """A bool tensor or a Python bool (``x - True``, ``x.sub_(False)``) on either side: eager's error."""
+    if any(isinstance(a, bool) or (isinstance(a, TensorProxy) and thunder_dtypes.is_boolean_dtype(a.dtype))
+           for a in b.args[:2]):
         raise RuntimeError(
             f"fusion_alias: {name}: Subtraction, the `-` operator, with a bool tensor is not supported. If you "
             "are trying to invert a mask, use the `~` or `logical_not()` operator instead (eager PyTorch "
@@ -392,6 +395,8 @@ def _op_check_table() -> dict[str, tuple]:
                          (_ALPHA_NAMES, _check_alpha), (_PROMOTING, _check_result_dtype)):
         for name in names:
             table.setdefault(name, []).append(check)
+    for name, check in scalar_ranges.CHECKS.items():  # (Note [a number eager converts to the op's dtype])
+        table.setdefault(name, []).append(check)
     return {name: tuple(checks) for name, checks in table.items()}
 
 
