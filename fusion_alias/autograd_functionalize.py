@@ -64,6 +64,7 @@ from fusion_alias.gradient_operands import UNRECORDED_WRITES
 from fusion_alias.gradient_paths import own_gradient, requires_grad_by_name, sources_of_other_gradients
 from fusion_alias.input_outputs import outputs_as_the_callers, outputs_of_written_inputs
 from fusion_alias.refusals.returned_views import check_returned_no_grad_views
+from fusion_alias.same_object_outputs import not_the_callers, same_object_outputs
 from fusion_alias.refusals.strided_outputs import check_returned_strided_views
 from fusion_alias.spent_histories import cut_spent_histories
 from fusion_alias.functionalized_epilogue import eager_store_flags, epilogue_returning_finals, refuse_stores_of_input_views
@@ -430,7 +431,8 @@ def functionalize(prologue_trc, trace, epilogue_trc):
             # Thunder's computation returns each proxy once (its epilogue rebuilds the structure):
             # a second use of one value (two outputs that were views of one memory) gets its own proxy
             seen: set = set()
-            flat_out = [rewriter.distinct(rewriter.read(o), seen) for o in outs]
+            values = not_the_callers([rewriter.read(o) for o in outs], outs, info, rewriter.input_names, new.bound_symbols)
+            flat_out = [rewriter.distinct(v, seen) for v in values]
             for p in tensor_inputs:
                 if info.root.get(p.name) == p.name:
                     rewriter.check_final(p.name)
@@ -456,8 +458,9 @@ def functionalize(prologue_trc, trace, epilogue_trc):
     differentiable = [i for i, o in enumerate(outs) if isinstance(o, TensorProxy) and i not in constants]
     positions = {p.name: i for i, p in enumerate(trace.args) if isinstance(p, TensorProxy)}
     input_outputs = outputs_of_written_inputs(outs, info, rewriter, tensor_inputs, positions, flat, body)
-    new_epilogue = epilogue_returning_finals(
-        epilogue_trc, finals, constants, differentiable, len(flat_out), [i for i, *_ in input_outputs]
+    new_epilogue = epilogue_returning_finals(  # (same_object_outputs.py, Note [outputs that are one tensor in eager])
+        epilogue_trc, finals, constants, differentiable, len(flat_out), [i for i, *_ in input_outputs],
+        same_object_outputs(body, trace.bound_symbols[-1]),
     )
 
     narrowed = {name: dims for name, (dims, _, _) in rewriter.narrowed.items()}

@@ -442,6 +442,10 @@ def _detached(x: TensorProxy) -> TensorProxy:
 
 def _keep_identity(old: TensorProxy, new: TensorProxy) -> TensorProxy:
     """``new``'s value, with ``old``'s gradient path: a write under the program's no_grad."""
+    if old.dtype in dtypes.low_precision_dtypes:  # Thunder's add/sub prims take no 16-bit dtype (fuzz seed
+        wide = dtypes.complex64 if dtypes.is_complex_dtype(old.dtype) else dtypes.float32  # 31040 #97, --grad):
+        old_wide, new_wide = prims.convert_element_type(old, wide), prims.convert_element_type(new, wide)
+        return prims.convert_element_type(_keep_identity(old_wide, new_wide), old.dtype)  # exact both ways
     zero = prims.sub(old, _detached(old))
     return prims.add(zero, _detached(new))
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import thunder.core.dtypes as dtypes
 import thunder.core.prims as prims
-from thunder.core.proxies import TensorProxy
+from thunder.core.proxies import TensorProxy, variableify
 from thunder.core.trace import from_trace, tracectx
 
 from fusion_alias.dropped_attributes import STORES
@@ -50,16 +50,22 @@ def refuse_stores_of_input_views(epilogue, epilogue_trc, outs, info, tensor_inpu
                 "store a copy). Workaround: store a copy (`.clone()`), or write into the buffer in place")
 
 
-def epilogue_returning_finals(epilogue_trc, finals, constants=(), differentiable=(), n_outputs=0, returned=()):
+def epilogue_returning_finals(epilogue_trc, finals, constants=(), differentiable=(), n_outputs=0, returned=(), same=None):
     """Thunder's epilogue (flat outputs -> the program's return structure), taking the final values
     after the outputs and returning ``(structure, finals, the outputs at positions constants, the
-    outputs at positions differentiable, the outputs at positions returned)``."""
+    outputs at positions differentiable, the outputs at positions returned)``. ``same``: output position ->
+    an earlier one whose tensor eager returns there too (same_object_outputs.py, its Note)."""
     if epilogue_trc is None:
         raise AliasInputError("fusion_alias: a call that computes gradients and writes in place needs Thunder's epilogue")
     from thunder.core.codeutils import SigInfo
 
     new = from_trace(epilogue_trc)
     *body, ret = epilogue_trc.bound_symbols
+    outputs = list(epilogue_trc.args)[len(epilogue_trc.args) - n_outputs:] if n_outputs else []
+    swap = {variableify(outputs[j]): outputs[i] for j, i in (same or {}).items() if max(i, j) < len(outputs)}
+    if swap:  # (uses only: each output stays a parameter)
+        body, ret = [b.from_bsym_swap_proxies(swap) for b in body], ret.from_bsym_swap_proxies(swap)
+        outputs = [outputs[(same or {}).get(k, k)] for k in range(len(outputs))]
     with tracectx(new):
         taken = set(new.names) | {name for name, _ in epilogue_trc.siginfo().args}
         taken |= {getattr(a, "name", None) for a in epilogue_trc.args}
@@ -78,7 +84,6 @@ def epilogue_returning_finals(epilogue_trc, finals, constants=(), differentiable
             new.push_scope(unpacks)
             prims.unpack_trivial(p, name=p.name)
             new.pop_scope()
-    outputs = list(epilogue_trc.args)[len(epilogue_trc.args) - n_outputs:] if n_outputs else []
     constant_params = tuple(outputs[i] for i in constants if i < len(outputs))
     differentiable_params = tuple(outputs[i] for i in differentiable if i < len(outputs))
     returned_params = tuple(outputs[i] for i in returned if i < len(outputs))

@@ -111,3 +111,111 @@ def test_a_cached_call_leaves_the_grad_mode_eager_leaves(name, schedule, grad_mo
                 assert (w is None or not w.any()) and (g is None or not g.any())
             else:
                 torch.testing.assert_close(g, w)
+
+
+def _grad_inputs(call: int, dtype=torch.float32):
+    g = torch.Generator().manual_seed(call)
+    x_leaf = torch.rand(4, 4, generator=g).to(dtype).requires_grad_()
+    w_leaf = torch.rand(4, 4, generator=g).to(dtype).requires_grad_()
+    return x_leaf * 1, w_leaf * 1, [x_leaf, w_leaf]
+
+
+def _flat(out) -> list:
+    if isinstance(out, dict):
+        out = list(out.values())
+    return [t for o in out for t in _flat(o)] if isinstance(out, (tuple, list)) else [out]
+
+
+def _run_and_write_outputs(fn, dtype=torch.float32, calls: int = 2):
+    """Per call: the outputs and inputs after a loss over the outputs, its backward, and a later in-place write
+    into each output (as eager allows it); the leaf gradients; which outputs are one object."""
+    seen = []
+    for call in range(calls):
+        x, w, leaves = _grad_inputs(call, dtype)
+        out = _flat(fn(x, w))
+        sum((o * torch.arange(1.0, 17.0).reshape(4, 4).to(dtype)).sum() for o in out if o.requires_grad).backward()
+        same = [[a is b for b in out] for a in out]
+        for i, o in enumerate(out):
+            o.add_(10 * (i + 1))
+        seen.append(([o.detach().clone() for o in out], [x.detach().clone(), w.detach().clone()],
+                     [leaf.grad for leaf in leaves], same, [w.requires_grad]))
+    return seen
+
+
+def _check_as_eager(fn, schedule, dtype=torch.float32):
+    tol = {torch.float16: 1e-2, torch.bfloat16: 4e-2}.get(dtype)
+    kw = dict(rtol=tol, atol=tol) if tol else {}
+    want = _run_and_write_outputs(fn, dtype)
+    got = _run_and_write_outputs(fusion_alias.jit(fn, backend="reference", schedule=schedule), dtype)
+    for (g_out, g_in, g_grads, g_same, g_rg), (w_out, w_in, w_grads, w_same, w_rg) in zip(got, want):
+        assert g_same == w_same and g_rg == w_rg
+        for g, w in zip(g_out + g_in, w_out + w_in):
+            torch.testing.assert_close(g, w, **kw)
+        for g, w in zip(g_grads, w_grads):
+            if w is None or g is None:  # None as zeros
+                assert (w is None or not w.any()) and (g is None or not g.any())
+            else:
+                torch.testing.assert_close(g, w, **kw)
+
+
+# Note [outputs that are one tensor in eager] (same_object_outputs.py): session 30 probe
+ONE_TENSOR_IN_EAGER = {
+    "written_then_itself": lambda x, w: (lambda y: (y.exp_(), y))(x + w),
+    "itself_then_written": lambda x, w: (lambda y: (y, y.exp_()))(x + w),
+    "a_chain_of_writes": lambda x, w: (lambda y: (y.add_(1).mul_(2), y))(x + w),
+    "in_a_nested_structure": lambda x, w: (lambda y: (y.exp_(), [y, {"k": y}]))(x + w),
+    "a_conversion_that_returns_itself": lambda x, w: (lambda y: (y.exp_().float(), y))(x + w),
+    "a_lookaside_inplace_op": lambda x, w: (lambda y: (y.sigmoid_(), y))(x + w),
+    "a_setitem_then_a_write": lambda x, w: (lambda y: (y.__setitem__(0, 2.0), y, y.exp_())[1:])(x + w),
+}
+
+# ... and the converse: an input's own tensor (or a view of it) returned where eager's output is other memory
+NOT_THE_CALLERS_TENSOR = {
+    "copy_returned": lambda x, w: (lambda y: y.copy_(w))(x + w),
+    "copy_returned_and_itself": lambda x, w: (lambda y: (y.copy_(w), y))(x + w),
+    "a_row_after_a_copy": lambda x, w: (lambda y: (y.copy_(w), y[0])[1])(x + w),
+    "a_transpose_after_a_copy": lambda x, w: (lambda y: (y.copy_(w), y.t())[1])(x + w),
+    "copy_of_a_transpose": lambda x, w: (lambda y: y.copy_(w.t()))(x + w),
+    "copy_of_a_detached_input": lambda x, w: (lambda y: y.copy_(w.detach()))(x + w),
+    "setitem_of_the_whole": lambda x, w: (lambda y: (y.__setitem__(slice(None), w), y)[1])(x + w),
+    "two_copies_of_one_input": lambda x, w: (lambda y, z: (y.copy_(w), z.copy_(w)))(x + 1, x + 2),
+}
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("name", sorted({**ONE_TENSOR_IN_EAGER, **NOT_THE_CALLERS_TENSOR}))
+def test_outputs_written_after_a_training_call_alias_as_in_eager(name, schedule):
+    _check_as_eager({**ONE_TENSOR_IN_EAGER, **NOT_THE_CALLERS_TENSOR}[name], schedule)
+
+
+def test_a_copy_returned_does_not_make_the_callers_input_require_grad():
+    def f(x, w):
+        return (x + w).copy_(w)
+
+    x_leaf, w = torch.ones(2, 2, requires_grad=True), torch.zeros(2, 2)
+    out = fusion_alias.jit(f, backend="reference")(x_leaf * 1, w)
+    assert out is not w and not w.requires_grad  # (it was w itself, marked as requiring grad)
+
+
+# functional_rewrite._keep_identity: fuzz seed 31040 #97 (dtype, --grad), a write under no_grad of a 16-bit tensor
+def _mul_under_no_grad(x, w):
+    with torch.no_grad():
+        x.mul_(2)
+    return x.exp()
+
+
+def _setitem_under_no_grad(x, w):
+    t = x + w  # (saves nothing: eager's backward runs)
+    with torch.no_grad():
+        x[0] = 1.5
+    return t, x * 3
+
+
+NO_GRAD_WRITES = {"mul_": _mul_under_no_grad, "setitem": _setitem_under_no_grad}
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("name", NO_GRAD_WRITES)
+def test_a_no_grad_write_of_a_16_bit_tensor_in_a_training_call(name, schedule, dtype):
+    _check_as_eager(NO_GRAD_WRITES[name], schedule, dtype)
