@@ -133,7 +133,7 @@ def _run_and_write_outputs(fn, dtype=torch.float32, calls: int = 2):
     for call in range(calls):
         x, w, leaves = _grad_inputs(call, dtype)
         out = _flat(fn(x, w))
-        sum((o * torch.arange(1.0, 17.0).reshape(4, 4).to(dtype)).sum() for o in out if o.requires_grad).backward()
+        sum((o * torch.arange(1.0, o.numel() + 1.0).reshape(o.shape).to(dtype)).sum() for o in out if o.requires_grad).backward()
         same = [[a is b for b in out] for a in out]
         for i, o in enumerate(out):
             o.add_(10 * (i + 1))
@@ -219,3 +219,45 @@ NO_GRAD_WRITES = {"mul_": _mul_under_no_grad, "setitem": _setitem_under_no_grad}
 @pytest.mark.parametrize("name", NO_GRAD_WRITES)
 def test_a_no_grad_write_of_a_16_bit_tensor_in_a_training_call(name, schedule, dtype):
     _check_as_eager(NO_GRAD_WRITES[name], schedule, dtype)
+
+
+# refusals/returned_diagonals.py, Note [a returned diagonal is a copy in a training call]: session 30 probe
+RETURNED_DIAGONALS = {
+    "of_an_input": lambda x, w: x.diagonal(),
+    "of_an_input_beside_it": lambda x, w: (x, x.diagonal()),
+    "of_a_transposed_input": lambda x, w: x.t().diagonal(),
+    "a_view_of_it": lambda x, w: x.diagonal()[1:],
+    "of_an_output": lambda x, w: (lambda y: (y, y.diagonal(1)))(x * w),
+    "of_an_output_by_torch_diagonal": lambda x, w: (lambda y: (y, torch.diagonal(y, 0, 0, 1)))(x * w),
+    "of_an_input_beside_a_write": lambda x, w: (w.add_(1), x.diagonal())[1],
+}
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("name", RETURNED_DIAGONALS)
+def test_a_returned_diagonal_of_memory_the_caller_holds_is_refused_with_gradients(name, schedule):
+    fn = RETURNED_DIAGONALS[name]
+    want = _run_and_write_outputs(fn)  # eager runs it (the write reaches the memory the diagonal views)
+    assert want
+    with pytest.raises(fusion_alias.AliasInputError, match=r"diagonal\(\)"):
+        _run_and_write_outputs(fusion_alias.jit(fn, backend="reference", schedule=schedule))
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_a_diagonal_nothing_else_holds_still_runs_with_gradients(schedule):
+    _check_as_eager(lambda x, w: ((x * w).diagonal(), x.diagonal().sum()), schedule)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("name", RETURNED_DIAGONALS)
+def test_a_returned_diagonal_without_gradients_is_eagers_view(name, schedule):
+    fn = RETURNED_DIAGONALS[name]
+    results = []
+    for jitted in (fn, fusion_alias.jit(fn, backend="reference", schedule=schedule)):
+        x, w = torch.arange(16.0).reshape(4, 4), torch.ones(4, 4)
+        out = _flat(jitted(x, w))
+        for i, o in enumerate(out):
+            o.add_(10 * (i + 1))
+        results.append([o.clone() for o in out] + [x, w])
+    for g, w in zip(*results[::-1]):
+        torch.testing.assert_close(g, w)
