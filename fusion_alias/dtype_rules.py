@@ -38,6 +38,7 @@ from thunder.core.dtypes import to_torch_dtype
 from thunder.core.proxies import TensorProxy
 
 from fusion_alias import scalar_ranges
+from fusion_alias.eager_kernels import check_kernel
 from fusion_alias.aliasing import copies_in
 
 #: in-place ops whose store eager casts without the can_cast rule, or checks otherwise
@@ -427,3 +428,4 @@ def check_dtypes(top_bsyms, before: dict | None = None) -> None:
         if checks is not None:
             for check in checks:
                 check(b, name)
+        check_kernel(b)  # (eager_kernels.py, Note [ops eager has no kernel for, asked of eager])
