@@ -13,15 +13,15 @@ torch and raises as eager does; a fused region runs the decomposition and return
 sweep: 45 of 855 unary op/dtype pairs, all activation functions). ``dtype_rules`` lists a few such
 ops by hand (Note [ops eager has no kernel for]); a list misses the next one. So each op as traced
 whose tensor operands are not all float32 or float64 (those every op has kernels for) is run once by
-eager, on one-element tensors of its operands' dtypes, ranks and device type, with its other
-arguments as traced: where eager raises its "no kernel for this dtype" error, the program is refused
-with that error, by name. The verdict is kept per op, operand dtypes and arguments, so each is asked
-once per process.
+eager, on small tensors of its operands' dtypes and device type (of their own shapes where those
+are small, else each dimension cut to two elements), with its other arguments as traced: where
+eager raises its "no kernel for this dtype" error, the program is refused with that error, by name. The verdict is kept per op, operand dtypes, stand-in shapes and
+arguments, so each is asked once per process.
 
 Not asked: ops that draw random numbers (a draw would move the generator), ops with no tensor
-operand or whose result is bigger than their largest operand (``repeat``, ``expand``: the one-element
-run must stay small), and arguments Thunder holds as number proxies. Any other error of the small run
-(a shape the one-element tensors do not have) says nothing and is ignored.
+operand or whose result is bigger than their largest operand (``repeat``, ``expand``: the small run
+must stay small), and arguments Thunder holds as number proxies. Any other error of the small run
+(a shape the cut tensors do not have) says nothing and is ignored.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ _CALLABLES: dict = {}  # symbol id -> the torch functions it stands for
 
 
 class _NotAsked(Exception):
-    """An argument the one-element run cannot stand in for."""
+    """An argument the small run cannot stand in for."""
 
 
 def check_kernel(b) -> None:
@@ -101,13 +101,23 @@ def _check(b) -> None:
 
 def _key(x):
     if isinstance(x, TensorProxy):
-        return ("tensor", x.dtype, x.ndim, x.device.devicetype)
+        return ("tensor", x.dtype, _probe_shape(x), x.device.devicetype)
     if isinstance(x, (tuple, list)):
         return tuple(_key(y) for y in x)
     if isinstance(x, (NumberProxy, Proxy)):
         raise _NotAsked
     hash(x)
     return (type(x), x)
+
+
+_SMALL = 1 << 12  # elements: a tensor this small is stood in for at its own shape
+
+
+def _probe_shape(x: TensorProxy) -> tuple:
+    """The shape of ``x``'s stand-in: its own where it is small (``F.glu`` halves a dimension that must be
+    even), else each dimension cut to at most 2 elements."""
+    shape = tuple(x.shape)
+    return shape if math.prod(shape) <= _SMALL else tuple(min(d, 2) for d in shape)
 
 
 def _torch_callables(sym_id) -> tuple:
@@ -136,13 +146,13 @@ def _torch_callables(sym_id) -> tuple:
 
 
 def _stand_in(x):
-    """``x`` with each tensor proxy replaced by a one-element tensor like it, Thunder's dtypes and devices
+    """``x`` with each tensor proxy replaced by a small tensor like it (``_probe_shape``), Thunder's dtypes and devices
     by torch's."""
     if isinstance(x, TensorProxy):
         device = x.device
         if device.devicetype is devices.DeviceType.CUDA and not torch.cuda.is_available():
             raise _NotAsked
-        return torch.ones((1,) * x.ndim, dtype=thunder_dtypes.to_torch_dtype(x.dtype),
+        return torch.ones(_probe_shape(x), dtype=thunder_dtypes.to_torch_dtype(x.dtype),
                           device=devices.to_torch_device(device))
     if isinstance(x, (tuple, list)):
         return type(x)(_stand_in(y) for y in x)
@@ -156,7 +166,7 @@ def _stand_in(x):
 
 
 def _ask_eager(b) -> str:
-    """Eager's "no kernel" error for ``b``'s op on one-element operands, or "" (module Note)."""
+    """Eager's "no kernel" error for ``b``'s op on small operands, or "" (module Note)."""
     fns = _torch_callables(b.sym.id)
     if not fns:
         return ""
@@ -174,7 +184,7 @@ def _ask_eager(b) -> str:
         except (NotImplementedError, RuntimeError) as e:
             message = str(e).strip().splitlines()[0] if str(e).strip() else ""
             return message if _NO_KERNEL.search(message) else ""
-        except Exception:  # noqa: BLE001 - the one-element run says nothing of this op's dtypes
+        except Exception:  # noqa: BLE001 - the small run says nothing of this op's dtypes
             return ""
         return ""
     return ""

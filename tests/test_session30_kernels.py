@@ -71,7 +71,7 @@ def test_each_op_and_dtype_is_asked_of_eager_once():
 
 
 def test_a_bigger_result_and_a_random_draw_are_not_asked():
-    """``repeat`` makes more elements than its operand (the one-element run must stay small), and a draw
+    """``repeat`` makes more elements than its operand (the small run must stay small), and a draw
     would move torch's generator: neither is run by eager at compile time."""
     asked = []
     real = eager_kernels._ask_eager
@@ -87,3 +87,18 @@ def test_a_bigger_result_and_a_random_draw_are_not_asked():
     assert "repeat" not in asked and "bernoulli" not in asked, asked
     for g, w in zip(got, want):
         torch.testing.assert_close(g, w)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.bool, torch.complex64, torch.float16], ids=str)
+def test_an_op_with_a_shape_rule_is_asked_at_its_own_small_shape(dtype):
+    """``F.glu`` halves a dimension that must be even: a one-element stand-in never reached eager's
+    dtype dispatch, and glu of integers ran fused where eager has no kernel."""
+    fn = lambda a: F.glu(a, 1) * 1  # noqa: E731
+    x = torch.ones(2, 4).to(dtype)
+    if dtype is torch.float16:
+        torch.testing.assert_close(fusion_alias.jit(fn, backend="reference")(x.clone()), fn(x.clone()))
+        return
+    with pytest.raises(NotImplementedError, match="glu"):
+        fn(x.clone())  # (eager)
+    with pytest.raises(NotImplementedError, match="glu.*not implemented for.*rejects this too"):
+        fusion_alias.jit(fn, backend="reference")(x)
