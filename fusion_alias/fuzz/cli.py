@@ -41,7 +41,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--nvfuser-stand-in", action="store_true",
                     help="run every region through the nvFuser wrapper over its CPU stand-in "
                          "(backends/nvfuser_stand_in.py): the adapter, casts, deferred write-backs; one schedule")
+    ap.add_argument("--write-outputs", action="store_true",
+                    help="after each call, write into every output in place and compare again (Note [outputs "
+                         "written after the call], oracle.py)")
     ns = ap.parse_args(argv)
+    if ns.write_outputs:
+        from fusion_alias.fuzz import oracle
+
+        oracle.WRITE_OUTPUTS = True
     schedules = SCHEDULES if ns.schedule in ("all", "both") else (ns.schedule,)
     if ns.nvfuser_stand_in:
         from fusion_alias.backends import nvfuser_stand_in

@@ -74,8 +74,21 @@ MakeJit = Callable[[Callable, str], Callable]
 #     value eager's: the branch the first call took happened to be right) the program counts as a
 #     ``missed-rejection`` all the same. ``MUST_REFUSE`` lists the reasons, empty for every other program
 #     and for the stand-in systems (eager, plain Thunder), which run them.
+# Note [outputs written after the call]
+#     With ``--write-outputs`` (``WRITE_OUTPUTS``, session 30) each side, after the call and its backward, writes
+#     into every output in place, in order, under ``torch.no_grad()`` (``o.add_(i + 1)``; a bool output
+#     ``logical_not_``), as a caller may (``out = f(x); out.add_(1)``), before outputs, arguments, bases and
+#     hidden tensors are compared. An output that eager makes a view of an input, of another output, or the
+#     same tensor as another output, and the jitted call returns as other memory (or the reverse), then shows
+#     as a mismatch: ``y.exp_(), y`` returned as two tensors, ``(x + w).copy_(w)`` returned as the caller's ``w``
+#     (session 30 probes, gradients on). A later write eager raises on (an expanded output) makes the call not
+#     comparable; one only the jitted side raises on is a jit-raised failure (phase "later write"). Not for the
+#     ``modules`` generator (its own driver).
+WRITE_OUTPUTS = False  # set by the command line's --write-outputs
+
 _DRIVER = '''
 CALLS = {calls!r}  # the aliasing variant of each call: Note [calls with changing aliasing]
+WRITE_OUTPUTS = {write_outputs!r}  # Note [outputs written after the call] (oracle.py)
 # Note [training calls in the fuzzer] (oracle.py)
 NO_GRAD_CALL = {no_grad_call!r}
 LOSS_READS_ARGS = {loss_reads_args!r}
@@ -173,6 +186,14 @@ def _run(fn, variant, state=None, wide=False):
     # None (no gradient reached the leaf) as zeros of the leaf's own shape and dtype: the bases list
     # also holds tensors with no leaf (an int input), so zeros made from it misaligned (seed 14004 #87)
     grads = [torch.zeros_like(leaf) if leaf.grad is None else leaf.grad for leaf in leaves]
+    if WRITE_OUTPUTS:  # Note [outputs written after the call] (oracle.py)
+        try:
+            with torch.no_grad():
+                for i, o in enumerate(out):
+                    if isinstance(o, torch.Tensor):
+                        o.logical_not_() if o.dtype == torch.bool else o.add_(i + 1)
+        except Exception as e:  # noqa: BLE001
+            return None, bases, args, hidden, None, e, "later write", flags
     return out, bases, args, hidden, grads, None, None, flags
 
 
@@ -186,8 +207,8 @@ def check(schedule, make_jit=make_jit):
         where = f"call {{call}}" + (f" (aliasing variant {{variant}})" if len(set(CALLS)) > 1 else "")
         want, want_bases, want_args, want_hidden, want_grads, want_err, want_phase, want_flags = _run(
             prog, variant, want_state)
-        if want_phase == "backward":
-            return "both-raised", f"not comparable: eager's backward raised {{want_err!r}}"
+        if want_phase in ("backward", "later write"):
+            return "both-raised", f"not comparable: eager's {{want_phase}} raised {{want_err!r}}"
         if jitted is None:
             try:
                 jitted = make_jit(prog, schedule)
@@ -255,7 +276,7 @@ def program_source(p: Program, system: str = "fusion_alias", unsafe: bool = Fals
         + _DRIVER.format(calls=p.calls, no_grad_call=p.no_grad_call, loss_reads_args=p.loss_reads_args,
                          carried=tuple(n for n, _ in p.bases if n in p.carried),
                          check_requires_grad=p.check_requires_grad, base_names=tuple(n for n, _ in p.bases),
-                         must_refuse=_must_refuse(p, system))
+                         must_refuse=_must_refuse(p, system), write_outputs=WRITE_OUTPUTS)
     )
 
 
