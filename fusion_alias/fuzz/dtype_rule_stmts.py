@@ -20,9 +20,16 @@ Note [dtype-rule statements]
                         b.addcmul_(c, c)                               value=0.5), i.addcmul_(j, j, value=0.5)
         logical         x.logical_and_(True), torch.logical_or(x, 0),  x.logical_and_(y), torch.logical_xor(x, y)
                         x.logical_xor(1)
-        bool_sub        x - (y > 0), x.sub_(y > 0), (y > 0) - x        x + (y > 0), x - (y > 0).to(x.dtype)
+        bool_sub        x - (y > 0), x.sub_(y > 0), (y > 0) - x,       x + (y > 0), x - (y > 0).to(x.dtype)
+                        x - True
+        number_range    h.clamp_(0, 1e10), h.masked_fill_(h > 0, 1e10),  h.clamp_(0, 1e4), i.fill_(7),
+                        i.fill_(2**40), F.hardtanh(i, -2**40, 2**40)  F.hardtanh(f, -2, 2), h.masked_fill_(m, 2.5)
+        no_kernel       F.silu(i), F.gelu(b), F.softplus(i),           the same of floating tensors
+                        F.silu(i, inplace=True), F.glu(i)
+        clamp_store     b.clamp_(0, 2), i.clamp_(0, 0.5),              i.clamp_(0, 3), torch.clamp(i, 0, 0.5),
+                        torch.clamp(b, False, True)                    f.clamp_(-0.5, 0.5), b.clamp_(c)
 
-    (``i``, ``j`` integer, ``f``, ``g`` floating, ``b``, ``c`` bool tensors; an operand of the dtype a
+    (``i``, ``j`` integer, ``f``, ``g`` floating, ``h`` float16, ``b``, ``c``, ``m`` bool tensors; an operand of the dtype a
     statement needs is the destination itself or a conversion of it a third of the time, else a variable,
     an alias of the destination where the program made one, or a conversion of one.)
     ``i.addcmul_(j, j, value=0.5)`` and ``b ** True`` are refused by name (eager's value differs from
@@ -51,7 +58,13 @@ import torch
 
 from fusion_alias.fuzz.program import Stmt
 
-CLASSES = ("float_result", "alpha", "no_bool_kernel", "pow", "lerp", "addc", "logical", "bool_sub")
+CLASSES = ("float_result", "alpha", "no_bool_kernel", "pow", "lerp", "addc", "logical", "bool_sub", "number_range",
+           "no_kernel", "clamp_store")
+_F = "torch.nn.functional"
+# a number past what each dtype holds (Note [a number eager converts to the op's dtype], scalar_ranges.py);
+# float64 holds every Python float
+_TOO_BIG = {torch.float16: "1e10", torch.bfloat16: "1e39", torch.float32: "1e39", torch.int8: "1000",
+            torch.uint8: "1000", torch.int16: "2**20", torch.int32: "2**40", torch.int64: "2**63"}
 _INT = (torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64)
 
 
@@ -287,6 +300,8 @@ class RuleStatements:
         if x is None:
             return None
         m, ms = self._operand(x, "bool")
+        if raises and r.random() < 0.2:  # a Python bool: eager refuses it as it refuses a bool tensor
+            return self._write(x, "sub_(True)") if r.random() < 0.5 else self._named(f"{x} - False", (x,))
         if raises:
             form = r.choice(("sub_({m})", "{x} - {m}", "{m} - {x}", "torch.sub({x}, {m})"))
             if form.startswith("sub_"):
@@ -294,3 +309,62 @@ class RuleStatements:
             return self._named(form.format(x=x, m=m), (x,) + ms)
         return self._named(r.choice((f"{x} + {m}", f"{x} - {m}.to({x}.dtype)")), (x,) + ms)
 
+
+    def _number_range(self, raises: bool) -> Stmt | None:
+        r = self.rules
+        x = self._dest("float", "int")
+        if x is None:
+            return None
+        dtype = self.env[x].dtype
+        if raises:
+            big = _TOO_BIG.get(dtype)
+            if big is None:
+                return None  # (float64 holds every number)
+            if _kind(self.env[x]) == "float":
+                form = r.choice((f"clamp_(0, {big})", f"masked_fill_({x} > 0, -{big})", f"fill_({big})",
+                                 f"pow_({big})" if dtype is torch.float16 else f"clamp_(max={big})"))
+                return self._write(x, form) if r.random() < 0.7 else \
+                    self._named(f"{_F}.hardtanh({x}, -{big}, {big})", (x,))
+            if r.random() < 0.6 or dtype is torch.uint8:
+                return self._write(x, r.choice((f"fill_({big})", f"masked_fill_({x} > 0, {big})")))
+            return self._named(f"{_F}.hardtanh({x}, -{big}, {big})", (x,))
+        if _kind(self.env[x]) == "float":
+            form = r.choice(("clamp_(0, 1e4)", f"masked_fill_({x} > 0, 2.5)", "fill_(-3.5)", "clamp_(max=float('inf'))"))
+            return self._write(x, form) if r.random() < 0.7 else self._named(f"{_F}.hardtanh({x}, -2, 2)", (x,))
+        return self._write(x, r.choice(("fill_(7)", f"masked_fill_({x} > 0, 3)", "clamp_(0, 3)")))
+
+    def _no_kernel(self, raises: bool) -> Stmt | None:
+        r = self.rules
+        fn = r.choice(("silu", "gelu", "softplus", "elu", "mish", "hardsigmoid", "logsigmoid", "leaky_relu", "glu"))
+        x = self._dest("int", "bool") if raises else self._dest("float")
+        if x is None:
+            return None
+        if fn == "glu":
+            if self.env[x].dim() == 0 or self.env[x].shape[-1] % 2:
+                return None
+            return self._named(f"{_F}.glu({x}, -1)", (x,))
+        if fn in ("silu", "elu", "hardsigmoid") and r.random() < 0.5 and (not raises or _kind(self.env[x]) == "int"):
+            return Stmt(f"{_F}.{fn}({x}, inplace=True)", reads=(x,), writes=x)
+        return self._named(f"{_F}.{fn}({x})", (x,))
+
+    def _clamp_store(self, raises: bool) -> Stmt | None:
+        r = self.rules
+        if raises:
+            x = self._dest("int", "bool")
+            if x is None:
+                return None
+            if _kind(self.env[x]) == "bool":
+                return self._write(x, "clamp_(0, 2)") if r.random() < 0.5 else \
+                    self._named(f"torch.clamp({x}, False, True)", (x,))
+            return self._write(x, r.choice(("clamp_(0, 0.5)", "clamp_(min=-0.5)", "clamp_max_(2.5)")))
+        x = self._dest("int", "float", "bool")
+        if x is None:
+            return None
+        kind = _kind(self.env[x])
+        if kind == "bool":
+            c, cs = self._operand(x, "bool")
+            return self._write(x, f"clamp_({c})", cs)
+        if kind == "int":
+            return self._write(x, "clamp_(0, 3)") if r.random() < 0.5 else \
+                self._named(f"torch.clamp({x}, 0, 0.5)", (x,))
+        return self._write(x, r.choice(("clamp_(-0.5, 0.5)", "clamp_min_(0)", "clamp_(max=2)")))
