@@ -342,12 +342,12 @@ class AliasSpecializedFunction:
         compiled = len(cache)
         try:
             result = jfn(*args, **kwargs)
-            grad_mode_exit.leave_as_traced(jfn, len(cache) != compiled)  # (its Note)
-            if ctx.writebacks is not None:
-                result = write_back(result, ctx.writebacks)
-            if needs_grad and self._options.get("is_differentiable_outputs") is not None:
-                result = _mark_non_differentiable(result, self._options["is_differentiable_outputs"])
-            result = argument_views_outside_function(result, flat) if needs_grad else result  # (its Note)
+            with grad_mode_exit.leave_as_traced(jfn, len(cache) != compiled, ctx.grad_at_entry or needs_grad):
+                if ctx.writebacks is not None:
+                    result = write_back(result, ctx.writebacks)
+                if needs_grad and self._options.get("is_differentiable_outputs") is not None:
+                    result = _mark_non_differentiable(result, self._options["is_differentiable_outputs"])
+                result = argument_views_outside_function(result, flat) if needs_grad else result  # (its Note)
         finally:
             context.reset(token)
             self._last = jfn

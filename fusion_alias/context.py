@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from contextvars import ContextVar
 
+import torch
+
 
 class CompileContext:
     __slots__ = (
@@ -32,6 +34,7 @@ class CompileContext:
         "foreach_writes",
         "fn",
         "identity_records",
+        "grad_at_entry",
     )
 
     def __init__(
@@ -66,6 +69,8 @@ class CompileContext:
         # (provenance, tensor) of each call tensor an `is`/id() answer was read from
         # (tensor_identity.py, Note [identity answers are guarded])
         self.identity_records: list = []
+        # the grad mode the call came in with (grad_mode_exit.py, Note [a grad mode the function leaves changed])
+        self.grad_at_entry = torch.is_grad_enabled()
 
     def saw_inputs(self, inputs) -> None:
         """The fusion pass learnt the actual tensors (and other values) the program reads."""

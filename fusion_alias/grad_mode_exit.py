@@ -3,6 +3,7 @@ leaves changed])."""
 
 from __future__ import annotations
 
+import contextlib
 import weakref
 
 import torch
@@ -32,15 +33,29 @@ import torch
 _LEFT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # prologue -> the grad mode its call leaves
 
 
-def leave_as_traced(jitted, compiled: bool) -> None:
-    """After a call of the Thunder function ``jitted``, which has just returned: record the grad mode its
-    new cache entry leaves (``compiled``), or set the one its cached entry left when it was compiled."""
+@contextlib.contextmanager
+def leave_as_traced(jitted, compiled: bool, entry: bool):
+    """Around what runs after a call of the Thunder function ``jitted`` has returned: that runs under the grad mode
+    ``entry`` (the mode the call came in with, or on where the call computes gradients: the mode Thunder's autograd
+    Function ran under; api.py), and the call then leaves
+    the mode its cache entry leaves: recorded on the call that compiled it (``compiled``), set on later calls.
+
+    Views of arguments remade after the call (view_outputs.py), and the caller's written inputs' views replayed
+    (input_outputs.py), are made in that entry mode: made in the mode the function left, ``y = x.t();
+    torch.set_grad_enabled(False); return y`` came back with no history and ``x``'s gradient was lost (session 30)."""
     prologue = jitted._lc_cs.last_prologue
-    if prologue is None:
-        return
     if compiled:
-        _LEFT[prologue] = torch.is_grad_enabled()
+        left = torch.is_grad_enabled()
+        if prologue is not None:
+            _LEFT[prologue] = left
+    else:
+        left = _LEFT.get(prologue) if prologue is not None else None
+        left = torch.is_grad_enabled() if left is None else left
+    if left is entry and torch.is_grad_enabled() is entry:
+        yield
         return
-    mode = _LEFT.get(prologue)
-    if mode is not None and mode is not torch.is_grad_enabled():
-        torch.set_grad_enabled(mode)
+    torch.set_grad_enabled(entry)
+    try:
+        yield
+    finally:
+        torch.set_grad_enabled(left)
