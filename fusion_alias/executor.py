@@ -28,7 +28,7 @@ import thunder.core.prims as prims
 
 from fusion_alias import (context, data_attribute, tensor_identity, dropped_attributes, foreach_lookasides, inplace_lookasides, ops, out_arguments, pipeline,
                           untraceable_calls, item_branches, return_types, clamp_ties, zero_norms, saturated_sigmoid, trace_time_queries, identity_results,
-                          loss_defaults, lerp_shapes, pool_ties)
+                          loss_defaults, lerp_shapes, pool_ties, nan_relu, safe_elu)
 from fusion_alias.refusals import bool_keys
 from fusion_alias.refusals.bool_keys import refuse_bool_key
 from fusion_alias.aliasing import forget_flattened
@@ -400,6 +400,8 @@ item_branches.register(executor)  # `if x.item() > 0`: refused, not a branch fix
 return_types.register(executor)  # torch.max(x, 0).values: eager's named results (Note [named results])
 clamp_ties.register(executor)  # x.clamp(max=b) at b: eager's gradient (Note [clamp's gradient at a bound])
 saturated_sigmoid.register(executor)  # sigmoid(-1e4): eager's zero gradient (Note [sigmoid where exp overflows])
+nan_relu.register(executor)  # relu(nan): eager's NaN (Note [relu of NaN])
+safe_elu.register(executor)  # F.elu(100.0): eager's gradient (Note [elu where expm1 overflows])
 loss_defaults.register(executor)  # F.nll_loss(logp, t): eager's ignore_index=-100 (Note [nll_loss's ignore_index])
 lerp_shapes.register(executor)  # torch.lerp(d0, c, w): the result's shape (Note [lerp's shape from a 0-d start])
 pool_ties.register(executor)  # F.max_pool1d at a tie: eager's gradient (Note [max_pool1d's gradient at a tie])
