@@ -153,7 +153,7 @@ def _full(shape, fill_value, *, device, dtype):
 def torch_prod(a, dims):
     out = a
     for d in sorted(dims, reverse=True):
-        out = out.prod(d)
+        out = out.prod(d, dtype=a.dtype)
     return out if dims else a.clone()
 
 
@@ -196,7 +196,8 @@ _OTHER = {
     "SQUEEZE": OpInfo("view", "squeeze", lambda a, dims: a.squeeze(tuple(dims)) if dims else a.view_as(a)),
     "TRANSPOSE": OpInfo("view", "permute", lambda a, permutation: a.permute(tuple(permutation))),
     "SHALLOW_COPY": OpInfo("view", "set", lambda a: a.view_as(a)),
-    "SUM": OpInfo("reduction", "sum", lambda a, dims: a.sum(tuple(dims)) if dims else a.clone()),
+    # (a prim's result has its operand's dtype: torch's integer sum and prod are int64 unless told)
+    "SUM": OpInfo("reduction", "sum", lambda a, dims: a.sum(tuple(dims), dtype=a.dtype) if dims else a.clone()),
     "AMAX": OpInfo("reduction", "max", lambda a, dims: a.amax(tuple(dims)) if dims else a.clone()),
     "AMIN": OpInfo("reduction", "min", lambda a, dims: a.amin(tuple(dims)) if dims else a.clone()),
     "PROD": OpInfo("reduction", "prod", torch_prod),

@@ -409,6 +409,9 @@ class _OpsAdapter:
             def reduce(arg, dims, keepdim=False):
                 if not len(dims):
                     return ops.set(arg)
+                if name in ("sum", "prod") and callable(getattr(arg, "dtype", None)):
+                    # a prim's result has its operand's dtype; nvFuser's integer sum and prod are int64 unless told
+                    return getattr(ops, name)(arg, list(dims), bool(keepdim), arg.dtype())
                 return getattr(ops, name)(arg, list(dims), bool(keepdim))
 
             return reduce
