@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import torch
 import thunder.core.interpreter as interpreter
+import thunder.core.prims as prims
 from thunder.core import dtypes
 from thunder.core.interpreter import PseudoInst
 from thunder.core.proxies import TensorProxy
@@ -58,11 +59,36 @@ def _producers() -> dict:
 
 def _returns_its_first_argument(bsym) -> bool:
     """An in-place method, or a function given ``out=`` (out_arguments.py: its symbol's first argument is
-    ``out``): eager returns the tensor it wrote (Note [tensor identity in a trace])."""
+    ``out``), or one that ends by writing its first argument (``F.relu(t, inplace=True)``): eager returns the
+    tensor it wrote (Note [tensor identity in a trace])."""
     name = bsym.sym.name
     is_out = name.endswith("_out") and out_arguments._OUT_SYMBOLS.get(name[:-4]) is bsym.sym
-    return ((is_out or (name.endswith("_") and not name.startswith("_"))) and bool(bsym.args)
-            and isinstance(bsym.args[0], TensorProxy) and isinstance(bsym.output, TensorProxy))
+    return ((is_out or (name.endswith("_") and not name.startswith("_")) or _ends_writing_its_first_argument(bsym))
+            and bool(bsym.args) and isinstance(bsym.args[0], TensorProxy) and isinstance(bsym.output, TensorProxy))
+
+
+# Note [a function that writes its first argument]
+# ------------------------------------------------
+# ``F.relu(t, inplace=True)`` (and ``hardtanh``, ``leaky_relu``, ``elu``, ``relu6``, ``silu``, ``threshold``,
+# ``celu``, ``selu``, ``hardsigmoid``, ``hardswish``, ``mish``, ``rrelu`` with ``inplace=True``) returns ``t``
+# itself in eager, but its symbol's name does not end in ``_``, so ``F.relu(t, inplace=True) is t`` answered
+# False, silently (session 30 probe; plain ``thunder.jit`` too), and so did ``t.relu_() is t`` once ``relu_``
+# was traced as ``relu(t, True)``. A symbol whose result is a ``copy_`` into its first argument, the last of
+# its subsymbols, returns that argument, whatever its name.
+def _ends_writing_its_first_argument(bsym) -> bool:
+    out, args = bsym.output, bsym.args
+    if not bsym.subsymbols or not args or not isinstance(args[0], TensorProxy) or not isinstance(out, TensorProxy):
+        return False
+    last = bsym.subsymbols[-1]
+    for _ in range(8):  # (through composites that end in the write: ``ltorch._copy_``)
+        if not isinstance(last.output, TensorProxy) or last.output.name != out.name:
+            return False
+        if last.sym.id is prims.PrimIDs.COPY_:
+            return len(last.args) > 1 and getattr(last.args[1], "name", None) == args[0].name
+        if not last.subsymbols:
+            return False
+        last = last.subsymbols[-1]
+    return False
 
 
 # Note [conversions that return their own tensor]

@@ -288,3 +288,40 @@ def test_a_returned_diagonal_without_gradients_is_eagers_view(name, schedule):
         results.append([o.clone() for o in out] + [x, w])
     for g, w in zip(*results[::-1]):
         torch.testing.assert_close(g, w)
+
+
+# tensor_identity.py, Note [a function that writes its first argument]: fuzz seed 24007 #51 (autocast) and neighbours
+WRITES_ITS_FIRST_ARGUMENT = {
+    "relu_": lambda t: t.relu_(),
+    "F.relu": lambda t: torch.nn.functional.relu(t, inplace=True),
+    "F.hardtanh": lambda t: torch.nn.functional.hardtanh(t, inplace=True),
+    "F.leaky_relu": lambda t: torch.nn.functional.leaky_relu(t, 0.1, inplace=True),
+    "F.elu": lambda t: torch.nn.functional.elu(t, inplace=True),
+    "F.relu6": lambda t: torch.nn.functional.relu6(t, inplace=True),
+    "F.silu": lambda t: torch.nn.functional.silu(t, inplace=True),
+    "F.threshold": lambda t: torch.nn.functional.threshold(t, 0.5, 0.0, inplace=True),
+    "F.hardsigmoid": lambda t: torch.nn.functional.hardsigmoid(t, inplace=True),
+    "F.mish": lambda t: torch.nn.functional.mish(t, inplace=True),
+}
+
+
+@pytest.mark.parametrize("grad", [False, True])
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("name", WRITES_ITS_FIRST_ARGUMENT)
+def test_a_function_that_writes_its_first_argument_returns_it(name, schedule, grad):
+    op = WRITES_ITS_FIRST_ARGUMENT[name]
+
+    def f(b, c):
+        t0 = c * 1
+        t2 = op(t0)
+        return b * (-1.0 if t2 is t0 else 1.0), b * (-1.0 if id(t2) == id(t0) else 1.0), t2 * 2
+
+    results = []
+    for fn in (f, fusion_alias.jit(f, backend="reference", schedule=schedule)):
+        c_leaf = torch.linspace(-1.0, 1.0, 6).requires_grad_(grad)
+        out = fn(torch.ones(3), c_leaf * 1)
+        if grad:
+            out[2].sum().backward()
+        results.append([o.detach() for o in out] + ([c_leaf.grad] if grad else []))
+    for g, w in zip(*results[::-1]):
+        torch.testing.assert_close(g, w)
