@@ -146,9 +146,9 @@ def check_number_operands(b, name: str) -> None:
     self_ = b.args[0] if b.args else None
     if not isinstance(self_, TensorProxy):
         return
-    if name not in _CLAMPS and all(type(v) is float and -_HALF_LARGEST <= v <= _HALF_LARGEST for v in numbers) and (
-            rule == "result" or is_inexact_dtype(self_.dtype)):
-        return  # (``p.add_(g, alpha=-lr)``: a float that every floating dtype holds, and a floating result)
+    if name not in _CLAMPS and all(-_HALF_LARGEST <= v <= _HALF_LARGEST for v in numbers) and (
+            is_inexact_dtype(self_.dtype) or (rule == "result" and all(type(v) is float for v in numbers))):
+        return  # (``p.add_(g, alpha=-lr)``: a number every floating dtype holds, and a floating result)
     result = None
     if name in _CLAMPS:
         result = _check_clamp(b, name, self_, numbers, positions)
