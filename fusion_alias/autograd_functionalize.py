@@ -137,7 +137,9 @@ def write_back(result, writebacks: WriteBacks):
     constant_ids = {id(t) for t in constants}
     differentiable_ids = {id(t) for t in differentiable if not t.requires_grad and t.grad_fn is None}
     if constant_ids or differentiable_ids:
-        out = tree_map(lambda t: _as_eager_marks(t, constant_ids, differentiable_ids) if isinstance(t, torch.Tensor) else t, out)
+        marked: dict = {}  # one tensor at two places stays one (same_object_outputs.py: ``d.exp_(), d`` of a detached d)
+        out = tree_map(lambda t: marked.setdefault(id(t), _as_eager_marks(t, constant_ids, differentiable_ids))
+                       if isinstance(t, torch.Tensor) else t, out)
     # Note [an output view of an argument, written in place later]: views of a final value, of the input (an
     # output detached above is no custom Function's view any more: left as it is)
     return remade_outputs(out, sources)

@@ -160,7 +160,9 @@ def _run_and_write_outputs(fn, dtype=torch.float32, calls: int = 2):
     for call in range(calls):
         x, w, leaves = _grad_inputs(call, dtype)
         out = _flat(fn(x, w))
-        sum((o * torch.arange(1.0, o.numel() + 1.0).reshape(o.shape).to(dtype)).sum() for o in out if o.requires_grad).backward()
+        if any(o.requires_grad for o in out):
+            sum((o * torch.arange(1.0, o.numel() + 1.0).reshape(o.shape).to(dtype)).sum()
+                for o in out if o.requires_grad).backward()
         same = [[a is b for b in out] for a in out]
         for i, o in enumerate(out):
             o.add_(10 * (i + 1))
@@ -194,6 +196,8 @@ ONE_TENSOR_IN_EAGER = {
     "a_conversion_that_returns_itself": lambda x, w: (lambda y: (y.exp_().float(), y))(x + w),
     "a_lookaside_inplace_op": lambda x, w: (lambda y: (y.sigmoid_(), y))(x + w),
     "a_setitem_then_a_write": lambda x, w: (lambda y: (y.__setitem__(0, 2.0), y, y.exp_())[1:])(x + w),
+    "a_detached_tensor_written": lambda x, w: (lambda d: (d.exp_(), d))((x + w).detach()),
+    "an_inplace_activation": lambda x, w: (lambda y: (torch.nn.functional.relu(y, inplace=True), y))(x - w),
 }
 
 # ... and the converse: an input's own tensor (or a view of it) returned where eager's output is other memory
