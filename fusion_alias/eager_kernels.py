@@ -18,9 +18,10 @@ are small, else each dimension cut to two elements), with its other arguments as
 eager raises its "no kernel for this dtype" error, the program is refused with that error, by name. The verdict is kept per op, operand dtypes, stand-in shapes and
 arguments, so each is asked once per process.
 
-Not asked: ops that draw random numbers (a draw would move the generator), ops with no tensor
-operand or whose result is bigger than their largest operand (``repeat``, ``expand``: the small run
-must stay small), and arguments Thunder holds as number proxies. Any other error of the small run
+Not asked: ops that draw random numbers (a draw would move the generator), collectives and other
+functions with effects beyond their tensors (``torch.distributed``, ``torch.cuda``: ``_NOT_ASKED``),
+ops with no tensor operand or whose result is bigger than their largest operand (``repeat``,
+``expand``: the small run must stay small), and arguments Thunder holds as number proxies. Any other error of the small run
 (a shape the cut tensors do not have) says nothing and is ignored.
 """
 
@@ -42,6 +43,8 @@ _F32, _F64, _F32_, _F64_ = thunder_dtypes.float32, thunder_dtypes.float64, thund
 _FLOATS = frozenset({_F32, _F64, _F32_, _F64_})
 _CONTAINERS = (tuple, list)
 _VERDICTS: dict = {}  # key -> eager's error message, or "" where eager runs or cannot be asked
+_NOT_ASKED = ("torch.distributed", "torch.cuda", "torch.autograd", "torch.random", "torch.backends", "torch.utils",
+              "torch.profiler", "torch.jit", "torch._", "torch.Tensor.record_stream", "torch.Tensor.backward")
 _CALLABLES: dict = {}  # symbol id -> the torch functions it stands for
 
 
@@ -128,6 +131,9 @@ def _torch_callables(sym_id) -> tuple:
     if found is not None:
         return found
     named = []
+    if isinstance(sym_id, str) and sym_id.startswith(_NOT_ASKED):
+        found = _CALLABLES[sym_id] = ()  # (a collective, a stream, the generator: never run as a stand-in)
+        return found
     if isinstance(sym_id, str) and sym_id.startswith("torch."):
         module, _, attr = sym_id.rpartition(".")
         owner, _, cls = module.rpartition(".")
@@ -140,7 +146,8 @@ def _torch_callables(sym_id) -> tuple:
                 continue
     import thunder.torch as ltorch
 
-    mapped = [fn for fn, sym in ltorch._torch_to_thunder_function_map.items() if getattr(sym, "id", None) == sym_id]
+    mapped = [fn for fn, sym in ltorch._torch_to_thunder_function_map.items() if getattr(sym, "id", None) == sym_id
+              and not (getattr(fn, "__module__", None) or "").startswith(_NOT_ASKED)]
     found = _CALLABLES[sym_id] = tuple(dict.fromkeys(named + mapped))
     return found
 
