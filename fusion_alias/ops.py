@@ -150,10 +150,25 @@ def _full(shape, fill_value, *, device, dtype):
     return torch.full(tuple(shape), fill_value, device=str(device), dtype=to_torch_dtype(dtype))
 
 
+# Note [the dtype of an integer sum]
+# A sum or prod prim of an int8/int16/int32/uint8 tensor has its operand's dtype in Thunder's trace
+# (``x.sum(dtype=torch.int32)`` decomposes to ``prims.sum`` of int32 and no cast after it), where
+# torch's ``sum`` and nvFuser's are int64 unless told: the fused result was int64 and did not wrap as
+# eager's. A sum of a bool tensor is the other way round: Thunder's own decompositions count with it
+# (the ties of ``w.min()``'s gradient: ``prims.sum`` of a bool mask, typed bool in the trace, then a
+# division by it), so it stays torch's int64 count.
+_NARROW_INTS = frozenset({torch.int8, torch.int16, torch.int32, torch.uint8})
+
+
+def _reduced_dtype(a):
+    """The dtype a sum or prod prim of ``a`` computes in (Note [the dtype of an integer sum]); None: torch's."""
+    return a.dtype if a.dtype in _NARROW_INTS else None
+
+
 def torch_prod(a, dims):
     out = a
     for d in sorted(dims, reverse=True):
-        out = out.prod(d, dtype=a.dtype)
+        out = out.prod(d, dtype=_reduced_dtype(a))
     return out if dims else a.clone()
 
 
@@ -196,8 +211,7 @@ _OTHER = {
     "SQUEEZE": OpInfo("view", "squeeze", lambda a, dims: a.squeeze(tuple(dims)) if dims else a.view_as(a)),
     "TRANSPOSE": OpInfo("view", "permute", lambda a, permutation: a.permute(tuple(permutation))),
     "SHALLOW_COPY": OpInfo("view", "set", lambda a: a.view_as(a)),
-    # (a prim's result has its operand's dtype: torch's integer sum and prod are int64 unless told)
-    "SUM": OpInfo("reduction", "sum", lambda a, dims: a.sum(tuple(dims), dtype=a.dtype) if dims else a.clone()),
+    "SUM": OpInfo("reduction", "sum", lambda a, dims: a.sum(tuple(dims), dtype=_reduced_dtype(a)) if dims else a.clone()),
     "AMAX": OpInfo("reduction", "max", lambda a, dims: a.amax(tuple(dims)) if dims else a.clone()),
     "AMIN": OpInfo("reduction", "min", lambda a, dims: a.amin(tuple(dims)) if dims else a.clone()),
     "PROD": OpInfo("reduction", "prod", torch_prod),

@@ -409,8 +409,9 @@ class _OpsAdapter:
             def reduce(arg, dims, keepdim=False):
                 if not len(dims):
                     return ops.set(arg)
-                if name in ("sum", "prod") and callable(getattr(arg, "dtype", None)):
-                    # a prim's result has its operand's dtype; nvFuser's integer sum and prod are int64 unless told
+                if name in ("sum", "prod") and callable(getattr(arg, "dtype", None)) and str(arg.dtype()).endswith(
+                        ("Int32", "Int16", "Int8", "UInt8", "Byte", "Char", "Short")):
+                    # (ops.py, Note [the dtype of an integer sum]: nvFuser's is int64 unless told; a bool count stays so)
                     return getattr(ops, name)(arg, list(dims), bool(keepdim), arg.dtype())
                 return getattr(ops, name)(arg, list(dims), bool(keepdim))
 
