@@ -34,10 +34,10 @@ import torch
 import thunder.core.prims as prims
 from thunder.core import devices
 from thunder.core import dtypes as thunder_dtypes
-from thunder.core.dtypes import to_torch_dtype
 from thunder.core.proxies import TensorProxy
 
 from fusion_alias import scalar_ranges
+from fusion_alias.scalar_ranges import _torch_dtype  # (a proxy's torch dtype, or None; remembered per dtype)
 from fusion_alias.eager_kernels import check_kernel
 from fusion_alias.aliasing import copies_in
 
@@ -66,13 +66,6 @@ _COMPLEX_REFUSED = frozenset({"abs_", "absolute_"})
 
 class InplaceDtypeError(RuntimeError):
     """An in-place op whose result eager cannot store into its destination."""
-
-
-def _torch_dtype(p):
-    try:
-        return to_torch_dtype(p.dtype)
-    except Exception:  # a dtype torch does not know: nothing to say
-        return None
 
 
 def _producers(bsym, out=None) -> dict:

@@ -19,14 +19,13 @@ Thunder's (``relu(-0.0)`` is ``0.0``, as eager's), and the gradient Thunder deri
 from __future__ import annotations
 
 import torch
-from thunder.core import dtypes
 from thunder.core.langctxs import Languages, langctx
 from thunder.core.symbol import Symbol
 import thunder.torch as ltorch
 
+from fusion_alias.saturated_sigmoid import _REAL  # (the floating dtypes these lookasides trace)
 from fusion_alias.wrapped_lookasides import wrap_lookasides
 
-_REAL = (dtypes.float64, dtypes.float32, dtypes.float16, dtypes.bfloat16)
 
 
 def _relu(a, inplace: bool = False):

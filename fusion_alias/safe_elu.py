@@ -25,14 +25,13 @@ and ``torch.celu_`` are traced so; an input that is not floating is Thunder's ow
 from __future__ import annotations
 
 import torch
-from thunder.core import dtypes
 from thunder.core.langctxs import Languages, langctx
 from thunder.core.symbol import Symbol
 import thunder.torch as ltorch
 
+from fusion_alias.saturated_sigmoid import _REAL  # (the floating dtypes these lookasides trace)
 from fusion_alias.wrapped_lookasides import wrap_lookasides
 
-_REAL = (dtypes.float64, dtypes.float32, dtypes.float16, dtypes.bfloat16)
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
 
