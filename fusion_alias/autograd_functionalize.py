@@ -63,6 +63,7 @@ from fusion_alias.functional_rewrite import Rewriter, _detached
 from fusion_alias.gradient_operands import UNRECORDED_WRITES
 from fusion_alias.gradient_paths import own_gradient, requires_grad_by_name, sources_of_other_gradients
 from fusion_alias.input_outputs import outputs_as_the_callers, outputs_of_written_inputs
+from fusion_alias.refusals.complex_gradients import check_complex_gradients
 from fusion_alias.refusals.returned_diagonals import check_returned_diagonals
 from fusion_alias.refusals.returned_views import check_returned_no_grad_views
 from fusion_alias.same_object_outputs import not_the_callers, same_object_outputs
@@ -88,6 +89,7 @@ class FunctionalizeForAutograd(Transform):
                 check_returned_no_grad_views(top, inputs)
             check_returned_strided_views(top, inputs)  # (refusals/strided_outputs.py)
             check_returned_diagonals(top, inputs)  # (refusals/returned_diagonals.py)
+            check_complex_gradients(top)  # (refusals/complex_gradients.py)
         return prologue_trc, computation_trc, epilogue_trc
 
     def transform_trace_post_optimization(self, computation_trace, **kwargs):

