@@ -477,7 +477,7 @@ def functionalize(prologue_trc, trace, epilogue_trc):
     # time"; hostile probes 2026-12-02). Such a write-back runs under no_grad, as eager's writes did.
     requires = requires_grad_by_name(flat, info, tensor_inputs, rewriter.step_outputs)
     eager_store_flags(new_epilogue, epilogue_trc, outs, requires)
-    refuse_stores_of_input_views(new_epilogue, epilogue_trc, outs, info, tensor_inputs)
+    refuse_stores_of_input_views(new_epilogue, epilogue_trc, outs, info, tensor_inputs, prologue_trc)
     modes = {p.name: bool(rewriter.mode_of(p.name)) and requires(p.name) for p in written}
     written_positions = tuple((positions[p.name], modes[p.name], narrowed.get(p.name, ())) for p in written)
     ctx.written_positions = WrittenPositions(written_positions, input_outputs)

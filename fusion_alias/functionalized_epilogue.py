@@ -25,7 +25,7 @@ def eager_store_flags(epilogue, epilogue_trc, outs, requires) -> None:
             epilogue.bound_symbols[i] = b.from_bsym(args=(*b.args[:3], eager[b.args[2].name]))
 
 
-def refuse_stores_of_input_views(epilogue, epilogue_trc, outs, info, tensor_inputs) -> None:
+def refuse_stores_of_input_views(epilogue, epilogue_trc, outs, info, tensor_inputs, prologue_trc=None) -> None:
     """Note [a buffer rebound to a view of an input, functionalized]
     A buffer of the module called rebound in ``forward`` to a view of a tensor the call reads
     (``self.run_mean = a[0].detach()`` with ``a = m.w[0:2]``, a view of the flat Parameter): eager's buffer
@@ -34,20 +34,59 @@ def refuse_stores_of_input_views(epilogue, epilogue_trc, outs, info, tensor_inpu
     computation's output, a new tensor: the buffer came back a copy (fuzz seed 20616 #13, ``modules --grad``;
     after ``flat.add_(100)`` eager's buffer read ``[100, 101, 102]``, fusion_alias's ``[0, 1, 2]``). Refused
     until the store replays the view on the caller's tensor. The input itself stored (``self.kv = a``) is the
-    caller's tensor and runs."""
+    caller's tensor and runs.
+
+    Note [a buffer stored onto itself, functionalized]
+    A store of a buffer's own memory, whole, into that same buffer (``self.n += 1``: ``__iadd__`` writes ``n``
+    in place, then ``setattr`` stores its result, the tensor ``n`` itself) leaves eager's buffer the object it
+    was: the store is a no-op, and the write-back puts the final value into the caller's tensor. It is dropped
+    from the epilogue here (it was refused as a view of an input, session 31 probe: a counter buffer in a
+    training step; plain ``thunder.jit`` runs it)::
+
+        t_n = p5.get_buffer('n')                       # prologue: the buffer, an input of the call
+        value = t_n.add_(1)                            # root t_n, no view between
+        fusion_alias_rebind_buffer(p5, '.n', value)    # epilogue: dropped (was refused)
+    """
     args = list(epilogue_trc.args)[len(epilogue_trc.args) - len(outs):] if outs else []
-    inputs = {p.name for p in tensor_inputs}
+    inputs = {p.name: p for p in tensor_inputs}
     input_roots = {info.root.get(n, n) for n in inputs}
-    of_input = {a.name: o.name for a, o in zip(args, outs)
+    of_input = {a.name: o for a, o in zip(args, outs)
                 if isinstance(a, TensorProxy) and isinstance(o, TensorProxy) and o.name not in inputs
                 and info.root.get(o.name, o.name) in input_roots}
+    buffers = _buffers_unpacked(prologue_trc)
+    kept = []
     for b in epilogue.bound_symbols:
-        if b.sym.name in STORES and len(b.args) >= 3 and getattr(b.args[2], "name", None) in of_input:
+        o = of_input.get(getattr(b.args[2], "name", None)) if b.sym.name in STORES and len(b.args) >= 3 else None
+        if o is not None and _onto_itself(b, o, info, inputs, buffers):
+            continue
+        if o is not None:
             raise AliasInputError(
                 f"fusion_alias: in a call that computes gradients and writes in place, the program rebinds "
                 f"the buffer {str(b.args[1]).lstrip('.')!r} to a view of memory the call was given (eager's "
                 "buffer then shares that memory after the call): not supported (a functionalized call would "
                 "store a copy). Workaround: store a copy (`.clone()`), or write into the buffer in place")
+        kept.append(b)
+    epilogue.bound_symbols = kept
+
+
+def _buffers_unpacked(prologue_trc) -> dict:
+    """``{input name: (module proxy name, buffer name)}`` for each ``unpack_buffer`` of the prologue (printed
+    ``t_n = p5.get_buffer('n')``)."""
+    found = {}
+    for b in getattr(prologue_trc, "bound_symbols", ()):
+        if b.sym.id is prims.PrimIDs.UNPACK_BUFFER and len(b.args) == 2 and isinstance(b.output, TensorProxy):
+            found[b.output.name] = (getattr(b.args[0], "name", None), b.args[1])
+    return found
+
+
+def _onto_itself(store, o, info, inputs: dict, buffers: dict) -> bool:
+    """Note [a buffer stored onto itself, functionalized]: ``store`` puts into a buffer of the module called the
+    whole memory of the input unpacked from that buffer, in its shape and dtype."""
+    root = info.root.get(o.name, o.name)
+    p = inputs.get(root)
+    if p is None or info.chain.get(o.name, ()) or (tuple(o.shape), o.dtype) != (tuple(p.shape), p.dtype):
+        return False
+    return buffers.get(root) == (getattr(store.args[0], "name", None), str(store.args[1]).lstrip("."))
 
 
 def epilogue_returning_finals(epilogue_trc, finals, constants=(), differentiable=(), n_outputs=0, returned=(), same=None):

@@ -102,3 +102,67 @@ def test_complex_gradients_thunder_gets_wrong_are_refused(op):
     with torch.no_grad():  # (no gradient: it runs)
         want = torch.view_as_real(fns[op](a))
         torch.testing.assert_close(fusion_alias.jit(lambda a: torch.view_as_real(fns[op](a)))(a), want)
+
+
+# ---- bug 2: a counter buffer of the module called, `self.n += 1`, in a training step
+
+
+class _Counted(nn.Module):
+    def __init__(self, sub=False):
+        super().__init__()
+        self.w = nn.Parameter(torch.linspace(0.5, 1.5, 4))
+        self.register_buffer("n", torch.zeros(()))
+        self.sub = nn.Module()
+        self.sub.register_buffer("n", torch.zeros(()))
+        self.on_sub = sub
+
+    def forward(self, x):
+        if self.on_sub:
+            self.sub.n += 1
+            self.sub.n.mul_(2)
+            return x * self.w * self.sub.n
+        self.n += 1
+        return x * self.w * self.n
+
+
+def _training_calls(m, f, calls=3):
+    held = (m.n, m.sub.n)
+    rows = []
+    for i in range(calls):
+        x = _rnd(3, 4, seed=10 + i).requires_grad_()
+        out = f(x)
+        (out * torch.arange(12.0).view(3, 4)).sum().backward()
+        rows.append((out.detach(), x.grad, m.w.grad.clone(), m.n.clone(), m.sub.n.clone()))
+    assert m.n is held[0] and m.sub.n is held[1]  # (eager's buffers stay the objects they were)
+    return rows
+
+
+@pytest.mark.parametrize("sub", [False, True])
+def test_counter_buffer_iadd_in_training(sub):
+    """``self.n += 1`` stores ``n`` onto itself: was refused as "rebinds the buffer 'n' to a view of memory the call
+    was given" (plain thunder.jit runs it); functionalized_epilogue.py, Note [a buffer stored onto itself,
+    functionalized]."""
+    m = _Counted(sub)
+    want = _training_calls(m, m)
+    for schedule in SCHEDULES:
+        m = _Counted(sub)
+        got = _training_calls(m, fusion_alias.jit(m, backend="reference", schedule=schedule))
+        for g, w in zip(got, want):
+            for a, b in zip(g, w):
+                torch.testing.assert_close(a, b)
+
+
+def test_buffer_rebound_to_another_buffers_memory_still_refused():
+    class Other(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(torch.ones(4))
+            self.register_buffer("n", torch.zeros(()))
+            self.register_buffer("m", torch.zeros(()))
+
+        def forward(self, x):
+            self.m = self.n.add_(1)  # (eager: m is n's tensor; a functionalized call would store a copy)
+            return x * self.w
+
+    with pytest.raises(AliasInputError, match="rebinds the buffer 'm'"):
+        fusion_alias.jit(Other(), backend="reference")(torch.ones(4, requires_grad=True))
