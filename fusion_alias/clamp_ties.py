@@ -18,10 +18,20 @@ as ``where`` with the tie on the element's side instead::
     where((a >= min) | (a != a), a, min)   then   where((a <= max) | (a != a), a, max)
 
 The values are Thunder's (a NaN element stays NaN, a NaN bound gives NaN, ``min > max`` gives ``max``), and so
-is the gradient away from the bounds; a bound that requires grad gets its gradient where the element passes it,
+is the gradient away from the bounds and from NaN; a bound that requires grad gets its gradient where the element passes it,
 as eager's. It is as many prims as Thunder's own (a comparison, a NaN test, two ``where``s per bound become a
 comparison, a NaN test, an ``or`` and a ``where``), so it is traced so whether or not the call computes gradients:
 a tensor made in the program has no ``requires_grad`` in the trace to tell. A call with ``out=`` is left as it was.
+
+Note [a NaN element: its value, no gradient]
+--------------------------------------------
+Eager's mask ``self >= min & self <= max`` is False at a NaN element: its value stays NaN and its gradient is
+0 (in every dtype and length, checked). Kept on the element's side by ``a != a``, the NaN element also kept
+the element's gradient: ``x.clamp_max(-0.1)`` of ``x = [nan, 1, -1]`` had gradient ``[1, 0, 1]`` where eager's
+(and plain ``thunder.jit``'s) is ``[0, 0, 1]`` (fuzz ``--special-values --grad``, seed 31042 #0). So the NaN
+element's value is a NaN constant, chosen where ``a`` is NaN, which passes no gradient back::
+
+    where(inside | (a != a), where(a != a, nan, a), bound)
 """
 
 from __future__ import annotations
@@ -41,10 +51,18 @@ def _clamped(a, min=None, max=None):
     if min is None and max is None:
         return ltorch.clamp(a, min, max)  # (Thunder's error)
     if min is not None:
-        a = ltorch.where(ltorch.logical_or(ltorch.ge(a, min), ltorch.ne(a, a)), a, min)
+        a = _bounded(a, ltorch.ge(a, min), min)
     if max is not None:
-        a = ltorch.where(ltorch.logical_or(ltorch.le(a, max), ltorch.ne(a, a)), a, max)
+        a = _bounded(a, ltorch.le(a, max), max)
     return a
+
+
+def _bounded(a, inside, bound):
+    """``a`` where ``inside`` (a tie included), else ``bound``; a NaN element of ``a`` stays NaN, with no
+    gradient (Note [a NaN element: its value, no gradient])."""
+    nan = ltorch.ne(a, a)
+    kept = ltorch.where(nan, float("nan"), a) if ltorch.is_floating_point(a) else a
+    return ltorch.where(ltorch.logical_or(inside, nan), kept, bound)
 
 
 clamp = Symbol(name="clamp", meta=langctx(Languages.TORCH)(_clamped), id="fusion_alias.clamp")

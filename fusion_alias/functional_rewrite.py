@@ -16,6 +16,7 @@ from fusion_alias import ops
 from fusion_alias.aliasing import may_write
 from fusion_alias.errors import AliasInputError
 from fusion_alias.gradient_paths import autograd_base, check_leaf_view_read
+from fusion_alias.no_grad_writes import detached_copy, kept_path
 from fusion_alias.overlap import may_overlap_itself
 from fusion_alias.refusals.storage_views import STORAGE_VIEWS, refuse_storage_view
 from fusion_alias.zero_dim_operands import broadcast_0d_operands
@@ -432,22 +433,13 @@ def _trailing_dims(src, dst) -> tuple:
 
 
 def _detached(x: TensorProxy) -> TensorProxy:
-    """``x`` as a constant for Thunder's autodiff (its output tagged as made under no_grad)."""
-    out = prims.convert_element_type(x, x.dtype)
-    if out is x:
-        out = prims.mul(x, 1)
-    out.tags.add(ProxyTag.DETACHED_AUTOGRAD_GRAPH)
-    return out
+    """``x`` as a constant for Thunder's autodiff (a copy tagged as made under no_grad), bit for bit."""
+    return detached_copy(x)  # (no_grad_writes.py, Note [a no_grad write keeps the gradient path, exactly])
 
 
 def _keep_identity(old: TensorProxy, new: TensorProxy) -> TensorProxy:
-    """``new``'s value, with ``old``'s gradient path: a write under the program's no_grad."""
-    if old.dtype in dtypes.low_precision_dtypes:  # Thunder's add/sub prims take no 16-bit dtype (fuzz seed
-        wide = dtypes.complex64 if dtypes.is_complex_dtype(old.dtype) else dtypes.float32  # 31040 #97, --grad):
-        old_wide, new_wide = prims.convert_element_type(old, wide), prims.convert_element_type(new, wide)
-        return prims.convert_element_type(_keep_identity(old_wide, new_wide), old.dtype)  # exact both ways
-    zero = prims.sub(old, _detached(old))
-    return prims.add(zero, _detached(new))
+    """``new``'s value, with ``old``'s gradient path: a write under the program's no_grad (no_grad_writes.py)."""
+    return kept_path(old, new)
 
 
 def _scatter(base: TensorProxy, chain, value: TensorProxy) -> TensorProxy:

@@ -44,7 +44,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--write-outputs", action="store_true",
                     help="after each call, write into every output in place and compare again (Note [outputs "
                          "written after the call], oracle.py)")
+    ap.add_argument("--special-values", action="store_true",
+                    help="put NaN, infinities, signed zeros and integer extremes into a quarter of every "
+                         "input's elements (Note [special values in the inputs], source.py)")
     ns = ap.parse_args(argv)
+    if ns.special_values:
+        from fusion_alias.fuzz import source
+
+        source.SPECIAL_VALUES = True
     if ns.write_outputs:
         from fusion_alias.fuzz import oracle
 

@@ -11,9 +11,9 @@ from typing import Sequence
 
 import torch
 
-from fusion_alias.fuzz import foreach_spellings, identity_spellings, opaque_spellings, out_spellings
+from fusion_alias.fuzz import foreach_spellings, identity_spellings, opaque_spellings, out_spellings, source
 from fusion_alias.fuzz.hazard import _has_internal_overlap, _overlaps
-from fusion_alias.fuzz.program import CONSTANTS, PARAM_NAMES, Stmt
+from fusion_alias.fuzz.program import PARAM_NAMES, Stmt
 
 _BASE_SHAPES = ((4, 6), (4, 6), (4, 6), (6, 4), (2, 3, 4), (6,), (1, 6), (4, 1, 6))
 
@@ -144,6 +144,7 @@ class _Gen:
         # Note [writes into views made under no_grad]), drawn from a stream of their own (session 19)
         self.grad_mode_spell = random.Random(str(rng.getstate()[1][:16]) + ":no_grad")
         self.same_as: dict[str, str] = {}  # the result of an in-place op -> the tensor it was called on
+        self.special = random.Random(str(rng.getstate()[1][:16]) + ":special")  # (source.constant)
 
     def detach_drawn(self, p: float) -> bool:
         """Whether to read a tensor through ``.detach()``: probability ``p``, drawn from ``side`` (Note
@@ -199,7 +200,7 @@ class _Gen:
         alias of ``x``) or a constant."""
         rng = self.rng
         if rng.random() < 0.15:
-            return repr(rng.choice(CONSTANTS))
+            return source.constant(rng, self.special)
         xs = self.shape(x)
         compatible, aliased = [], []
         for v in self.names:
@@ -216,7 +217,7 @@ class _Gen:
             return rng.choice(aliased)
         if compatible:
             return rng.choice(compatible)
-        return repr(rng.choice(CONSTANTS))
+        return source.constant(rng, self.special)
 
     def _is_var(self, s: str) -> bool:
         return s in self.env
@@ -296,7 +297,7 @@ class _Gen:
             y = self.operand(x, inplace=True)
             op = rng.choices(("add_", "mul_", "sub_", "add_alpha", "copy_", "hypot_"), (3, 2, 2, 1, 2, 1))[0]
             if op == "add_alpha":
-                e = f"{x}.add_({y}, alpha={rng.choice(CONSTANTS)})"
+                e = f"{x}.add_({y}, alpha={source.constant(rng, self.special)})"
             elif op == "copy_":
                 if not self._is_var(y):
                     y = rng.choice(self.names)
@@ -329,7 +330,7 @@ class _Gen:
             if roll < 0.4:
                 e = f"{x}.zero_()"
             elif roll < 0.75:
-                e = f"{x}.fill_({rng.choice(CONSTANTS)})"
+                e = f"{x}.fill_({source.constant(rng, self.special)})"
             else:
                 y = rng.choice(self.names)
                 element = "[" + ", ".join("0" for _ in self.shape(y)) + "]" if self.shape(y) else ""
@@ -378,14 +379,14 @@ class _Gen:
         lst = "[" + ", ".join(foreach_spellings.result_in_list(self.foreach_spell, self.env, xs)) + "]"
         if kind == "addc" and all(self._is_var(y) for y in ys):
             # per-tensor values: a list of numbers, or one tensor of them (torch.optim's Adam when compiling)
-            values = [repr(rng.choice(CONSTANTS)) for _ in xs]
+            values = [source.constant(rng, self.special) for _ in xs]
             scalars = f"torch.tensor([{', '.join(values)}])" if rng.random() < 0.5 else f"[{', '.join(values)}]"
             ys_list = "[" + ", ".join(ys) + "]"
             code = f"torch._foreach_{rng.choice(('addcmul_', 'addcdiv_'))}({lst}, {ys_list}, {ys_list}, {scalars})"
             reads = tuple(dict.fromkeys((*xs, *ys)))
         elif kind in ("binary", "lerp") and all(self._is_var(y) for y in ys):
             op = rng.choice(("add_", "mul_", "sub_")) if kind == "binary" else "lerp_"
-            weight = f", {rng.choice(CONSTANTS)}" if kind == "lerp" else ""
+            weight = f", {source.constant(rng, self.special)}" if kind == "lerp" else ""
             lst_ys = foreach_spellings.crossed_rows(self.foreach_spell, self.env, x) or (lst, f"[{', '.join(ys)}]")
             code = f"torch._foreach_{op}({lst_ys[0]}, {lst_ys[1]}{weight})"
             reads = tuple(dict.fromkeys((*xs, *ys)))
@@ -393,7 +394,7 @@ class _Gen:
             code = f"torch._foreach_{rng.choice(('tanh_', 'neg_', 'sigmoid_', 'abs_'))}({lst})"
             reads = tuple(dict.fromkeys(xs))
         else:
-            code = f"torch._foreach_{rng.choice(('mul_', 'add_', 'clamp_min_'))}({lst}, {rng.choice(CONSTANTS)})"
+            code = f"torch._foreach_{rng.choice(('mul_', 'add_', 'clamp_min_'))}({lst}, {source.constant(rng, self.special)})"
             reads = tuple(dict.fromkeys(xs))
         return Stmt(code, reads=reads, writes=x)  # (``writes`` names the first: the others are written too)
 
@@ -430,7 +431,7 @@ class _Gen:
             views.append(f"{x}.transpose(-1, -2)")
         y = self.fresh()
         pre.append(Stmt(f"{y} = {rng.choice(views)}", target=y, view_of=x))
-        c = rng.choice(CONSTANTS)
+        c = source.constant(rng, self.special)
         op = rng.choice((f"add_({y}, alpha={c})", f"sub_({y}, alpha={c})", f"addcmul_({y}, {x}, value={c})",
                          f"lerp_({y}, 0.5)", f"clamp_(min={y})", f"mul_({y})", f"div_({y}, rounding_mode='floor')"))
         return pre + [Stmt(f"{x}.{op}", reads=(x, y), writes=x)]
@@ -438,7 +439,7 @@ class _Gen:
     def _setitem_value(self, dst_shape: tuple[int, ...]) -> str:
         rng = self.rng
         if rng.random() < 0.3:
-            return repr(rng.choice(CONSTANTS))
+            return source.constant(rng, self.special)
         ok = []
         for v in self.names:
             try:
@@ -446,7 +447,7 @@ class _Gen:
                     ok.append(v)
             except RuntimeError:
                 pass
-        return rng.choice(ok) if ok else repr(rng.choice(CONSTANTS))
+        return rng.choice(ok) if ok else source.constant(rng, self.special)
 
     def outofplace(self) -> Stmt:
         rng, x = self.rng, self.pick()

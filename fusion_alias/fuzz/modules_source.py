@@ -6,6 +6,7 @@ over the aliasing variants and compares (Note [module programs] and Note [the re
 from __future__ import annotations
 
 from fusion_alias.fuzz.program import Program
+from fusion_alias.fuzz import source
 from fusion_alias.fuzz.source import COMPARE_SOURCE, _base_source, _make_jit_source
 
 
@@ -35,7 +36,7 @@ def _inputs_source(p: Program) -> str:
         "def make_inputs(variant, m):",
         '    """(bases, arguments, leaves that require grad, hidden tensors) of one call, over this side\'s module m."""',
         f"    g = torch.Generator().manual_seed({p.input_seed})",
-    ]
+    ] + (source._SPECIAL_SOURCE if source.SPECIAL_VALUES else [])  # (Note [special values in the inputs])
     leaves = []
     for name, shape in p.bases:
         made = _base_source(name, shape, "float32", p.grad)

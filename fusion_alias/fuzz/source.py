@@ -20,10 +20,61 @@ from __future__ import annotations
 
 import math
 
-from fusion_alias.fuzz.program import ATTR_HOLDER, Program
+from fusion_alias.fuzz.program import ATTR_HOLDER, CONSTANTS, Program
 
 _INT_DTYPES = ("int32", "int64", "int16", "int8", "uint8")
 FLOAT_DTYPES = ("float32", "float64", "float16", "bfloat16")
+
+# Note [special values in the inputs]
+#     With ``--special-values`` (``SPECIAL_VALUES``, session 31) every base of a program holds, beside its
+#     usual seeded values, special ones at a quarter of its elements (at least one): for floating dtypes
+#     NaN, the infinities, signed zeros, a number past float16's range and a float32 denormal; for
+#     integer dtypes the dtype's extremes, 0 and -1; for complex dtypes NaN and infinite parts. The
+#     positions and the values are drawn from the program's own generator ``g``, so the repro is still
+#     what ran. ``special(t)`` writes them into a fresh base before it becomes a leaf::
+#
+#         x = special(torch.rand((3, 4), generator=g) * 2 - 1)   # e.g. [[nan, .3, -0., ...], ...]
+#
+#     The comparison is unchanged (NaN equals NaN; -0.0 equals 0.0, so signs of zero are not
+#     compared): a region that computes an op differently at a special value than eager does
+#     (``where(a > 0, a, 0)`` for ``relu(nan)``) shows as a mismatch. Off by default (the known
+#     special-value differences are in docs/limits.md).
+SPECIAL_VALUES = False  # set by the command line's --special-values
+
+
+
+def constant(rng, special) -> str:
+    """A number operand of a statement: one of ``CONSTANTS``, always drawn from ``rng``, or, with
+    ``--special-values``, sometimes a special number in its place.
+
+    Note [special numbers keep the stream]: with ``--special-values`` a third of the number operands
+    become ``nan``, ``inf``, ``-inf`` or ``-0.0`` (``x.clamp_(min=nan)``, ``x.fill_(-inf)``,
+    ``x.add_(y, alpha=inf)``), drawn from ``special``, a stream of their own, after ``rng``'s draw: so
+    that without the option every seed's programs are the ones it always made."""
+    c = repr(rng.choice(CONSTANTS))
+    if SPECIAL_VALUES and special.random() < 1 / 3:
+        c = special.choice(("float('nan')", "float('inf')", "-float('inf')", "-0.0"))
+    return c
+
+
+_SPECIAL_SOURCE = [
+    "    def special(t):  # Note [special values in the inputs] (fusion_alias/fuzz/source.py)",
+    "        if t.numel() == 0 or t.dtype == torch.bool:",
+    "            return t",
+    "        if t.dtype.is_floating_point:",
+    "            vals = [float('nan'), float('inf'), -float('inf'), -0.0, 0.0, 1e5, 1e-40]",
+    "        elif t.dtype.is_complex:",
+    "            vals = [complex(float('nan'), 0.0), complex(float('inf'), 1.0), complex(0.0, -float('inf')), -0.0]",
+    "        else:",
+    "            info = torch.iinfo(t.dtype)",
+    "            vals = [info.max, info.min, 0] + ([-1] if info.min < 0 else [])",
+    "        k = max(1, t.numel() // 4)",
+    "        at = torch.randperm(t.numel(), generator=g)[:k]",
+    "        pick = torch.randint(len(vals), (k,), generator=g)",
+    "        t = t.clone()",
+    "        t.view(-1)[at] = torch.tensor([vals[int(i)] for i in pick], dtype=t.dtype)",
+    "        return t",
+]
 
 
 def _base_source(name: str, shape: tuple[int, ...], dtype: str, grad: bool, how: str = "nonleaf") -> list[str]:
@@ -52,6 +103,8 @@ def _base_source(name: str, shape: tuple[int, ...], dtype: str, grad: bool, how:
         value = f"torch.complex({rand} * 2 - 1, {rand} * 2 - 1).to(torch.{dtype})"
     else:
         raise ValueError(f"fuzz: no generator of base values for dtype {dtype}")
+    if SPECIAL_VALUES:  # Note [special values in the inputs]
+        value = f"special({value})"
     if grad and dtype in FLOAT_DTYPES and how == "leaf":  # passed as it is: a leaf that requires grad
         return [f"    {name} = ({value}).requires_grad_()"]
     if grad and dtype in FLOAT_DTYPES and how == "nonleaf":  # a leaf that requires grad, and the base: a non-leaf eager may write into
@@ -68,7 +121,7 @@ def _make_inputs_source(p: Program) -> str:
         + (' (``carried``: the bases of CARRIED kept from the previous call)' if p.carried else '')
         + ' (``wide``: the float32 bases in float64, the same values)."""',
         f"    g = torch.Generator().manual_seed({p.input_seed})",
-    ]
+    ] + (_SPECIAL_SOURCE if SPECIAL_VALUES else [])
     leaves = []
     for name, shape in p.bases:
         how = p.grad_kind_of(name)
