@@ -166,3 +166,203 @@ def test_buffer_rebound_to_another_buffers_memory_still_refused():
 
     with pytest.raises(AliasInputError, match="rebinds the buffer 'm'"):
         fusion_alias.jit(Other(), backend="reference")(torch.ones(4, requires_grad=True))
+
+
+# ---- representative programs that pass (no bug found): optimizer steps over tied and overlapping lists
+
+
+def _sgd(params, grads, bufs, lr: float, mom: float, wd: float, nesterov: bool):
+    for p, g, b in zip(params, grads, bufs):
+        d = g.add(p, alpha=wd)
+        b.mul_(mom).add_(d)
+        p.add_(d.add(b, alpha=mom) if nesterov else b, alpha=-lr)
+
+
+def test_sgd_nesterov_tied_parameter_twice():
+    def make():
+        w, b = _rnd(4, 5, seed=1), _rnd(5, seed=2)
+        gw = _rnd(4, 5, seed=3)
+        return {"p": [w, b, w], "g": [gw, _rnd(5, seed=4), gw * 0.5], "buf": [torch.zeros(4, 5), torch.zeros(5), torch.zeros(4, 5)]}
+
+    assert_steps_match(_sgd, make, lambda f, s, i: f(s["p"], s["g"], s["buf"], 0.1, 0.9, 0.01, True))
+
+
+def _adam(p, g, m, v, vmax, step: int, lr: float, b1: float, b2: float, wd: float):
+    g = -g  # (maximize)
+    p.mul_(1 - lr * wd)
+    m.lerp_(g, 1 - b1)
+    v.mul_(b2).addcmul_(g, g.conj(), value=1 - b2)
+    torch.maximum(vmax, v, out=vmax)  # (amsgrad)
+    denom = (vmax.sqrt() / math.sqrt(1 - b2 ** step)).add_(1e-8)
+    p.addcdiv_(m, denom, value=-lr / (1 - b1 ** step))
+    return p
+
+
+def test_adamw_amsgrad_maximize():
+    def make():
+        return {"p": _rnd(6, 7, seed=7), "g": _rnd(6, 7, seed=8), "m": torch.zeros(6, 7), "v": torch.zeros(6, 7), "vmax": torch.zeros(6, 7)}
+
+    assert_steps_match(_adam, make, lambda f, s, i: f(s["p"], s["g"], s["m"], s["v"], s["vmax"], i + 1, 1e-2, 0.9, 0.999, 0.1))
+
+
+def _foreach_adamw(ps, gs, ms, vs, step: int, lr: float):
+    torch._foreach_mul_(ps, 1 - lr * 0.1)
+    torch._foreach_lerp_(ms, gs, 0.1)
+    torch._foreach_mul_(vs, 0.99)
+    torch._foreach_addcmul_(vs, gs, gs, 0.01)
+    denom = torch._foreach_sqrt(vs)
+    torch._foreach_div_(denom, math.sqrt(1 - 0.99 ** step))
+    torch._foreach_add_(denom, 1e-8)
+    torch._foreach_addcdiv_(ps, ms, denom, -lr / (1 - 0.9 ** step))
+
+
+def test_foreach_adamw_packed_state_views():
+    """m and v of both parameters are views of one packed state tensor."""
+    def make():
+        state = torch.zeros(2, 16)
+        return {"p": [_rnd(3, 4, seed=9), _rnd(4, seed=10)], "g": [_rnd(3, 4, seed=11), _rnd(4, seed=12)],
+                "m": [state[0, :12].view(3, 4), state[0, 12:]], "v": [state[1, :12].view(3, 4), state[1, 12:]], "state": state}
+
+    assert_steps_match(_foreach_adamw, make, lambda f, s, i: f(s["p"], s["g"], s["m"], s["v"], i + 1, 1e-2))
+
+
+def _clip(grads, max_norm: float):
+    total = torch.stack([g.norm(2) for g in grads]).norm(2)
+    coef = (max_norm / (total + 1e-6)).clamp(max=1.0)
+    for g in grads:
+        g.mul_(coef)
+    return total
+
+
+def test_grad_clipping_over_views_of_one_flat_buffer():
+    """The list holds a row of an earlier entry: that row is scaled twice, as in eager."""
+    def make():
+        flat = _rnd(30, seed=3) * 3
+        return {"flat": flat, "g": [flat[:20].view(4, 5), flat[20:], flat[:20].view(4, 5)[0]]}
+
+    assert_steps_match(_clip, make, lambda f, s, i: f(s["g"], 1.0), calls=2)
+
+
+def _ema_foreach(ema, ps, d: float):
+    torch._foreach_lerp_(ema, ps, 1 - d)
+
+
+def test_ema_foreach_lerp_tied():
+    def make():
+        w = _rnd(3, 4, seed=1)
+        e = w.clone() * 0.5
+        return {"e": [e, e], "p": [w, w]}
+
+    assert_steps_match(_ema_foreach, make, lambda f, s, i: f(s["e"], s["p"], 0.9))
+
+
+# ---- BatchNorm statistics, KV-cache decode, recurrent state, online softmax
+
+
+def _bn(x, w, b, rm, rv, nbt, momentum: float | None):
+    nbt.add_(1)
+    ema = 1.0 / nbt.to(torch.float32) if momentum is None else momentum
+    mean = x.mean(dim=(0, 2))
+    var = x.var(dim=(0, 2), correction=0)
+    n = x.numel() / x.shape[1]
+    rm.mul_(1 - ema).add_(mean * ema)
+    rv.mul_(1 - ema).add_(var * (n / (n - 1)) * ema)
+    return (x - mean[None, :, None]) / torch.sqrt(var[None, :, None] + 1e-5) * w[None, :, None] + b[None, :, None]
+
+
+@pytest.mark.parametrize("momentum", [0.1, None])
+def test_batchnorm_running_stats_with_gradients(momentum):
+    def inputs():
+        w, b = _rnd(3, seed=2).requires_grad_(), _rnd(3, seed=3).requires_grad_()
+        nbt = torch.tensor(4, dtype=torch.long)
+        return [w, b], (_rnd(4, 3, 5, seed=1), w, b, torch.zeros(3), torch.ones(3), nbt, momentum)
+
+    assert_matches_eager(_bn, inputs)
+
+
+def _decode(cache, kc, vc, q, k, v, pos: int):
+    kc.narrow(2, pos, 1).copy_(k.unsqueeze(2))
+    vc.select(2, pos).copy_(v)
+    s = (q @ cache[0][:, :, : pos + 1].transpose(-1, -2)) / 2.0
+    return torch.softmax(s, -1) @ cache[1][:, :, : pos + 1], kc[:, :, : pos + 1]
+
+
+def test_kv_cache_decode_through_views_of_one_cache():
+    def make():
+        c = torch.zeros(2, 2, 2, 6, 4)
+        return {"c": c, "kc": c[0], "vc": c[1]}
+
+    def step(f, s, i):
+        q, k, v = _rnd(2, 2, 1, 4, seed=10 + i), _rnd(2, 2, 4, seed=20 + i), _rnd(2, 2, 4, seed=30 + i)
+        return f(s["c"], s["kc"], s["vc"], q, k, v, i)
+
+    assert_steps_match(_decode, make, step, calls=4)
+
+
+def _lstm(x, h, c, wi, wh, b):
+    i, f, g, o = (x @ wi + h @ wh + b).chunk(4, -1)
+    c.mul_(torch.sigmoid(f)).add_(torch.sigmoid(i) * torch.tanh(g))
+    h.copy_(torch.sigmoid(o) * torch.tanh(c))
+    return h
+
+
+def test_lstm_state_in_place_views_of_one_state():
+    def make():
+        state = torch.zeros(2, 2, 3)
+        return {"s": state, "h": state[0], "c": state[1], "wi": _rnd(4, 12, seed=16), "wh": _rnd(3, 12, seed=17), "b": _rnd(12, seed=18)}
+
+    assert_steps_match(_lstm, make, lambda f, s, i: f(_rnd(2, 4, seed=i), s["h"], s["c"], s["wi"], s["wh"], s["b"]), calls=3)
+
+
+def _online_softmax(x, m, l, acc, v):
+    for c in range(0, x.shape[-1], 2):
+        mn = torch.maximum(m, x[..., c:c + 2].amax(-1))
+        scale = torch.exp(m - mn)
+        p = torch.exp(x[..., c:c + 2] - mn[..., None])
+        l.mul_(scale).add_(p.sum(-1))
+        acc.mul_(scale[..., None]).add_(p @ v[c:c + 2])
+        m.copy_(mn)
+    return acc / l[..., None]
+
+
+def test_online_softmax_running_max_and_sum():
+    def make():
+        return {"x": _rnd(3, 6, seed=14), "m": torch.full((3,), -float("inf")), "l": torch.zeros(3), "acc": torch.zeros(3, 4),
+                "v": _rnd(6, 4, seed=15)}
+
+    assert_steps_match(_online_softmax, make, lambda f, s, i: f(s["x"] + i, s["m"], s["l"], s["acc"], s["v"]), calls=2)
+
+
+# ---- training: rotary in place on views of a fused qkv activation, tied weights passed twice
+
+
+def _qkv_rope(x, w, cos, sin):
+    qkv = (x @ w).view(2, 3, 3, 2, 4)
+    q, k, v = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]
+    for t in (q, k):
+        a, b = t[..., :2].clone(), t[..., 2:].clone()
+        t[..., :2].copy_(a * cos - b * sin)
+        t[..., 2:].copy_(b * cos + a * sin)
+    s = (q.transpose(1, 2) @ k.transpose(1, 2).transpose(-1, -2)).softmax(-1)
+    return s @ v.transpose(1, 2), qkv
+
+
+def test_rotary_in_place_on_fused_qkv_views_with_gradients():
+    ang = torch.arange(3).float().view(1, 3, 1, 1) * torch.tensor([0.3, 0.7]).view(1, 1, 1, 2)
+
+    def inputs():
+        w = _rnd(5, 24, seed=2).requires_grad_()
+        return [w], (_rnd(2, 3, 5, seed=1), w, ang.cos(), ang.sin())
+
+    assert_matches_eager(_qkv_rope, inputs)
+
+
+def test_tied_embedding_and_head_passed_twice():
+    def fn(emb_w, head_w, idx):
+        return F.embedding(idx, emb_w) @ head_w.t()
+
+    def inputs():
+        w = _rnd(10, 6, seed=8).requires_grad_()
+        return [w], (w, w, torch.tensor([1, 2, 2]))
+
+    assert_matches_eager(fn, inputs)
