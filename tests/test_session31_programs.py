@@ -104,6 +104,19 @@ def test_complex_gradients_thunder_gets_wrong_are_refused(op):
         torch.testing.assert_close(fusion_alias.jit(lambda a: torch.view_as_real(fns[op](a)))(a), want)
 
 
+def test_complex_value_made_from_a_real_leaf_is_followed():
+    """``exp(1j * t)`` of a real ``t`` that requires grad: the trace's proxy of ``1j * t`` does not say it requires
+    grad, so the refusal follows it from the inputs (a learnable rotary angle)."""
+    t = torch.randn(4).requires_grad_()
+    c = torch.randn(4, dtype=torch.complex64)
+    with pytest.raises(AliasInputError, match="exp of the complex tensor"):
+        fusion_alias.jit(lambda t, c: torch.view_as_real(torch.exp(1j * t) * c), backend="reference")(t, c)
+    with pytest.raises(AliasInputError, match="exp of the complex tensor"):  # (through another op first)
+        fusion_alias.jit(lambda t, c: torch.view_as_real(torch.exp(1j * (t * 2)) * c), backend="reference")(t, c)
+    out = fusion_alias.jit(lambda t, c: torch.view_as_real(torch.exp(1j * t.detach()) * c) * t[:, None])(t, c)
+    torch.testing.assert_close(out, torch.view_as_real(torch.exp(1j * t.detach()) * c) * t[:, None])
+
+
 # ---- bug 2: a counter buffer of the module called, `self.n += 1`, in a training step
 
 

@@ -40,13 +40,25 @@ _RIGHT = frozenset({
 
 def check_complex_gradients(top_bsyms) -> None:
     """Note [a complex product's gradient conjugates]: refuse an op outside ``_RIGHT`` and the view ops that
-    reads or makes a complex tensor that requires grad (``top_bsyms``: the computation trace as traced)."""
+    reads or makes a complex tensor that requires grad (``top_bsyms``: the computation trace as traced). The
+    trace's proxies of intermediates do not say whether they require grad, so it is followed from the inputs:
+    every tensor made from one that requires grad does, but through ``detach`` (a write under ``no_grad`` is
+    counted as one that does, which may refuse more than needed)."""
     allowed = _RIGHT | _view_names()
+    requires: set = set()
     for b in top_bsyms:
-        if b.sym.id is prims.PrimIDs.RETURN or b.sym.name in allowed or b.sym.name.startswith("unpack"):
+        if b.sym.id is prims.PrimIDs.RETURN:
             continue
-        for t in (*proxy_args(b), *tensor_outs(b)):
-            if isinstance(t, TensorProxy) and t.requires_grad and dtypes.is_complex_dtype(t.dtype):
+        if b.sym.name.startswith("unpack"):
+            requires.update(t.name for t in tensor_outs(b) if t.requires_grad)
+            continue
+        args = [t for t in proxy_args(b) if isinstance(t, TensorProxy)]
+        if b.sym.name != "detach" and any(t.name in requires for t in args):
+            requires.update(t.name for t in tensor_outs(b) if dtypes.is_inexact_dtype(t.dtype))
+        if b.sym.name in allowed:
+            continue
+        for t in (*args, *tensor_outs(b)):
+            if t.name in requires and dtypes.is_complex_dtype(t.dtype):
                 raise AliasInputError(
                     f"fusion_alias: in a call that computes gradients, {b.sym.name} of the complex tensor {t.name}, "
                     "which requires grad, is not supported: Thunder 0.2.6's gradient of it is not conjugated as "
