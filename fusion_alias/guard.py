@@ -81,6 +81,21 @@ _HAS_GRAD = "has .grad"
 # carries the mark below, and any other tensor subclass its class, so a call where that changes runs another
 # program.
 _PARAMETER = "nn.Parameter"
+
+# Note [an argument that is None]
+# -------------------------------
+# ``if g is None: continue`` (an optimizer step over parameters some of which got no gradient this step) is
+# decided while tracing, and Thunder 0.2.6's prologue checks nothing for a None argument: compiled for ``(x,
+# 0.5)`` and then for ``(None, 0.5)``, a third call ``(x, 0.5)`` matched the second entry first and skipped
+# the write, silently (session 31 probe; plain ``thunder.jit`` too)::
+#
+#     def step(g, lr):                 # step(x, .5); step(None, .5); step(x, .5)
+#         if g is None: return         # eager: x + 2;  was: x + 1
+#         g.add_(1)
+#
+# Each None leaf of the call (an argument, or an entry of a list or dict argument) is in ``layouts`` with the
+# mark below, so a call that has None where another had a value runs another program.
+_NONE = "None"
 _LEAF_TYPES = frozenset({int, float, bool, complex, str, type(None), torch.dtype, torch.device})
 
 
@@ -151,6 +166,8 @@ def guard_key(items: Sequence[object], *, max_work: int | None = DEFAULT_MAX_WOR
         elif flat_only and tp not in _LEAF_TYPES:
             return None
         else:
+            if t is None:  # Note [an argument that is None]
+                layouts.append((i, _NONE))
             continue
         if d is not _UNKNOWN and d is not _EMPTY and d[5]:
             layouts.append((i, d[6]))

@@ -379,3 +379,41 @@ def test_tied_embedding_and_head_passed_twice():
         return [w], (w, w, torch.tensor([1, 2, 2]))
 
     assert_matches_eager(fn, inputs)
+
+
+# ---- bug 3: a None argument (a parameter with no gradient this step), then a tensor again
+
+
+def _sgd_skipping_none(ps, gs, bufs, lr: float, mom: float):
+    for p, g, b in zip(ps, gs, bufs):
+        if g is None:
+            continue
+        b.mul_(mom).add_(g)
+        p.add_(b, alpha=-lr)
+
+
+def test_none_gradient_pattern_changing_between_calls():
+    """Thunder's prologue checks nothing for a None argument: the program compiled for ``[g0, None]`` was reused
+    for ``[g0, g1]``, and ``p1`` was not updated (plain thunder.jit too; guard.py, Note [an argument that is
+    None])."""
+    def make():
+        return {"p": [_rnd(3, 3, seed=1), _rnd(3, seed=2)], "g": [_rnd(3, 3, seed=3), _rnd(3, seed=4)],
+                "b": [torch.zeros(3, 3), torch.zeros(3)]}
+
+    def step(f, s, i):
+        return f(s["p"], [s["g"][0], None if i % 2 else s["g"][1]], s["b"], 0.1, 0.9)
+
+    assert_steps_match(_sgd_skipping_none, make, step, calls=4)
+
+
+def test_none_argument_then_tensor():
+    def f(g, lr: float):
+        if g is None:
+            return None
+        return g.add_(lr)
+
+    jitted = fusion_alias.jit(f)
+    x = torch.zeros(2)
+    for arg in (x, None, x, None, x):
+        jitted(arg, 0.5)
+    torch.testing.assert_close(x, torch.full((2,), 1.5))
