@@ -159,9 +159,13 @@ MULTI_OUTPUT_VIEWS = frozenset({"unbind", "chunk", "split", "split_with_sizes"})
 
 
 def _views_only():
+    """Symbols whose result is a view of their first argument: torch's, and the view prims a property traces
+    to directly (``a.mT``, ``a.T`` are ``prims.transpose`` in the trace: a ``detach()`` of one, returned, passed the
+    argument a gradient, fuzz seed 27005 #22, ``order --grad``)."""
     import thunder.torch as ltorch
 
-    return frozenset(ltorch._syms_returning_views)
+    return frozenset(ltorch._syms_returning_views) | frozenset(
+        {prims.transpose, prims.squeeze, prims.slice_prim, prims.broadcast_in_dim, prims.shallow_copy})
 
 
 def _views_maybe():
@@ -169,7 +173,7 @@ def _views_maybe():
     (``t0.detach().reshape(3, 1, 4)`` returned was taken to start a backward: fuzz seed 20525 #91, basic --grad)."""
     import thunder.torch as ltorch
 
-    return frozenset(ltorch._syms_that_may_return_views)
+    return frozenset(ltorch._syms_that_may_return_views) | frozenset({prims.reshape})
 
 
 class _Save:
