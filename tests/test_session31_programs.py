@@ -117,6 +117,32 @@ def test_complex_value_made_from_a_real_leaf_is_followed():
     torch.testing.assert_close(out, torch.view_as_real(torch.exp(1j * t.detach()) * c) * t[:, None])
 
 
+
+def _spectral_conv(x, w):
+    return torch.fft.irfft(torch.fft.rfft(x, dim=-1) * w, n=x.shape[-1], dim=-1)
+
+
+def _polar_rotation(theta, c):
+    return torch.view_as_real(torch.polar(torch.ones(4), theta) * c)
+
+
+@pytest.mark.parametrize("program", ["spectral", "polar"])
+def test_complex_values_through_ops_torch_differentiates(program):
+    """An FNO-style spectral convolution (``rfft``, a complex weight, ``irfft``) and a learnt rotation angle through
+    ``torch.polar``: Thunder runs ``rfft``/``irfft``/``polar`` as torch's own functions with torch's gradient, and
+    the product between them had Thunder's unconjugated one (plain thunder.jit: both gradients wrong)."""
+    def inputs():
+        g = torch.Generator().manual_seed(5)
+        if program == "spectral":
+            x = torch.randn(2, 8, generator=g).requires_grad_()
+            w = torch.randn(5, dtype=torch.complex64, generator=g).requires_grad_()
+            return [x, w], (x, w)
+        theta = torch.randn(4, generator=g).requires_grad_()
+        c = torch.randn(4, dtype=torch.complex64, generator=g).requires_grad_()
+        return [theta, c], (theta, c)
+
+    assert_matches_eager(_spectral_conv if program == "spectral" else _polar_rotation, inputs)
+
 # ---- bug 2: a counter buffer of the module called, `self.n += 1`, in a training step
 
 

@@ -16,7 +16,8 @@ rotary embeddings as Llama writes them (session 31 probe)::
 ``addcmul``, ``lerp``, ``square`` and sums of products get eager's gradients. The others (``exp``, ``sin``,
 ``tanh``, ``sqrt``, ``log``, ``sigmoid``, ``pow``, ``reciprocal``, ``matmul``, ...) of a complex value that
 requires grad are refused here, by name; ops whose derivative is real (``add``, ``sub``, ``neg``, sums, views
-and copies) run.
+and copies) run, and so do the ops Thunder runs as torch's own function, with torch's autograd
+(``OpTags.AUTO_REGISTERED``: ``torch.fft.rfft``/``irfft``, ``view_as_complex``, ``polar``).
 """
 
 from __future__ import annotations
@@ -55,8 +56,8 @@ def check_complex_gradients(top_bsyms) -> None:
         args = [t for t in proxy_args(b) if isinstance(t, TensorProxy)]
         if b.sym.name != "detach" and any(t.name in requires for t in args):
             requires.update(t.name for t in tensor_outs(b) if dtypes.is_inexact_dtype(t.dtype))
-        if b.sym.name in allowed:
-            continue
+        if b.sym.name in allowed or prims.OpTags.AUTO_REGISTERED in (b.sym.tags or ()):
+            continue  # (an op Thunder runs as torch's own function, torch.fft.rfft: torch's autograd, conjugated)
         for t in (*args, *tensor_outs(b)):
             if t.name in requires and dtypes.is_complex_dtype(t.dtype):
                 raise AliasInputError(
