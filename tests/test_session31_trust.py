@@ -42,3 +42,74 @@ def test_detached_view_of_a_property_view_without_gradients_runs():
     fn = PROGRAMS["mT_detach_narrow"]
     a = torch.randn(4, 4)
     torch.testing.assert_close(fusion_alias.jit(fn)(a.clone())[0], fn(a.clone())[0])
+
+
+# -- outputs no gradient reaches, in programs that write nothing (constant_outputs.py) ------------------------
+
+
+class _EmaNet(torch.nn.Module):
+    """The shape of fuzz seed 26007 #20 (modules --grad): an output computed under no_grad, returned beside one
+    that requires grad."""
+
+    def __init__(self):
+        super().__init__()
+        g = torch.Generator().manual_seed(0)
+        self.w = torch.nn.Parameter(torch.rand(3, 3, generator=g))
+        self.register_buffer("ema", torch.rand(3, generator=g))
+
+    def forward(self, a):
+        with torch.no_grad():
+            t1 = a - self.ema
+        return t1, t1 @ self.w.t() + self.ema
+
+
+CONSTANT_OUTPUTS = {
+    "detach_of_result": lambda a: ((a * 2).detach(), a * 3),
+    "complex_detach": lambda a: (a.to(torch.complex64).detach(), a.sin()),
+    "no_grad_result": lambda a: (_no_grad(lambda: a * 2), a.exp()),
+    "bool_to_float": lambda a: ((a < 0).float(), a * 1),
+    "detach_only": lambda a: ((a + 1).detach(),),
+}
+
+
+def _no_grad(fn):
+    with torch.no_grad():
+        return fn()
+
+
+@pytest.mark.parametrize("schedule", ("reads-first", "writes-first"))
+@pytest.mark.parametrize("name", list(CONSTANT_OUTPUTS))
+def test_outputs_no_gradient_reaches_are_marked_as_eager(name, schedule):
+    fn = CONSTANT_OUTPUTS[name]
+    results = []
+    for f in (fn, fusion_alias.jit(fn, backend="reference", schedule=schedule)):
+        leaf = torch.tensor([[0.5, -1.0, 2.0], [3.0, 0.25, -0.5]], requires_grad=True)
+        outs = f(leaf * 1)
+        flags = [o.requires_grad for o in outs]
+        # a loss over the outputs that require grad, each weighted by its position
+        loss = sum((o * (i + 1)).sum() for i, o in enumerate(outs) if o.requires_grad)
+        if torch.is_tensor(loss):
+            loss.backward()
+        results.append((flags, [o.detach() for o in outs], leaf.grad))
+    (ef, ev, eg), (jf, jv, jg) = results
+    assert jf == ef
+    for e, j in zip(ev, jv):
+        torch.testing.assert_close(j, e)
+    assert (eg is None) == (jg is None) and (eg is None or torch.allclose(eg, jg))
+
+
+def test_module_output_under_no_grad_is_marked_as_eager():
+    results = []
+    for jitted in (False, True):
+        m = _EmaNet()
+        f = fusion_alias.jit(m) if jitted else m
+        leaf = torch.tensor([[0.5, -1.0, 2.0], [3.0, 0.25, -0.5]], requires_grad=True)
+        t1, t2 = f(leaf * 1)
+        diff = [o for o in (t1, t2) if o.requires_grad]
+        g = torch.Generator().manual_seed(1)
+        sum((o * torch.rand(o.shape, generator=g)).sum() for o in diff).backward()
+        results.append((t1.requires_grad, m.w.grad.clone(), leaf.grad))
+    (ef, ew, el), (jf, jw, jl) = results
+    assert jf == ef is False
+    torch.testing.assert_close(jw, ew)
+    assert el is None and jl is None

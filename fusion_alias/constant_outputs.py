@@ -1,0 +1,52 @@
+"""Outputs no gradient reaches, in a call that computes gradients and writes nothing in place.
+
+Note [outputs no gradient reaches, without writes]
+--------------------------------------------------
+Thunder's autograd Function marks every floating output as requiring grad. Eager does not mark a
+result computed under ``torch.no_grad()``, through ``detach()``, or from integer or bool results
+alone (``(b < 0).float()``). In programs that write in place the functionalized program gives each
+output eager's mark (autograd_functionalize.py, Note [outputs no gradient reaches]); programs that
+write nothing kept Thunder's marks, so a loss over "the outputs that require grad" summed one eager
+leaves out, and ``.backward()`` of one ran where eager raises (fuzz seeds 26007 #20, modules
+``--grad``; 40048 #13, item ``--grad``; the limit since session 16)::
+
+    def forward(self, a):
+        with torch.no_grad():
+            t1 = a - self.ema          # eager: t1.requires_grad False; was True
+        return t1, t1 @ self.w.t()
+
+``returns_constants`` asks, of the computation trace as traced, whether any floating output is one
+eager does not mark (``gradient_paths.requires_grad_by_name`` over the trace with its writes and
+views made explicit, as ``functionalize`` reads it). Such a program is functionalized too, with no
+write to make explicit: the functionalized call's outputs get eager's marks, the rest of it is as
+before (no write-backs). Programs whose outputs all require grad stay Thunder's as they were.
+"""
+
+from __future__ import annotations
+
+from thunder.core.proxies import TensorProxy
+import thunder.core.dtypes as dtypes
+
+
+def returns_constants(trace) -> bool:
+    """Whether a floating output of ``trace`` (a computation trace that writes nothing) requires no grad
+    in eager (module Note)."""
+    from fusion_alias.aliasing import analyze
+    from fusion_alias.autograd_functionalize import _explicit_writes
+    from fusion_alias.gradient_paths import requires_grad_by_name
+
+    tensor_inputs = [a for a in trace.args if isinstance(a, TensorProxy)]
+    if not any(p.requires_grad for p in tensor_inputs):
+        return False
+    *body, ret = trace.bound_symbols
+    value = ret.args[0] if ret.args else None
+    outs = value["output"] if isinstance(value, dict) else value
+    if not isinstance(outs, (tuple, list)):
+        return False
+    outs = [o for o in outs if isinstance(o, TensorProxy) and dtypes.is_inexact_dtype(o.dtype)]
+    if not outs:
+        return False
+    flat = _explicit_writes(body)
+    info = analyze(flat, tensor_inputs, [], {}, detach_is_view=True)
+    requires = requires_grad_by_name(flat, info, tensor_inputs)
+    return not all(requires(o.name) for o in outs)
