@@ -84,7 +84,7 @@ class FunctionalizeForAutograd(Transform):
         inputs = [a for a in computation_trc.args if isinstance(a, TensorProxy)]
         writes = any(may_write(b) for b in top)
         # (constant_outputs.py, Note [outputs no gradient reaches, without writes])
-        if writes or (torch.is_grad_enabled() and returns_constants(computation_trc)):  # (its own refusals come first)
+        if writes or (torch.is_grad_enabled() and returns_constants(computation_trc, _explicit_writes)):  # (its own refusals come first)
             computation_trc, epilogue_trc = functionalize(prologue_trc, computation_trc, epilogue_trc)
         if torch.is_grad_enabled():
             if not writes:  # (refusals/returned_views.py, Note [a view made under no_grad, returned])

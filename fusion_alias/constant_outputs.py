@@ -27,14 +27,13 @@ from __future__ import annotations
 from thunder.core.proxies import TensorProxy
 import thunder.core.dtypes as dtypes
 
+from fusion_alias.aliasing import analyze
+from fusion_alias.gradient_paths import requires_grad_by_name
 
-def returns_constants(trace) -> bool:
+
+def returns_constants(trace, explicit_writes) -> bool:
     """Whether a floating output of ``trace`` (a computation trace that writes nothing) requires no grad
-    in eager (module Note)."""
-    from fusion_alias.aliasing import analyze
-    from fusion_alias.autograd_functionalize import _explicit_writes
-    from fusion_alias.gradient_paths import requires_grad_by_name
-
+    in eager (module Note). ``explicit_writes``: ``functionalize``'s flattening of writes and views."""
     tensor_inputs = [a for a in trace.args if isinstance(a, TensorProxy)]
     if not any(p.requires_grad for p in tensor_inputs):
         return False
@@ -46,7 +45,7 @@ def returns_constants(trace) -> bool:
     outs = [o for o in outs if isinstance(o, TensorProxy) and dtypes.is_inexact_dtype(o.dtype)]
     if not outs:
         return False
-    flat = _explicit_writes(body)
+    flat = explicit_writes(body)
     info = analyze(flat, tensor_inputs, [], {}, detach_is_view=True)
     requires = requires_grad_by_name(flat, info, tensor_inputs)
     return not all(requires(o.name) for o in outs)
