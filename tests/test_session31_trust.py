@@ -113,3 +113,29 @@ def test_module_output_under_no_grad_is_marked_as_eager():
     assert jf == ef is False
     torch.testing.assert_close(jw, ew)
     assert el is None and jl is None
+
+
+# -- complex values that require grad: queries and real results whose gradient Thunder gets right -------------
+
+
+COMPLEX_RIGHT = {
+    "is_complex_branch": lambda x, w: x * w if x.is_complex() else x.exp() * w,
+    "angle": lambda x, w: x.angle() * 3,
+    "compare": lambda x, w: (x * w) * (x == w).to(x.dtype),
+}
+
+
+@pytest.mark.parametrize("name", list(COMPLEX_RIGHT))
+def test_complex_gradients_that_need_no_refusal(name):
+    """``x.is_complex()`` (no tensor result), ``x == w`` (a bool one) and ``angle`` (a real result whose Thunder gradient is eager's)
+    of a complex value that requires grad were refused by the session's complex-gradient check."""
+    fn = COMPLEX_RIGHT[name]
+    got = []
+    for f in (fn, fusion_alias.jit(fn, backend="reference")):
+        leaf = torch.tensor([1 + 2j, -3 + 0.5j, 0.25 - 1j], requires_grad=True)
+        w = torch.tensor([2 - 1j, 0.5 + 0.5j, 1 + 0j])
+        out = f(leaf * 1, w)
+        (out.real.sum() if out.is_complex() else out.sum()).backward()
+        got.append((out.detach(), leaf.grad))
+    torch.testing.assert_close(got[1][0], got[0][0])
+    torch.testing.assert_close(got[1][1], got[0][1])
