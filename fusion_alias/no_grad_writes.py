@@ -48,9 +48,12 @@ register_grad(kept_path.id, _kept_path_grad)
 
 
 def detached_copy(x):
-    """A copy of ``x`` that Thunder's autodiff treats as a constant, bit for bit ``x`` (module Note)."""
+    """``x`` as a constant for Thunder's autodiff, bit for bit ``x``, and ``x``'s memory: a shallow copy (a view)
+    tagged as made under no_grad, as eager's ``x.detach()`` is a view. A copy here made an output
+    ``t0.detach().reshape(4, 1)`` memory of its own beside the output ``t0`` it views in eager, so a later
+    write into one missed the other (fuzz seed 31046 #58, #74, ``--grad --write-outputs``)."""
     from thunder.core.proxies import ProxyTag
 
-    out = prims.clone(x)
+    out = prims.shallow_copy(x)
     out.tags.add(ProxyTag.DETACHED_AUTOGRAD_GRAPH)
     return out

@@ -139,3 +139,33 @@ def test_complex_gradients_that_need_no_refusal(name):
         got.append((out.detach(), leaf.grad))
     torch.testing.assert_close(got[1][0], got[0][0])
     torch.testing.assert_close(got[1][1], got[0][1])
+
+
+# -- a detach()ed output of another output's memory, in a training call (no_grad_writes.detached_copy) --------
+
+
+DETACHED_OUTPUTS = {
+    "sum_reshape_clamp": lambda a: (lambda t0: (t0.detach().reshape(4, 1), t0.clamp_(-0.5, 0.5))[::-1])(a.sum(1)),
+    "mul_t_add": lambda a: (lambda t0: (t0.detach().t(), t0.add_(1))[::-1])(a * 2),
+}
+
+
+@pytest.mark.parametrize("schedule", ("reads-first", "writes-first"))
+@pytest.mark.parametrize("name", list(DETACHED_OUTPUTS))
+def test_detached_output_shares_memory_with_the_output_it_views(name, schedule):
+    """Fuzz seed 31046 #58, #74 (``--grad --write-outputs``): the functionalized read of a detached value was a
+    copy, so a write into one output after the call missed the other, where eager's two share memory."""
+    fn = DETACHED_OUTPUTS[name]
+    got = []
+    for f in (fn, fusion_alias.jit(fn, backend="reference", schedule=schedule)):
+        leaf = torch.arange(16.0).reshape(4, 4).div(10).requires_grad_()
+        t0, t3 = f(leaf * 1)
+        (t0 * 2).sum().backward()
+        with torch.no_grad():
+            t3.add_(5.0)  # a caller's later write into the detached output
+        got.append((t0.detach().clone(), t3.clone(), leaf.grad, t3.requires_grad))
+    for e, j in zip(*got):
+        if isinstance(e, torch.Tensor):
+            torch.testing.assert_close(j, e)
+        else:
+            assert j == e
