@@ -60,7 +60,7 @@ from fusion_alias.aliasing import _made_from_args, _view_symbols, analyze, may_w
 from fusion_alias.constant_outputs import returns_constants
 from fusion_alias.proxies_by_name import tensor_proxies_by_name
 from fusion_alias.errors import AliasInputError
-from fusion_alias.functional_rewrite import Rewriter, _detached
+from fusion_alias.functional_rewrite import Rewriter
 from fusion_alias.gradient_operands import UNRECORDED_WRITES
 from fusion_alias.gradient_paths import own_gradient, requires_grad_by_name, sources_of_other_gradients
 from fusion_alias.input_outputs import outputs_as_the_callers, outputs_of_written_inputs
@@ -72,6 +72,7 @@ from fusion_alias.refusals.strided_outputs import check_returned_strided_views
 from fusion_alias.spent_histories import cut_spent_histories
 from fusion_alias.functionalized_epilogue import eager_store_flags, epilogue_returning_finals, refuse_stores_of_input_views
 from fusion_alias.leaf_views import detached_names
+from fusion_alias.no_grad_writes import detached_view
 from fusion_alias.view_outputs import remade_outputs
 from fusion_alias.view_rewrites import as_view_prim
 
@@ -452,7 +453,7 @@ def functionalize(prologue_trc, trace, epilogue_trc):
             # that zero reached the leaves it was computed from as a zero gradient where eager's is None
             # (``h = x @ w; h.mul_(2); return (h > 0).float(), x * 1``: w.grad zeros, session 22 probe)
             inputs = {p.name for p in tensor_inputs}
-            kept = [_detached(v) if dtypes.is_inexact_dtype(v.dtype) else v for m, v in rewriter.current.items()
+            kept = [detached_view(v) if dtypes.is_inexact_dtype(v.dtype) else v for m, v in rewriter.current.items()
                     if m in rewriter.last_mode and m not in inputs and m not in rewriter.members and v.name not in seen]
             finals += kept
             new_value = tuple(flat_out) + tuple(finals)

@@ -16,7 +16,7 @@ from fusion_alias import ops
 from fusion_alias.aliasing import may_write
 from fusion_alias.errors import AliasInputError
 from fusion_alias.gradient_paths import autograd_base, check_leaf_view_read
-from fusion_alias.no_grad_writes import detached_copy, kept_path
+from fusion_alias.no_grad_writes import detached_view, kept_path
 from fusion_alias.overlap import may_overlap_itself
 from fusion_alias.refusals.storage_views import STORAGE_VIEWS, refuse_storage_view
 from fusion_alias.zero_dim_operands import broadcast_0d_operands
@@ -126,7 +126,7 @@ class Rewriter:
                 replay = step.from_bsym(args=(value, *step.args[1:]), output=out, subsymbols=[])
                 self._emit(replay)
                 value = out
-            value = _detached(value) if p.name in self.detached else value  # Note [reads through detach, after writes]
+            value = detached_view(value) if p.name in self.detached else value  # Note [reads through detach, after writes]
             self.replayed[key] = value
         return value
 
@@ -372,12 +372,12 @@ class Rewriter:
         else:
             new = _scatter(old, chain, src)
         if not grad_mode and dtypes.is_inexact_dtype(old.dtype):
-            new = _keep_identity(old, new)
+            new = kept_path(old, new)  # (no_grad_writes.py, Note [a no_grad write keeps the gradient path, exactly])
         self.current[mem] = new
         self.version[mem] = int(self.version.get(mem, 0)) + 1
         # Note [the grad mode of a write-back]: the caller's tensor keeps the history of every write
         # made under grad mode, as in eager: ``a.mul_(b)`` then ``with no_grad(): a.add_(1)`` leaves
-        # ``a`` with mul's history (the add is not recorded, its value is: ``_keep_identity``). So the
+        # ``a`` with mul's history (the add is not recorded, its value is: ``kept_path``). So the
         # write-back runs under grad mode when any write of the memory did; the last write's mode
         # alone dropped mul's history, and the gradients through ``a`` (hostile probes 2026-12-02).
         self.last_mode[mem] = grad_mode or self.last_mode.get(mem, False)
@@ -430,16 +430,6 @@ def _storage_of(t):
 def _trailing_dims(src, dst) -> tuple:
     offset = len(dst.shape) - len(src.shape)
     return tuple(range(offset, len(dst.shape)))
-
-
-def _detached(x: TensorProxy) -> TensorProxy:
-    """``x`` as a constant for Thunder's autodiff (a copy tagged as made under no_grad), bit for bit."""
-    return detached_copy(x)  # (no_grad_writes.py, Note [a no_grad write keeps the gradient path, exactly])
-
-
-def _keep_identity(old: TensorProxy, new: TensorProxy) -> TensorProxy:
-    """``new``'s value, with ``old``'s gradient path: a write under the program's no_grad (no_grad_writes.py)."""
-    return kept_path(old, new)
 
 
 def _scatter(base: TensorProxy, chain, value: TensorProxy) -> TensorProxy:

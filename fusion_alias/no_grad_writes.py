@@ -27,6 +27,7 @@ reads requires grad), it is the ``clone`` it decomposes into.
 from __future__ import annotations
 
 from thunder.core import prims
+from thunder.core.proxies import ProxyTag
 from thunder.core.symbol import Symbol
 from thunder.core.transforms import get_grad, put_grad, register_grad
 
@@ -47,13 +48,11 @@ def _kept_path_grad(old, new):
 register_grad(kept_path.id, _kept_path_grad)
 
 
-def detached_copy(x):
+def detached_view(x):
     """``x`` as a constant for Thunder's autodiff, bit for bit ``x``, and ``x``'s memory: a shallow copy (a view)
     tagged as made under no_grad, as eager's ``x.detach()`` is a view. A copy here made an output
     ``t0.detach().reshape(4, 1)`` memory of its own beside the output ``t0`` it views in eager, so a later
     write into one missed the other (fuzz seed 31046 #58, #74, ``--grad --write-outputs``)."""
-    from thunder.core.proxies import ProxyTag
-
     out = prims.shallow_copy(x)
     out.tags.add(ProxyTag.DETACHED_AUTOGRAD_GRAPH)
     return out

@@ -228,7 +228,7 @@ def test_a_copy_returned_does_not_make_the_callers_input_require_grad():
     assert out is not w and not w.requires_grad  # (it was w itself, marked as requiring grad)
 
 
-# functional_rewrite._keep_identity: fuzz seed 31040 #97 (dtype, --grad), a write under no_grad of a 16-bit tensor
+# no_grad_writes.kept_path (was functional_rewrite._keep_identity): fuzz seed 31040 #97 (dtype, --grad), a write under no_grad of a 16-bit tensor
 def _mul_under_no_grad(x, w):
     with torch.no_grad():
         x.mul_(2)

@@ -141,7 +141,7 @@ def test_complex_gradients_that_need_no_refusal(name):
     torch.testing.assert_close(got[1][1], got[0][1])
 
 
-# -- a detach()ed output of another output's memory, in a training call (no_grad_writes.detached_copy) --------
+# -- a detach()ed output of another output's memory, in a training call (no_grad_writes.detached_view) --------
 
 
 DETACHED_OUTPUTS = {

@@ -42,7 +42,6 @@ FLOAT_DTYPES = ("float32", "float64", "float16", "bfloat16")
 SPECIAL_VALUES = False  # set by the command line's --special-values
 
 
-
 def constant(rng, special) -> str:
     """A number operand of a statement: one of ``CONSTANTS``, always drawn from ``rng``, or, with
     ``--special-values``, sometimes a special number in its place.
