@@ -52,10 +52,13 @@ Note [dtype-rule statements keep the stream]
 
 from __future__ import annotations
 
+import dataclasses
 import random
+import re
 
 import torch
 
+from fusion_alias.fuzz import dtype_spellings, source
 from fusion_alias.fuzz.program import Stmt
 
 CLASSES = ("float_result", "alpha", "no_bool_kernel", "pow", "lerp", "addc", "logical", "bool_sub", "number_range",
@@ -66,6 +69,8 @@ _F = "torch.nn.functional"
 _TOO_BIG = {torch.float16: "1e10", torch.bfloat16: "1e39", torch.float32: "1e39", torch.int8: "1000",
             torch.uint8: "1000", torch.int16: "2**20", torch.int32: "2**40", torch.int64: "2**63"}
 _INT = (torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64)
+# a number of a number_range statement (not a digit of a name: x1, r0)
+_NUMBER = re.compile(r"(?<![\w.])-?(?:\d+(?:\.\d*)?(?:e\d+)?(?:\*\*\d+)?|float\('inf'\))")
 
 
 def _kind(t: torch.Tensor) -> str:
@@ -81,6 +86,8 @@ class RuleStatements:
 
     def __init__(self, seed: str, env: dict, names: list[str]):
         self.rules = random.Random(seed + ":dtype-rules")
+        # --special-values only: dtype_spellings.py, Note [special and huge numbers in dtype programs]
+        self.special = random.Random(seed + ":dtype-rules-special")
         self.env = env
         self.names = names  # (the generator's list, read only)
         self.count = 0
@@ -311,6 +318,21 @@ class RuleStatements:
 
 
     def _number_range(self, raises: bool) -> Stmt | None:
+        s = self._number_range_drawn(raises)
+        if s is None or not source.SPECIAL_VALUES or self.special.random() >= 1 / 3:
+            return s
+        # --special-values: one of the statement's numbers (a bound, a fill value, the mask's 0) another, drawn after
+        # every ``rules`` draw (Note [special and huge numbers in dtype programs], dtype_spellings.py); a statement
+        # eager runs that now raises is dropped, one eager raises at that now runs is not added
+        x = s.writes or s.reads[0]
+        numbers = list(_NUMBER.finditer(s.code))
+        if not numbers:
+            return s
+        m = self.special.choice(numbers)
+        n = dtype_spellings.special_number(self.special, self.env[x].dtype)
+        return dataclasses.replace(s, code=s.code[:m.start()] + n + s.code[m.end():])
+
+    def _number_range_drawn(self, raises: bool) -> Stmt | None:
         r = self.rules
         x = self._dest("float", "int")
         if x is None:

@@ -108,3 +108,45 @@ def identity_factor(dtype_spell: random.Random, env: dict, names: list[str], sam
     if not isinstance(result, torch.Tensor) or not (result.is_floating_point() or result.is_complex()):
         return e
     return identity_spellings.if_same_result(env, e, spelled)
+
+
+# Note [special and huge numbers in dtype programs]
+#     Session 32. With ``--special-values`` (source.py, Note [special values in the inputs]) a third of the number
+#     operands of a dtype program (``DtypeGen._constant``, ``_divisor``, the dtype-rule ``number_range``
+#     statements) become a number chosen for the dtype of the tensor it meets: NaN, the infinities and -0.0, the
+#     dtype's extremes, -1 and 0, and numbers past what the dtype holds (``x.add_(2**31)`` of an int32 ``x``,
+#     ``x.fill_(300)`` of a uint8 one, ``x.mul_(2**63)`` of an int64 one, ``x.add_(1e300)`` of a float16 one,
+#     ``2**64``, past every integer type). Eager decides by the op, not only by the number (checked, torch 2.9.1):
+#
+#         int32 x.add_(2**31), x + 2**31    wraps (the number is taken modulo 2**32)
+#         int32 x.fill_(2**31), x[0] = 2**31, x.clamp_(0, 2**31)     raises "value cannot be converted ... overflow"
+#         int8  x.add_(300)                 wraps; x.fill_(300) raises; x // 2**31 raises (the divisor wraps to 0)
+#         float16 x.add_(1e300)             inf; x.fill_(1e300), x.clamp_(max=1e5) raise; x[0] = 1e300 gives inf
+#         float32 x[0] = 1e300              raises (float16 does not); x.fill_(2**63) runs
+#         any x.add_(2**64)                 raises OverflowError ("int too big to convert")
+#
+#     The oracle compares as always: a statement eager runs must give eager's value, one eager raises at (kept
+#     only as a program's last, ``bad_inplace``) must raise. Drawn from ``dtype_special`` (and the rule statements'
+#     ``special``), streams of their own seeded from ``rng``'s state without drawing from it, after every draw of
+#     the statement: without the option no stream draws and every program of every seed is the one it was.
+#     A divisor is never 0 or -1 (``INT_MIN // -1`` traps in C); one taken modulo 2**bits to 0 (``x // 2**31`` of an
+#     int8 ``x``) makes eager raise "ZeroDivisionError": kept only as a program's last statement, like every raise.
+def special_number(special: random.Random, dtype: torch.dtype, divisor: bool = False) -> str:
+    """A special or out-of-range number for an operand meeting a ``dtype`` tensor (Note [special and huge numbers
+    in dtype programs]); ``divisor``: neither 0 nor -1."""
+    nonfinite = ["float('nan')", "float('inf')", "-float('inf')"]
+    if dtype is torch.bool:
+        pool = ["2", "-1", "256", "2**63", "2**64", "0.0"] + nonfinite[:1]
+    elif dtype.is_complex:
+        pool = nonfinite + ["1e300", "2**63", "-0.0"]
+    elif dtype.is_floating_point:
+        pool = nonfinite + ["-0.0", "1e300", "-1e300", "1e5", "65504.0", "1e39", "2**63", "2**64", "1e-40", "5e-324"]
+    else:
+        info = torch.iinfo(dtype)
+        pool = [str(info.max), str(info.min), str(info.max + 1), str(info.min - 1), "300", "2**31", "2**63",
+                "2**64", "1e300"] + nonfinite
+        if not divisor:
+            pool += ["-1", "0"]
+    if divisor:
+        pool = [n for n in pool if n not in ("0", "0.0", "-0.0", "-1")]
+    return special.choice(pool)

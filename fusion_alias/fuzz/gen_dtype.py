@@ -34,7 +34,7 @@ import re
 
 import torch
 
-from fusion_alias.fuzz import dtype_rule_stmts, dtype_spellings
+from fusion_alias.fuzz import dtype_rule_stmts, dtype_spellings, source
 from fusion_alias.fuzz.gen_basic import _alias_expr, _Gen, _index_expr
 from fusion_alias.fuzz.program import PARAM_NAMES, Stmt
 
@@ -84,6 +84,8 @@ class DtypeGen(_Gen):
         self.conversion = random.Random(str(rng.getstate()[1][:16]) + ":conversion")
         # dtype_rule_stmts.py, Note [dtype-rule statements keep the stream] (session 26)
         self.rule_stmts = dtype_rule_stmts.RuleStatements(str(rng.getstate()[1][:16]), env, names)
+        # dtype_spellings.py, Note [special and huge numbers in dtype programs] (session 32; --special-values only)
+        self.dtype_special = random.Random(str(rng.getstate()[1][:16]) + ":dtype-special")
 
     def extra_statement(self) -> Stmt | None:
         """A dtype-rule statement eager runs, added after a kept statement (or None): Note [dtype-rule
@@ -111,16 +113,24 @@ class DtypeGen(_Gen):
     def dtype(self, v: str) -> str:
         return str(self.env[v].dtype).removeprefix("torch.")
 
+    def _special(self, x: str, c: str, divisor: bool = False) -> str:
+        """``c``, or with ``--special-values`` (a third of the time) a special or out-of-range number for ``x``'s
+        dtype, drawn after ``c`` from ``dtype_special`` (Note [special and huge numbers in dtype programs])."""
+        if source.SPECIAL_VALUES and self.dtype_special.random() < 1 / 3:
+            return dtype_spellings.special_number(self.dtype_special, self.env[x].dtype, divisor)
+        return c
+
     def _constant(self, x: str) -> str:
-        return self.rng.choice(("2", "3", "-2", "1.5", "0.5", "True", "(1+2j)") if self.dtype(x) != "bool"
-                               else ("True", "False", "1", "2"))
+        c = self.rng.choice(("2", "3", "-2", "1.5", "0.5", "True", "(1+2j)") if self.dtype(x) != "bool"
+                            else ("True", "False", "1", "2"))
+        return self._special(x, c)
 
     def _divisor(self, x: str) -> tuple[str, tuple[str, ...]]:
         """A divisor for ``x``: a nonzero constant, or ``(y.abs() + 1)`` of a variable (Note [in-place type promotion])."""
         y = self.operand(x, inplace=False)
         if self._is_var(y) and self.dtype(y) != "bool":
             return f"({y}.abs() + 1)", (y,)
-        return self.rng.choice(("2", "3", "-2", "0.5", "4")), ()
+        return self._special(x, self.rng.choice(("2", "3", "-2", "0.5", "4")), divisor=True), ()
 
     def inplace(self) -> Stmt:
         rng, x = self.rng, self.pick(writable=True)
@@ -207,8 +217,30 @@ class DtypeGen(_Gen):
             ops = ["abs_()", "clamp_(0, 1)"]
         if wider and rng.random() < 0.6:
             y = rng.choice(wider)
-            return [Stmt(f"{x}.{rng.choice(('add_', 'mul_', 'sub_'))}({y})", reads=(x, y), writes=x)]
-        return [Stmt(f"{x}.{rng.choice(ops)}", reads=(x,), writes=x)]
+            bad = [Stmt(f"{x}.{rng.choice(('add_', 'mul_', 'sub_'))}({y})", reads=(x, y), writes=x)]
+        else:
+            bad = [Stmt(f"{x}.{rng.choice(ops)}", reads=(x,), writes=x)]
+        return self._bad_number(x) or bad
+
+    def _bad_number(self, x: str) -> list[Stmt]:
+        """With ``--special-values`` (half the time): a write of a number ``x``'s dtype cannot hold (``x.fill_(300)``
+        of an int8 ``x``, ``x[0] = 2**31`` of an int32 one, ``x.add_(2**64)``), drawn from ``dtype_special`` after
+        every other draw: eager raises at most (Note [special and huge numbers in dtype programs]); where it does
+        not, the generator drops it as it drops every bad statement eager runs."""
+        s = self.dtype_special
+        if not source.SPECIAL_VALUES or self.dtype(x) == "bool" or s.random() >= 0.5:
+            return []
+        dt = self.env[x].dtype
+        if dt.is_floating_point or dt.is_complex:
+            big = s.choice(("1e300", "-1e300", "2**64", "1e39" if dt != torch.float64 else "2**1100",
+                            "1e5" if dt == torch.float16 else "1e300"))
+        else:
+            info = torch.iinfo(dt)
+            big = s.choice((str(info.max + 1), str(info.min - 1), "2**63", "2**64", "1e300", "float('inf')"))
+        idx = _index_expr(s, self.shape(x)) or "[...]"
+        form = s.choice((f"{x}.fill_({big})", f"{x}{idx} = {big}", f"{x}.clamp_(max={big})", f"{x}.add_({big})",
+                         f"{x}.masked_fill_({x} != 0, {big})", f"{x}.mul_({big})"))
+        return [Stmt(form, reads=(x,), writes=x)]
 
     def _broadcasts_into(self, v: str, x: str) -> bool:
         try:

@@ -72,6 +72,18 @@ Note [rebinding a buffer]
     differently after it: which later statements eager rejects or leaves ill-defined depends on the
     memory the state now has.
 
+Note [special values in the module's state]
+    Session 32. With ``--special-values`` (source.py, Note [special values in the inputs]) the module's state holds
+    special values as the inputs do: ``Net.__init__`` passes ``flat`` (and with it the parameters ``w``, ``b`` and
+    the buffer ``u``, its views), every buffer (``steps`` too: an int64 extreme, 0 or -1) and ``scale`` through
+    ``special()`` (``_SPECIAL_SOURCE``, drawing from the constructor's generator ``g``), so a quarter of their
+    elements are NaN, infinities, signed zeros, 1e5 or a denormal. A third of the forward's number operands
+    (``m.ema.mul_(c)``, ``m.kv.mul_(c)``) become ``nan``, ``inf``, ``-inf``, ``-0.0``, ``1e300`` or ``2**63``, and
+    half the ``m.steps.add_(1)`` add an int64 extreme, ``2**63`` (wraps) or ``2**64`` (eager raises) instead,
+    drawn from ``_Body.special``, a generator of its own seeded from ``rng``'s state without drawing from it,
+    after ``rng``'s draw. Without the option nothing is drawn and every program is the one it was
+    (tests/test_session32_generators.py).
+
 Note [identity tests of the state]
     Session 18: a compute statement's value may be spelled times a choice on an identity test (``(x @ m.w.t() +
     k) * (2.0 if m.w is m.lin.weight else 1.0)``, ``id(k) == id(m.b)``, ``GT is not k``): of a tied weight and its
@@ -103,6 +115,7 @@ import warnings
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from fusion_alias.fuzz import source
 from fusion_alias.fuzz.program import Program, Stmt
 from fusion_alias.fuzz.modules_source import program_source  # (the rendering: modules_source.py)
 from fusion_alias.fuzz.modules_calls import _variants  # (each call's aliasing and rebinding: modules_calls.py)
@@ -160,11 +173,14 @@ class _Module:
     def source(self) -> str:
         c = self.c
         n = c * c + 2 * c
+        # Note [special values in the module's state]: with --special-values through special(), as the inputs
+        sp = (lambda e: f"special({e})") if source.SPECIAL_VALUES else (lambda e: e)
         lines = [
             "class Net(torch.nn.Module):",
             "    def __init__(self, g):",
             "        super().__init__()",
-            f"        flat = torch.rand({n}, generator=g) * 2 - 1",
+        ] + (["    " + ln for ln in source._SPECIAL_SOURCE] if source.SPECIAL_VALUES else []) + [
+            f"        flat = {sp(f'torch.rand({n}, generator=g) * 2 - 1')}",
         ]
         views = {"w": f"flat[0:{c * c}].view({c}, {c})", "b": f"flat[{c * c}:{c * c + c}]", "u": f"flat[{c * c + c}:{n}]"}
         pg = self.params_grad
@@ -194,9 +210,9 @@ class _Module:
                 "steps": "torch.zeros((), dtype=torch.int64)",
                 "kv": f"torch.rand({self.rows}, {c}, generator=g)",
             }[b]
-            lines.append(f'        self.register_buffer("{b}", {init})')
+            lines.append(f'        self.register_buffer("{b}", {sp(init)})')
         if self.scale:
-            lines.append(f"        self.scale = torch.rand({c}, generator=g) + 0.5")
+            lines.append(f"        self.scale = {sp(f'torch.rand({c}, generator=g) + 0.5')}")
         return "\n".join(lines) + "\n"
 
 
@@ -209,6 +225,7 @@ class _Body:
         self.counter = 0
         self.spell = random.Random(str(rng.getstate()[1][:16]) + ":spell")  # Note [rebinding a buffer]
         self.ident = random.Random(str(rng.getstate()[1][:16]) + ":identity")  # Note [identity tests of the state]
+        self.special = random.Random(str(rng.getstate()[1][:16]) + ":special")  # Note [special values in the module's state]
 
     def rebind(self, kind: str, form: str) -> str:
         """``form``, or, drawn from ``spell``, a statement of the same kind that rebinds the state it updates
@@ -269,8 +286,11 @@ class _Body:
         self.counter += 1
         return t
 
-    def c(self) -> float:
-        return self.rng.choice(_CONSTS)
+    def c(self) -> float | str:
+        c = self.rng.choice(_CONSTS)
+        if source.SPECIAL_VALUES and self.special.random() < 1 / 3:  # Note [special values in the module's state]
+            return self.special.choice(("float('nan')", "float('inf')", "-float('inf')", "-0.0", "1e300", "2**63"))
+        return c
 
     def vec(self) -> str:
         pool = self.mod.vecs() + ["k"] + (["GT"] if self.has_global else [])
@@ -316,7 +336,11 @@ class _Body:
                 forms += [f"m.run_var.mul_(0.9).add_({x}.detach().var(0), alpha=0.1)"]
             if "steps" in mod.buffers:
                 forms += ["m.steps.add_(1)", "m.steps += 1"]
-            return Stmt(f"{self.mode(0.5)}{self.rebind('stats', rng.choice(forms))}", writes="m"), None
+            mode, form = self.mode(0.5), rng.choice(forms)
+            if form == "m.steps.add_(1)" and source.SPECIAL_VALUES and self.special.random() < 0.5:
+                big = self.special.choice(("2**63 - 1", "-2**63", "2**63", "2**64", "1e300", "-1"))
+                form = f"m.steps.add_({big})"  # (wraps, or eager raises: Note [special values in the module's state])
+            return Stmt(f"{mode}{self.rebind('stats', form)}", writes="m"), None
         if kind == "optim":
             w = rng.choice(("m.w", "m.b") + (("m.head",) if mod.tie == "head" else ()) + (("m.lin.weight",) if mod.tie == "lin" else ()))
             other = rng.choice(mod.mats()) if w != "m.b" else self.vec()
