@@ -21,6 +21,8 @@ few levels deep; ``api`` refuses the call when it finds one.
 
 from __future__ import annotations
 
+import types
+
 import torch
 from thunder.core.proxies import TensorProxy
 
@@ -39,15 +41,27 @@ def _walk(x, where: str, depth: int) -> str | None:
     return None
 
 
+def _module_attributes(module):
+    for path, sub in module.named_modules():
+        for name, value in vars(sub).items():
+            if not name.startswith("_"):
+                yield f"the module attribute {(path + '.' if path else '') + name}", value
+
+
 def _outliving(fn):
     """(description, object) for what ``fn`` reaches besides its arguments: module attributes (not
-    parameters, buffers or submodules: Thunder handles those), closure cells, referenced globals."""
+    parameters, buffers or submodules: Thunder handles those), the attributes of a bound method's
+    ``self``, closure cells, referenced globals."""
     code_owner = fn
+    if isinstance(fn, types.MethodType):  # ``fusion_alias.jit(opt.step)``: what its ``self`` holds outlives the call
+        owner, code_owner = fn.__self__, fn.__func__
+        if isinstance(owner, torch.nn.Module):
+            yield from _module_attributes(owner)
+        elif hasattr(owner, "__dict__"):
+            for name, value in vars(owner).items():
+                yield f"the attribute self.{name}", value
     if isinstance(fn, torch.nn.Module):
-        for path, module in fn.named_modules():
-            for name, value in vars(module).items():
-                if not name.startswith("_"):
-                    yield f"the module attribute {(path + '.' if path else '') + name}", value
+        yield from _module_attributes(fn)
         code_owner = type(fn).forward
     code = getattr(code_owner, "__code__", None)
     if code is None:
