@@ -43,6 +43,7 @@ from thunder.core.proxies import TensorProxy
 from thunder.core.trace import get_tracectx
 
 from fusion_alias import context, out_arguments
+from fusion_alias.object_shapes import shape_of
 from fusion_alias.errors import AliasInputError
 
 
@@ -199,7 +200,7 @@ def _stands_for(p: TensorProxy, producers: dict, ctx):
 def identity_pattern(records, ctx) -> tuple:
     """For each provenance of ``records`` (``(record, tensor)`` pairs), the index of the first one that
     reaches the same tensor object in the call of ``ctx`` (Note [identity answers are guarded])."""
-    found = [_follow(record, ctx, 8) for record, _ in records]
+    found = [_follow(record, ctx, FOLLOW_DEPTH) for record, _ in records]
     return _pattern(found)
 
 
@@ -212,8 +213,11 @@ def _pattern(objs) -> tuple:
     first: dict[int, int] = {}
     out = []
     for i, o in enumerate(objs):
-        if not isinstance(o, torch.Tensor):
-            out.append(-1)
+        if o is None:  # (outside_reads.py: a None read, kept apart from a number or a path not found)
+            out.append("None")
+        elif not isinstance(o, torch.Tensor):
+            shape = shape_of(o)  # (outside_reads.py, Note [the shape of a container read from outside the arguments])
+            out.append(-1 if shape is None else shape)
         else:
             j = first.setdefault(id(o), i)
             out.append((j, "has .grad") if not o.requires_grad and o.grad is not None else j)
@@ -231,12 +235,13 @@ def same_tensor(a: TensorProxy, b: TensorProxy) -> bool:
 
 
 _NOT_FOUND = object()
+FOLLOW_DEPTH = 32  # (attributes and subscripts followed from the call: a module's submodule's list's entry ...)
 
 
 def _in_call(p: TensorProxy, ctx):
     """The tensor of the call that ``p`` stands for, when its provenance is a path into the call's
     arguments or the function or module called (items and attributes); else ``_NOT_FOUND``."""
-    return _follow(getattr(p, "history", None), ctx, 8)
+    return _follow(getattr(p, "history", None), ctx, FOLLOW_DEPTH)
 
 
 def _follow(record, ctx, depth: int):

@@ -1,0 +1,150 @@
+"""What the program reads of Python objects outside its arguments, guarded like an identity answer:
+a None, the shape of a list, a dict or a plain object (its length, its keys, its attribute names), and
+a function, a class, a dtype or an enum member itself.
+
+Note [a None read from a global, a closure or an attribute]
+-----------------------------------------------------------
+Thunder's interpreter decides ``if G is None:`` (or ``if self.extra is not None``) while tracing, and
+Thunder 0.2.6's prologue checks the numbers, strings and tensors it read from the call's objects, but
+not a None: it proxies none, and the read is only a sharp edge (``jit_ext._general_jit_wrap_callback``).
+So a program compiled while a module's optional tensor was None kept running without it once the user
+set it::
+
+    class M(nn.Module):
+        def forward(self, x):
+            if self.extra is None: return x * 1     # m(x); m.extra = torch.full((3,), 7.); m(x)
+            return x + self.extra                   # eager: x + 7;  was: x * 1 (plain thunder.jit too)
+
+(session 32 probe; globals, closure cells and attributes of argument objects alike.)
+
+Note [the shape of a container read from outside the arguments]
+---------------------------------------------------------------
+The same holds for what the program asks of a list, a dict or an object it reaches that way: ``"m" in
+STATE``, ``len(self.past)``, ``if LST:``, ``STATE.get("m")``, ``hasattr(H, "w")``, ``getattr(H, "w",
+None)`` are answered while tracing and checked by nothing; the lazily initialised state of an optimizer
+(``if p not in self.state: self.state[p] = torch.zeros_like(p)``) or a cache that fills up kept the
+answer of the first call (session 32 probe, plain ``thunder.jit`` too).
+
+And for objects the prologue does not check that the program branches on or calls: an enum member
+(``if MODE is Mode.A``), a function (``ACT = torch.relu``, a module's ``self.act = F.gelu``, a helper the
+user redefines), a class, a dtype (``x.to(DT)``).
+
+So while ``fusion_alias.jit`` compiles, each such value the interpreter reads through a path of
+attributes and subscripts from the function or module called, or from an argument object, is recorded
+with the identity answers (tensor_identity.py, Note [identity answers are guarded]): a None as None,
+a list or tuple by its length, a dict by its keys, a plain object by its attribute names, a function,
+class, dtype or enum member as itself, each as it was when read (object_shapes.py, ``Shape``). The
+program is kept only for calls where the same paths read the same (``tensor_identity._pattern``);
+another call compiles its own program. This is coarser than the question asked (any key added to a
+dict the program reads compiles again), never finer. Not recorded: what the arguments' guard key holds
+already (subscripts of plain tuples, lists and dicts of the arguments: guard.py, Note [an argument that
+is None]); Python's own tables (``__dict__``, ``__globals__``, a closure, defaults) and a module's
+parameters, buffers and submodules, whose tensors Thunder's prologue checks itself; torch's bookkeeping
+(every module's hooks and ``_compiled_call_impl``, read at each module call: ``_is_table``); an
+attribute of a Python module (``torch.relu``, ``zip``); a path the guard could not follow again; and a
+path already recorded. Each recorded path costs about a microsecond a call.
+"""
+
+from __future__ import annotations
+
+import types
+
+import torch
+from thunder.core import jit_ext
+from thunder.core.interpreter import INTERPRETER_CALLBACKS, PseudoInst
+
+from fusion_alias import context, tensor_identity
+from fusion_alias.object_shapes import BY_IDENTITY, NOT_PLAIN, Shape, shape_of
+from fusion_alias.trace_time_queries import _covered_by_arguments
+
+_thunder_wrap_callback = jit_ext.general_jit_callbacks[INTERPRETER_CALLBACKS.WRAP_CALLBACK]
+
+# attributes whose values are Python's or torch's own tables (Note [the shape of a container ...])
+_TABLES = frozenset({"__dict__", "__globals__", "__closure__", "__defaults__", "__kwdefaults__", "__builtins__",
+                     "_parameters", "_buffers", "_modules", "__self__", "__func__", "__code__"})
+
+
+def _path(record, depth: int = 16):
+    """A hashable spelling of a provenance path (to record each path once); None past ``depth``."""
+    if record is None or depth == 0:
+        return None
+    if record.inst is PseudoInst.CONSTANT:
+        value = record.value
+        return ("const", value if isinstance(value, (str, int)) else id(value))
+    return (record.inst, tuple(_path(i, depth - 1) for i in record.inputs))
+
+
+# what every ``nn.Module`` holds for torch's own bookkeeping (hooks, ``_compiled_call_impl``, ...): torch's state,
+# not the program's, and read by every module call (recording them cost 27 us a call per module)
+_MODULE_BOOKKEEPING = frozenset(vars(torch.nn.Module())) | frozenset(
+    name for name, value in vars(torch.nn.Module).items() if not callable(value))  # (``_compiled_call_impl``)
+
+
+def _is_table(record, ctx) -> bool:
+    """Whether ``record`` reads one of Python's or torch's own tables, or torch's bookkeeping (a module's hooks,
+    the hooks every module shares in ``torch.nn.modules.module``'s globals): not the program's state."""
+    if len(record.inputs) != 2 or record.inputs[1].inst is not PseudoInst.CONSTANT:
+        return False
+    name = record.inputs[1].value
+    if record.inst is PseudoInst.LOAD_ATTR:
+        if name in _TABLES:
+            return True
+        if name in _MODULE_BOOKKEEPING:
+            return isinstance(tensor_identity._follow(record.inputs[0], ctx, tensor_identity.FOLLOW_DEPTH), torch.nn.Module)
+        return False
+    if record.inst is PseudoInst.BINARY_SUBSCR and isinstance(name, str):
+        of = tensor_identity._follow(record.inputs[0], ctx, tensor_identity.FOLLOW_DEPTH)
+        return isinstance(of, dict) and str(of.get("__name__", "")).startswith(("torch.", "thunder."))  # (a module's globals)
+    return False
+
+
+def _is_builtins(record) -> bool:
+    """Whether ``record`` reads ``__builtins__`` (a function's builtins: a module or its dict)."""
+    return (record.inst in (PseudoInst.LOAD_ATTR, PseudoInst.BINARY_SUBSCR) and len(record.inputs) == 2
+            and record.inputs[1].inst is PseudoInst.CONSTANT and record.inputs[1].value == "__builtins__")
+
+
+def _from_the_call(record) -> bool:
+    """Whether ``record`` is a path of attributes and subscripts from what the call was given (Thunder's
+    ``should_register_for_prologue``, which fails on some constants it is never asked about itself: a
+    ``functools.partial`` has no ``__name__``)."""
+    try:
+        return jit_ext.should_register_for_prologue(record)
+    except Exception:
+        return False
+
+
+def _wrap_callback(value):
+    result = _thunder_wrap_callback(value)  # (first: it respells a module's ``__dict__[k]`` as its attribute)
+    obj = value.value
+    if (obj is None or type(obj) in (list, tuple, dict) or isinstance(obj, BY_IDENTITY)
+            or (hasattr(obj, "__dict__") and not isinstance(obj, NOT_PLAIN))):
+        ctx = context.current()
+        if ctx.has_call and _from_the_call(value.provenance):
+            _record(value.provenance, obj, ctx)
+    return result
+
+
+def _record(record, obj, ctx) -> None:
+    if _is_table(record, ctx) or _covered_by_arguments(record, ctx):
+        return
+    answer = None if obj is None else shape_of(obj)
+    if answer is None and obj is not None:
+        return
+    path = _path(record)
+    if path is None or path in ctx.none_paths:
+        return
+    if tensor_identity._follow(record, ctx, tensor_identity.FOLLOW_DEPTH) is not obj:
+        return  # (a path the guard could not follow at the next call: it would compile again at each)
+    if isinstance(obj, BY_IDENTITY) and isinstance(tensor_identity._follow(record.inputs[0], ctx, tensor_identity.FOLLOW_DEPTH),
+                                                   (types.ModuleType, dict) if _is_builtins(record.inputs[0]) else types.ModuleType):
+        return  # (``torch.relu``, ``math.pi``, ``zip``: an attribute of a Python module, not the program's state)
+    ctx.none_paths.add(path)
+    ctx.identity_records.append((record, None if obj is None else Shape(answer)))
+
+
+def register(executor) -> None:
+    """Record what calls of ``fusion_alias.jit`` read of objects outside their arguments (Note [a None read
+    from a global, a closure or an attribute], Note [the shape of a container read from outside the
+    arguments])."""
+    jit_ext.general_jit_callbacks[INTERPRETER_CALLBACKS.WRAP_CALLBACK] = _wrap_callback
