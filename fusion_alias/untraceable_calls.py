@@ -11,6 +11,15 @@ device's seeding code) and, in Thunder 0.2.6, had not finished after minutes: th
         torch.manual_seed(0)
         return x * 2
 
+Note [a value the tracer would fix at the first call]
+-----------------------------------------------------
+Python's own random numbers and clocks are plain Python values to the interpreter: it calls them once
+while tracing and the trace keeps the value, so ``if random.random() < p: x = x * 0`` (stochastic
+depth, a random augmentation) took the first call's branch at every later call, silently (session 32
+probe; plain ``thunder.jit`` too). ``random``'s functions (and methods of any ``random.Random``),
+``numpy.random``'s, ``time.time`` and the other clocks, ``os.urandom`` are refused as they are met:
+draw the value outside and pass it as an argument, or use torch's random ops, which Thunder traces.
+
 Running it once while tracing would not be the program either: a compiled function runs its
 trace on later calls, so the seed would be set at the first call only, and random ops after it
 would silently differ from eager's from the second call on. Each such call is therefore refused
@@ -47,6 +56,45 @@ _SEEDING = {
 }
 
 
+def _python_values() -> dict:
+    """Python calls whose value the trace would keep (Note [a value the tracer would fix at the first call])."""
+    import os
+    import random
+    import time
+
+    calls = {}
+    for name in ("random", "uniform", "randint", "randrange", "choice", "choices", "sample", "shuffle", "gauss",
+                 "normalvariate", "lognormvariate", "expovariate", "betavariate", "gammavariate", "triangular",
+                 "vonmisesvariate", "paretovariate", "weibullvariate", "getrandbits", "randbytes", "seed",
+                 "getstate", "setstate"):
+        if hasattr(random.Random, name):  # (the interpreter calls ``random.random()`` as the method of its instance)
+            calls[f"random.{name}"] = getattr(random.Random, name)
+    for name in ("time", "time_ns", "perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns",
+                 "process_time", "process_time_ns"):
+        calls[f"time.{name}"] = getattr(time, name)
+    calls["os.urandom"] = os.urandom
+    try:
+        import numpy.random as npr
+    except ImportError:
+        return calls
+    for name in ("rand", "randn", "randint", "random", "random_sample", "uniform", "normal", "choice", "permutation",
+                 "shuffle", "binomial", "poisson", "beta", "seed", "default_rng"):
+        if hasattr(npr, name):
+            calls[f"numpy.random.{name}"] = getattr(npr, name)
+        if hasattr(npr.RandomState, name):  # (``np.random.rand`` is a method of numpy's global RandomState)
+            calls[f"numpy.random.{name} "] = getattr(npr.RandomState, name)
+    return calls
+
+
+def _refuse_value(name: str, *args, **kwargs):
+    raise UntraceableCallError(
+        f"fusion_alias: {name.strip()}(...) inside a compiled function is not supported: Thunder 0.2.6's tracer calls it "
+        "once, while tracing, and every later call would reuse that first value (Note [a value the tracer would "
+        "fix at the first call], untraceable_calls.py). Draw the value outside and pass it as an argument, or use "
+        "torch's random ops (torch.rand, torch.bernoulli, ...), which are traced."
+    )
+
+
 def _refuse(name: str, *args, **kwargs):
     raise UntraceableCallError(
         f"fusion_alias: {name}(...) inside a compiled function is not supported: Thunder 0.2.6's tracer "
@@ -56,7 +104,11 @@ def _refuse(name: str, *args, **kwargs):
 
 
 def register(executor) -> None:
-    """Lend ``executor`` a lookaside per call of ``_SEEDING`` that raises :class:`UntraceableCallError`."""
+    """Lend ``executor`` a lookaside per call of ``_SEEDING`` and of ``_python_values()`` that raises
+    :class:`UntraceableCallError`."""
     for name, fn in _SEEDING.items():
         if fn not in executor._lookasides:  # (where two names are one function, the first names it)
             executor._lookasides[fn] = partial(_refuse, name)
+    for name, fn in _python_values().items():
+        if fn not in executor._lookasides:
+            executor._lookasides[fn] = partial(_refuse_value, name)

@@ -283,3 +283,39 @@ def test_torchs_own_module_state_is_not_recorded():
             names = [r.inputs[1].value for r, _ in identity]
             assert not [n for n in names if n.startswith("_") and n != "_parameters"], names
             assert len(identity) <= 8, names
+
+
+import random  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from fusion_alias.untraceable_calls import UntraceableCallError  # noqa: E402
+
+_RNG = random.Random(0)
+
+# Python values the tracer would fix at the first call (untraceable_calls.py, Note [a value the tracer would
+# fix at the first call]): eager draws anew at each call
+TRACE_TIME_VALUES = {
+    "random.random": lambda x: x.mul_(2) if random.random() < 0.5 else x.mul_(3),
+    "random.uniform": lambda x: x.mul_(random.uniform(0, 1)),
+    "random.choice": lambda x: x.mul_(random.choice([1, 2])),
+    "a Random's method": lambda x: x.add_(_RNG.random()),
+    "numpy.random.rand": lambda x: x.add_(float(np.random.rand())),
+    "time.time": lambda x: x.add_(time.time() % 1),
+}
+
+
+@pytest.mark.parametrize("name", list(TRACE_TIME_VALUES))
+def test_a_python_value_the_trace_would_fix_is_refused(name):
+    jitted = fusion_alias.jit(TRACE_TIME_VALUES[name], backend="reference")
+    with pytest.raises(UntraceableCallError, match="every later call would reuse that first value"):
+        jitted(torch.ones(3))
+
+
+def test_torchs_random_ops_still_run():
+    jitted = fusion_alias.jit(lambda x: x.add_(torch.rand(())).mul_(2), backend="reference")
+    torch.manual_seed(0)
+    got = jitted(torch.ones(3))
+    torch.manual_seed(0)
+    torch.testing.assert_close(got, torch.ones(3).add_(torch.rand(())).mul_(2))
