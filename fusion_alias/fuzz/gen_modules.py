@@ -73,16 +73,12 @@ Note [rebinding a buffer]
     memory the state now has.
 
 Note [special values in the module's state]
-    Session 32. With ``--special-values`` (source.py, Note [special values in the inputs]) the module's state holds
-    special values as the inputs do: ``Net.__init__`` passes ``flat`` (and with it the parameters ``w``, ``b`` and
-    the buffer ``u``, its views), every buffer (``steps`` too: an int64 extreme, 0 or -1) and ``scale`` through
-    ``special()`` (``_SPECIAL_SOURCE``, drawing from the constructor's generator ``g``), so a quarter of their
-    elements are NaN, infinities, signed zeros, 1e5 or a denormal. A third of the forward's number operands
-    (``m.ema.mul_(c)``, ``m.kv.mul_(c)``) become ``nan``, ``inf``, ``-inf``, ``-0.0``, ``1e300`` or ``2**63``, and
-    half the ``m.steps.add_(1)`` add an int64 extreme, ``2**63`` (wraps) or ``2**64`` (eager raises) instead,
-    drawn from ``_Body.special``, a generator of its own seeded from ``rng``'s state without drawing from it,
-    after ``rng``'s draw. Without the option nothing is drawn and every program is the one it was
-    (tests/test_session32_generators.py).
+    Session 32. With ``--special-values`` (source.py, Note [special values in the inputs]) ``Net.__init__`` passes
+    ``flat`` (so ``w``, ``b``, ``u``), every buffer and ``scale`` through ``special()``; a third of the forward's
+    number operands become ``nan``, ``inf``, ``-inf``, ``-0.0``, ``1e300`` or ``2**63``, and half the
+    ``m.steps.add_(1)`` add an int64 extreme, ``2**63`` (wraps) or ``2**64`` (eager raises), drawn from
+    ``_Body.special``, a stream of its own, after ``rng``'s draw: without the option every program is the one it
+    was (tests/test_session32_generators.py).
 
 Note [identity tests of the state]
     Session 18: a compute statement's value may be spelled times a choice on an identity test (``(x @ m.w.t() +
@@ -173,8 +169,7 @@ class _Module:
     def source(self) -> str:
         c = self.c
         n = c * c + 2 * c
-        # Note [special values in the module's state]: with --special-values through special(), as the inputs
-        sp = (lambda e: f"special({e})") if source.SPECIAL_VALUES else (lambda e: e)
+        sp = (lambda e: f"special({e})") if source.SPECIAL_VALUES else (lambda e: e)  # (Note [special values in the module's state])
         lines = [
             "class Net(torch.nn.Module):",
             "    def __init__(self, g):",
