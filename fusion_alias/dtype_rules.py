@@ -37,7 +37,7 @@ from thunder.core import dtypes as thunder_dtypes
 from thunder.core.proxies import TensorProxy
 
 from fusion_alias import scalar_ranges
-from fusion_alias.scalar_ranges import _torch_dtype  # (a proxy's torch dtype, or None; remembered per dtype)
+from fusion_alias.scalar_ranges import _torch_dtype, check_int_operands  # (a proxy's torch dtype, or None; remembered per dtype)
 from fusion_alias.eager_kernels import check_kernel
 from fusion_alias.aliasing import copies_in
 
@@ -421,4 +421,5 @@ def check_dtypes(top_bsyms, before: dict | None = None) -> None:
         if checks is not None:
             for check in checks:
                 check(b, name)
+        check_int_operands(b, name)  # (scalar_ranges.py, Note [a Python int no torch scalar holds])
         check_kernel(b)  # (eager_kernels.py, Note [ops eager has no kernel for, asked of eager])

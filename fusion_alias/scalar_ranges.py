@@ -22,6 +22,15 @@ takes -0.5, not 127.5), and an unsigned one also negative integers down to minus
 wrap: ``uint8.fill_(-1)`` is 255). One exception is eager's own: ``fill_`` of a one-element float16 or
 bfloat16 tensor does not check (it stores ``inf``), so neither does this.
 
+Note [a Python int no torch scalar holds]
+-----------------------------------------
+Before any dtype, eager converts a Python int operand to a scalar of 64 bits, signed or not, and raises
+for one that fits neither (``x.add_(2**64)``, ``x * 2**64``, ``torch.where(m, x, -2**63 - 1)``:
+``OverflowError: int too big to convert``), whatever the tensor's dtype. Thunder 0.2.6 keeps the int in
+the trace, and a fused region computed with it as a float (``1.8446744073709552e+19``; session 32 fuzz,
+dtype seed 40150 #20, #25). ``check_int_operands`` raises eager's error for an int outside ``[-2**63,
+2**64)`` among any op's arguments (and the items of a list or tuple argument).
+
 Note [the result type of an in-place clamp]
 -------------------------------------------
 ``a.clamp_(lo, hi)`` computes at the result type of ``a``, ``lo`` and ``hi`` and stores it into
@@ -172,7 +181,16 @@ def check_number_operands(b, name: str) -> None:
 
 
 def _check_clamp(b, name: str, self_: TensorProxy, numbers: list, positions):
-    """Note [the result type of an in-place clamp]; and eager's missing bool kernel: a clamp computed in
+    """Note [a Python int no torch scalar holds]
+-----------------------------------------
+Before any dtype, eager converts a Python int operand to a scalar of 64 bits, signed or not, and raises
+for one that fits neither (``x.add_(2**64)``, ``x * 2**64``, ``torch.where(m, x, -2**63 - 1)``:
+``OverflowError: int too big to convert``), whatever the tensor's dtype. Thunder 0.2.6 keeps the int in
+the trace, and a fused region computed with it as a float (``1.8446744073709552e+19``; session 32 fuzz,
+dtype seed 40150 #20, #25). ``check_int_operands`` raises eager's error for an int outside ``[-2**63,
+2**64)`` among any op's arguments (and the items of a list or tuple argument).
+
+Note [the result type of an in-place clamp]; and eager's missing bool kernel: a clamp computed in
     bool is refused unless its one bound is a tensor (``b.clamp_(c)`` is ``maximum``). The result type,
     where asked (else None)."""
     self_dtype = _torch_dtype(self_)
@@ -192,6 +210,29 @@ def _check_clamp(b, name: str, self_: TensorProxy, numbers: list, positions):
             f"{self_dtype} of {self_.name} (eager PyTorch rejects this too; Thunder 0.2.6 clamps in "
             f"{self_.name}'s dtype)")
     return result
+
+
+_INT_LOW, _INT_END = -(2**63), 2**64  # (a 64-bit scalar, signed or not: Note [a Python int no torch scalar holds])
+
+
+def check_int_operands(b, name: str) -> None:
+    """Raise eager's OverflowError for a Python int argument of ``b`` no 64-bit scalar holds (Note [a Python
+    int no torch scalar holds])."""
+    for value in (*b.args, *b.kwargs.values()):
+        tp = type(value)
+        if tp is list or tp is tuple:
+            for item in value:
+                if type(item) is int and not _INT_LOW <= item < _INT_END:
+                    _int_too_big(name, item)
+        elif tp is int and not _INT_LOW <= value < _INT_END:
+            _int_too_big(name, value)
+
+
+def _int_too_big(name: str, value: int):
+    raise OverflowError(
+        f"fusion_alias: {name}: the Python int {value} does not fit a 64-bit integer, signed or unsigned: "
+        f"{'int too big to convert' if value > 0 else 'cannot convert negative int to unsigned'} (eager PyTorch "
+        "rejects this too)")
 
 
 #: the checks by op name, for ``dtype_rules``' table (Note [the dtype checks in one walk])
