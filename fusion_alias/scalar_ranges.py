@@ -218,14 +218,21 @@ _INT_LOW, _INT_END = -(2**63), 2**64  # (a 64-bit scalar, signed or not: Note [a
 def check_int_operands(b, name: str) -> None:
     """Raise eager's OverflowError for a Python int argument of ``b`` no 64-bit scalar holds (Note [a Python
     int no torch scalar holds])."""
-    for value in (*b.args, *b.kwargs.values()):
+    _check_ints(b.args, name)
+    if b.kwargs:
+        _check_ints(b.kwargs.values(), name)
+
+
+def _check_ints(values, name: str) -> None:
+    for value in values:
         tp = type(value)
-        if tp is list or tp is tuple:
+        if tp is int:
+            if not _INT_LOW <= value < _INT_END:
+                _int_too_big(name, value)
+        elif tp is list or tp is tuple:
             for item in value:
                 if type(item) is int and not _INT_LOW <= item < _INT_END:
                     _int_too_big(name, item)
-        elif tp is int and not _INT_LOW <= value < _INT_END:
-            _int_too_big(name, value)
 
 
 def _int_too_big(name: str, value: int):
