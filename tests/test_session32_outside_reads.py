@@ -319,3 +319,27 @@ def test_torchs_random_ops_still_run():
     got = jitted(torch.ones(3))
     torch.manual_seed(0)
     torch.testing.assert_close(got, torch.ones(3).add_(torch.rand(())).mul_(2))
+
+
+PARAMS: list = []
+
+
+def _step_over_global_params(x):
+    for p in PARAMS:
+        p.add_(x)
+    return x * 1
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_a_global_list_of_parameters_that_grows(schedule):
+    """An optimizer-like step over a global list: a parameter appended after the first call was skipped,
+    silently (its length was decided while tracing; plain thunder.jit too)."""
+    PARAMS[:] = [torch.ones(2), torch.ones(2)]
+    try:
+        step = fusion_alias.jit(_step_over_global_params, backend="reference", schedule=schedule)
+        step(torch.ones(2))
+        PARAMS.append(torch.zeros(2))
+        step(torch.ones(2))
+        assert [p.tolist() for p in PARAMS] == [[3.0, 3.0], [3.0, 3.0], [1.0, 1.0]]
+    finally:
+        PARAMS.clear()
