@@ -34,7 +34,7 @@ class CompileContext:
         "foreach_writes",
         "fn",
         "identity_records",
-        "none_paths",
+        "outside_paths",
         "grad_at_entry",
     )
 
@@ -70,8 +70,8 @@ class CompileContext:
         # (provenance, tensor) of each call tensor an `is`/id() answer was read from
         # (tensor_identity.py, Note [identity answers are guarded])
         self.identity_records: list = []
-        # the paths of the None reads recorded there (outside_reads.py, Note [a None read from a global, ...])
-        self.none_paths: set = set()
+        # the paths of the reads outside the arguments recorded there (outside_reads.py)
+        self.outside_paths: set = set()
         # the grad mode the call came in with (grad_mode_exit.py, Note [a grad mode the function leaves changed])
         self.grad_at_entry = torch.is_grad_enabled()
 

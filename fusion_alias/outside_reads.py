@@ -132,14 +132,14 @@ def _record(record, obj, ctx) -> None:
     if answer is None and obj is not None:
         return
     path = _path(record)
-    if path is None or path in ctx.none_paths:
+    if path is None or path in ctx.outside_paths:
         return
     if tensor_identity._follow(record, ctx, tensor_identity.FOLLOW_DEPTH) is not obj:
         return  # (a path the guard could not follow at the next call: it would compile again at each)
     if isinstance(obj, BY_IDENTITY) and isinstance(tensor_identity._follow(record.inputs[0], ctx, tensor_identity.FOLLOW_DEPTH),
                                                    (types.ModuleType, dict) if _is_builtins(record.inputs[0]) else types.ModuleType):
         return  # (``torch.relu``, ``math.pi``, ``zip``: an attribute of a Python module, not the program's state)
-    ctx.none_paths.add(path)
+    ctx.outside_paths.add(path)
     ctx.identity_records.append((record, None if obj is None else Shape(answer)))
 
 
