@@ -61,16 +61,14 @@ Note [module programs]
     Any clear refusal of fusion_alias counts as refused (``Program.refusals`` is None).
 
 Note [rebinding a buffer]
-    Session 16: some updates of the state rebind it to a new tensor instead of writing it in place:
-    ``m.ema = m.ema * 0.9 + src.detach() * 0.1``, ``m.run_mean = m.b.detach()`` (the buffer now shares
-    a parameter's memory, into the next call), ``m.steps = m.steps + 1``, ``m.kv = torch.cat([m.kv[1:],
-    a[0:1].detach()])``, ``m.scale = m.scale * 0.9`` (a plain tensor attribute, not a buffer). With
-    ``entry`` "self" the module rebound is the one called; with "arg" and "global" it is not (Thunder
-    0.2.6 asserts there: Note [a buffer rebound on a module the call was given], dropped_attributes.py).
-    They are drawn from ``_Body.spell``, a generator seeded from ``rng``'s state without drawing from it,
-    so a program none of whose statements is spelled so is the one it was. One that has one may grow
-    differently after it: which later statements eager rejects or leaves ill-defined depends on the
-    memory the state now has.
+    Session 16: some updates of the state rebind it to a new tensor instead of writing it in place: ``m.ema = m.ema *
+    0.9 + src.detach() * 0.1``, ``m.run_mean = m.b.detach()`` (the buffer now shares a parameter's memory, into the next
+    call), ``m.steps = m.steps + 1``, ``m.kv = torch.cat([m.kv[1:], a[0:1].detach()])``, ``m.scale = m.scale * 0.9`` (a
+    plain tensor attribute, not a buffer). With ``entry`` "self" the module rebound is the one called; with "arg" and
+    "global" it is not (Thunder 0.2.6 asserts there: Note [a buffer rebound on a module the call was given],
+    dropped_attributes.py). Drawn from ``_Body.spell``, a generator seeded from ``rng``'s state without drawing from it:
+    a program none of whose statements is spelled so is the one it was. One that has one may grow differently after it:
+    which later statements eager rejects or leaves ill-defined depends on the memory the state now has.
 
 Note [special values in the module's state]
     Session 32. With ``--special-values`` (source.py, Note [special values in the inputs]) ``Net.__init__`` passes
@@ -81,25 +79,23 @@ Note [special values in the module's state]
     was (tests/test_session32_generators.py).
 
 Note [identity tests of the state]
-    Session 18: a compute statement's value may be spelled times a choice on an identity test (``(x @ m.w.t() +
-    k) * (2.0 if m.w is m.lin.weight else 1.0)``, ``id(k) == id(m.b)``, ``GT is not k``): of a tied weight and its
-    other name (tied, untied and tied again between calls: Note [state rebound between calls]), of an argument
-    and the state or another argument (one object in the later variants that pass ``m.b`` or ``a[0]``), or of two
-    names of the state. Only the value changes; it is drawn from ``_Body.ident``, a generator seeded from
-    ``rng``'s state without drawing from it, so every program is the one it was but for these spellings (the
-    tensor_identity.py classes, Note [identity answers are guarded]).
+    Session 18: a compute statement's value may be spelled times a choice on an identity test (``(x @ m.w.t() + k) *
+    (2.0 if m.w is m.lin.weight else 1.0)``, ``id(k) == id(m.b)``, ``GT is not k``): of a tied weight and its other name
+    (tied, untied and tied again between calls: Note [state rebound between calls]), of an argument and the state or
+    another argument (one object in the later variants that pass ``m.b`` or ``a[0]``), or of two names of the state.
+    Only the value changes; drawn from ``_Body.ident``, seeded from ``rng``'s state without drawing from it: every
+    program is the one it was but for these spellings (the tensor_identity.py classes, Note [identity answers are guarded]).
 
 Note [state rebound between calls]
-    Session 17: before the calls of variants 1 and 2 (after their arguments are made), some programs rebind
-    a parameter or buffer of the module, or of its submodule ``lin``, outside the compiled function
-    (``Variant.state``): a buffer to a parameter's memory or to the call's argument (``m.run_mean = m.b.detach()``,
-    ``m.u = k``), a parameter to a buffer's memory or to a copy of its own (``m.b = torch.nn.Parameter(m.u.detach(),
-    ...)``: the tie of ``w`` with ``lin.weight`` or ``head`` broken), the submodule's weight untied or tied again,
-    a tensor attribute to the argument. The module object is kept over the calls, so a rebinding holds for
-    every later call, and every read of the state must see it (api.py, Note [state rebound between calls]).
-    Shapes and dtypes stay. Drawn from a generator seeded from ``rng``'s state without drawing from it, so a
-    program with no rebinding drawn is the one it was; one with a rebinding may grow differently (a statement
-    the new memory makes eager reject or leaves ill-defined is dropped).
+    Session 17: before the calls of variants 1 and 2 (after their arguments are made), some programs rebind a parameter
+    or buffer of the module or of its submodule ``lin`` outside the compiled function (``Variant.state``): a buffer to a
+    parameter's memory or the call's argument (``m.run_mean = m.b.detach()``, ``m.u = k``), a parameter to a buffer's
+    memory or a copy of its own (``m.b = torch.nn.Parameter(m.u.detach(), ...)``: the tie of ``w`` with ``lin.weight``
+    or ``head`` broken), the submodule's weight untied or tied again, a tensor attribute to the argument. The module is
+    kept over the calls: a rebinding holds for every later call, and every read must see it (api.py, same Note). Shapes
+    and dtypes stay. Drawn from a generator seeded from ``rng``'s state without drawing from it: a program with none is
+    the one it was; one with some may grow differently (statements the new memory makes eager reject or ill-defined are
+    dropped). Session 32: Python state the forward branches on, changed there too (modules_outside.py).
 """
 
 from __future__ import annotations
@@ -115,6 +111,7 @@ from fusion_alias.fuzz import source
 from fusion_alias.fuzz.program import Program, Stmt
 from fusion_alias.fuzz.modules_source import program_source  # (the rendering: modules_source.py)
 from fusion_alias.fuzz.modules_calls import _variants  # (each call's aliasing and rebinding: modules_calls.py)
+from fusion_alias.fuzz import modules_outside  # (Python state the forward branches on: modules_outside.py)
 
 ENTRIES = ("self", "arg", "global")
 FLAT_HOLDERS = ("buffer", "attr", "param")
@@ -140,6 +137,7 @@ class _Module:
         # Thunder 0.2.6 has no Tensor.data ("Unknown attribute data", plain thunder.jit too): in a few programs only
         self.data_ok = rng.random() < 0.15
         self.seed = rng.randrange(2**31)
+        self.outside = modules_outside.draw(rng)  # (Note [Python state a module program branches on])
 
     # the state a statement may name, by shape
     def mats(self) -> list[str]:
@@ -208,7 +206,7 @@ class _Module:
             lines.append(f'        self.register_buffer("{b}", {sp(init)})')
         if self.scale:
             lines.append(f"        self.scale = {sp(f'torch.rand({c}, generator=g) + 0.5')}")
-        return "\n".join(lines) + "\n"
+        return self.outside.source("\n".join(lines) + "\n")
 
 
 class _Body:
@@ -277,9 +275,8 @@ class _Body:
         return f"({form}) * ({s.choice((2.0, -1.0, 3.0))} if {test} else 1.0)"
 
     def tmp(self) -> str:
-        t = f"t{self.counter}"
         self.counter += 1
-        return t
+        return f"t{self.counter - 1}"
 
     def c(self) -> float | str:
         c = self.rng.choice(_CONSTS)
@@ -300,6 +297,8 @@ class _Body:
     def statement(self) -> tuple[Stmt, str | None]:
         """(statement, the (B, c) value it makes or None)."""
         rng, mod = self.rng, self.mod
+        if mod.outside.wants():
+            return mod.outside.statement(self)
         kind = rng.choices(("compute", "ema", "stats", "optim", "kv", "global", "arg"), (5, 2, 2, 3, 3, 1, 1))[0]
         c, B = mod.c, mod.batch
         if kind == "compute":

@@ -50,13 +50,13 @@ def _variants(rng: random.Random, mod, has_global: bool, between: random.Random)
             if (a, k, g) != ("x0", "x1", "x2"):
                 break
         out.append(Variant(args=(("a", a), ("k", k)), hidden=(("GT", g),) if has_global else (),
-                           state=_rebinds(between, mod)))
+                           state=_rebinds(between, mod) + mod.outside.rebinds()))
     return tuple(out)
 
 
 def _rebinds(s: random.Random, mod) -> tuple[str, ...]:
     """Statements that rebind the module's state between calls, drawn from ``s`` (Note [state rebound between
-    calls]); usually none."""
+    calls]); usually none. (The Python state of modules_outside.py follows them, from a stream of its own.)"""
     if s.random() >= 0.35:
         return ()
     grad = "requires_grad={}.requires_grad"
