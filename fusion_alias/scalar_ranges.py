@@ -218,12 +218,18 @@ _INT_LOW, _INT_END = -(2**63), 2**64  # (a 64-bit scalar, signed or not: Note [a
 def check_int_operands(b, name: str) -> None:
     """Raise eager's OverflowError for a Python int argument of ``b`` no 64-bit scalar holds (Note [a Python
     int no torch scalar holds])."""
-    _check_ints(b.args, name)
+    for value in b.args:  # (every symbol of the program as traced comes here: its common case inline)
+        tp = type(value)
+        if tp is int:
+            if not _INT_LOW <= value < _INT_END:
+                _int_too_big(name, value)
+        elif tp is list or tp is tuple:
+            _check_items(value, name)
     if b.kwargs:
-        _check_ints(b.kwargs.values(), name)
+        _check_items(b.kwargs.values(), name)
 
 
-def _check_ints(values, name: str) -> None:
+def _check_items(values, name: str) -> None:
     for value in values:
         tp = type(value)
         if tp is int:
