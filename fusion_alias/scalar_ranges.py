@@ -181,16 +181,7 @@ def check_number_operands(b, name: str) -> None:
 
 
 def _check_clamp(b, name: str, self_: TensorProxy, numbers: list, positions):
-    """Note [a Python int no torch scalar holds]
------------------------------------------
-Before any dtype, eager converts a Python int operand to a scalar of 64 bits, signed or not, and raises
-for one that fits neither (``x.add_(2**64)``, ``x * 2**64``, ``torch.where(m, x, -2**63 - 1)``:
-``OverflowError: int too big to convert``), whatever the tensor's dtype. Thunder 0.2.6 keeps the int in
-the trace, and a fused region computed with it as a float (``1.8446744073709552e+19``; session 32 fuzz,
-dtype seed 40150 #20, #25). ``check_int_operands`` raises eager's error for an int outside ``[-2**63,
-2**64)`` among any op's arguments (and the items of a list or tuple argument).
-
-Note [the result type of an in-place clamp]; and eager's missing bool kernel: a clamp computed in
+    """Note [the result type of an in-place clamp]; and eager's missing bool kernel: a clamp computed in
     bool is refused unless its one bound is a tensor (``b.clamp_(c)`` is ``maximum``). The result type,
     where asked (else None)."""
     self_dtype = _torch_dtype(self_)
