@@ -93,6 +93,8 @@ def _is_table(record, ctx) -> bool:
             return isinstance(tensor_identity._follow(record.inputs[0], ctx, tensor_identity.FOLLOW_DEPTH), torch.nn.Module)
         return False
     if record.inst is PseudoInst.BINARY_SUBSCR and isinstance(name, str):
+        if name in _TABLES:
+            return True  # (``fn.__globals__["__builtins__"]``: the builtins' dict, read by every call of a builtin)
         of = tensor_identity._follow(record.inputs[0], ctx, tensor_identity.FOLLOW_DEPTH)
         return isinstance(of, dict) and str(of.get("__name__", "")).startswith(("torch.", "thunder."))  # (a module's globals)
     return False
