@@ -100,10 +100,17 @@ def _is_table(record, ctx) -> bool:
     return False
 
 
-def _is_builtins(record) -> bool:
-    """Whether ``record`` reads ``__builtins__`` (a function's builtins: a module or its dict)."""
-    return (record.inst in (PseudoInst.LOAD_ATTR, PseudoInst.BINARY_SUBSCR) and len(record.inputs) == 2
-            and record.inputs[1].inst is PseudoInst.CONSTANT and record.inputs[1].value == "__builtins__")
+def _through_builtins(record) -> bool:
+    """Whether ``record`` reaches its object through ``__builtins__`` (a function's builtins: the module, as in
+    ``__main__``, or its dict, with ``__dict__`` between)."""
+    for _ in range(tensor_identity.FOLLOW_DEPTH):
+        if record is None or len(record.inputs) != 2:
+            return False
+        key = record.inputs[1]
+        if key.inst is PseudoInst.CONSTANT and key.value == "__builtins__":
+            return True
+        record = record.inputs[0]
+    return False
 
 
 def _from_the_call(record) -> bool:
@@ -138,8 +145,8 @@ def _record(record, obj, ctx) -> None:
         return
     if tensor_identity._follow(record, ctx, tensor_identity.FOLLOW_DEPTH) is not obj:
         return  # (a path the guard could not follow at the next call: it would compile again at each)
-    if isinstance(obj, BY_IDENTITY) and isinstance(tensor_identity._follow(record.inputs[0], ctx, tensor_identity.FOLLOW_DEPTH),
-                                                   (types.ModuleType, dict) if _is_builtins(record.inputs[0]) else types.ModuleType):
+    if isinstance(obj, BY_IDENTITY) and (_through_builtins(record) or isinstance(
+            tensor_identity._follow(record.inputs[0], ctx, tensor_identity.FOLLOW_DEPTH), types.ModuleType)):
         return  # (``torch.relu``, ``math.pi``, ``zip``: an attribute of a Python module, not the program's state)
     ctx.outside_paths.add(path)
     ctx.identity_records.append((record, None if obj is None else Shape(answer)))
