@@ -56,23 +56,24 @@ _SEEDING = {
 }
 
 
-def _python_values() -> dict:
-    """Python calls whose value the trace would keep (Note [a value the tracer would fix at the first call])."""
+def _python_values() -> list[tuple[str, object]]:
+    """``(name, function)`` of the Python calls whose value the trace would keep (Note [a value the tracer would
+    fix at the first call]); a name may come twice (a module's function and the method it calls)."""
     import os
     import random
     import time
 
-    calls = {}
+    calls = []
     for name in ("random", "uniform", "randint", "randrange", "choice", "choices", "sample", "shuffle", "gauss",
                  "normalvariate", "lognormvariate", "expovariate", "betavariate", "gammavariate", "triangular",
                  "vonmisesvariate", "paretovariate", "weibullvariate", "getrandbits", "randbytes", "seed",
                  "getstate", "setstate"):
         if hasattr(random.Random, name):  # (the interpreter calls ``random.random()`` as the method of its instance)
-            calls[f"random.{name}"] = getattr(random.Random, name)
+            calls.append((f"random.{name}", getattr(random.Random, name)))
     for name in ("time", "time_ns", "perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns",
                  "process_time", "process_time_ns"):
-        calls[f"time.{name}"] = getattr(time, name)
-    calls["os.urandom"] = os.urandom
+        calls.append((f"time.{name}", getattr(time, name)))
+    calls.append(("os.urandom", os.urandom))
     try:
         import numpy.random as npr
     except ImportError:
@@ -80,15 +81,15 @@ def _python_values() -> dict:
     for name in ("rand", "randn", "randint", "random", "random_sample", "uniform", "normal", "choice", "permutation",
                  "shuffle", "binomial", "poisson", "beta", "seed", "default_rng"):
         if hasattr(npr, name):
-            calls[f"numpy.random.{name}"] = getattr(npr, name)
+            calls.append((f"numpy.random.{name}", getattr(npr, name)))
         if hasattr(npr.RandomState, name):  # (``np.random.rand`` is a method of numpy's global RandomState)
-            calls[f"numpy.random.{name} "] = getattr(npr.RandomState, name)
+            calls.append((f"numpy.random.{name}", getattr(npr.RandomState, name)))
     return calls
 
 
 def _refuse_value(name: str, *args, **kwargs):
     raise UntraceableCallError(
-        f"fusion_alias: {name.strip()}(...) inside a compiled function is not supported: Thunder 0.2.6's tracer calls it "
+        f"fusion_alias: {name}(...) inside a compiled function is not supported: Thunder 0.2.6's tracer calls it "
         "once, while tracing, and every later call would reuse that first value (Note [a value the tracer would "
         "fix at the first call], untraceable_calls.py). Draw the value outside and pass it as an argument, or use "
         "torch's random ops (torch.rand, torch.bernoulli, ...), which are traced."
@@ -109,6 +110,6 @@ def register(executor) -> None:
     for name, fn in _SEEDING.items():
         if fn not in executor._lookasides:  # (where two names are one function, the first names it)
             executor._lookasides[fn] = partial(_refuse, name)
-    for name, fn in _python_values().items():
+    for name, fn in _python_values():
         if fn not in executor._lookasides:
             executor._lookasides[fn] = partial(_refuse_value, name)
