@@ -29,7 +29,7 @@ for one that fits neither (``x.add_(2**64)``, ``x * 2**64``, ``torch.where(m, x,
 ``OverflowError: int too big to convert``), whatever the tensor's dtype. Thunder 0.2.6 keeps the int in
 the trace, and a fused region computed with it as a float (``1.8446744073709552e+19``; session 32 fuzz,
 dtype seed 40150 #20, #25). ``check_int_operands`` raises eager's error for an int outside ``[-2**63,
-2**64)`` among any op's arguments (and the items of a list or tuple argument).
+2**64)`` among any op's arguments (and inside its list and tuple arguments).
 
 Note [the result type of an in-place clamp]
 -------------------------------------------
@@ -209,27 +209,19 @@ _INT_LOW, _INT_END = -(2**63), 2**64  # (a 64-bit scalar, signed or not: Note [a
 def check_int_operands(b, name: str) -> None:
     """Raise eager's OverflowError for a Python int argument of ``b`` no 64-bit scalar holds (Note [a Python
     int no torch scalar holds])."""
-    for value in b.args:  # (every symbol of the program as traced comes here: its common case inline)
-        tp = type(value)
-        if tp is int:
-            if not _INT_LOW <= value < _INT_END:
-                _int_too_big(name, value)
-        elif tp is list or tp is tuple:
-            _check_items(value, name)
+    _check_ints(b.args, name)
     if b.kwargs:
-        _check_items(b.kwargs.values(), name)
+        _check_ints(b.kwargs.values(), name)
 
 
-def _check_items(values, name: str) -> None:
+def _check_ints(values, name: str) -> None:
     for value in values:
         tp = type(value)
         if tp is int:
             if not _INT_LOW <= value < _INT_END:
                 _int_too_big(name, value)
         elif tp is list or tp is tuple:
-            for item in value:
-                if type(item) is int and not _INT_LOW <= item < _INT_END:
-                    _int_too_big(name, item)
+            _check_ints(value, name)
 
 
 def _int_too_big(name: str, value: int):
