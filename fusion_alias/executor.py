@@ -26,7 +26,7 @@ from thunder.core.trace import TraceCtx, TraceProvenance
 from thunder.extend import FusionExecutor, register_executor
 import thunder.core.prims as prims
 
-from fusion_alias import (context, data_attribute, outside_reads, tensor_identity, dropped_attributes, foreach_lookasides, inplace_lookasides, ops, out_arguments, pipeline,
+from fusion_alias import (context, data_attribute, outside_reads, process_state, tensor_identity, dropped_attributes, foreach_lookasides, inplace_lookasides, ops, out_arguments, pipeline,
                           untraceable_calls, item_branches, return_types, clamp_ties, zero_norms, saturated_sigmoid, trace_time_queries, identity_results,
                           loss_defaults, lerp_shapes, pool_ties, nan_relu, safe_elu)
 from fusion_alias.refusals import bool_keys
@@ -411,6 +411,7 @@ zero_norms.register(executor)  # F.normalize of a zero row: eager's gradient (No
 bool_keys.register(executor)  # x[True]: refused as traced (Note [a bool key refused as it is traced])
 dropped_attributes.register(executor)  # attributes set in forward, which Thunder drops: refused
 outside_reads.register(executor)  # `if self.extra is None:`: guarded (Note [a None read from a global, a closure or an attribute])
+process_state.register(executor)  # torch.get_num_threads(), os.getenv(k): guarded (Note [a process setting read inside the function])
 data_attribute.register(executor)  # Tensor.data as detach() (Thunder 0.2.6's proxies have none)
 tensor_identity.register(executor)  # `a is b`, id(a) on tensors as eager answers it (Note [tensor identity in a trace])
 register_executor(executor)
