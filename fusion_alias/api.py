@@ -15,7 +15,7 @@ from fusion_alias.autograd_functionalize import FunctionalizeForAutograd, Writte
 from fusion_alias.backends.reference import SCHEDULES
 from fusion_alias.errors import default_dtype_error
 from fusion_alias.executor import BACKENDS, AliasInputError, executor
-from fusion_alias.guard import guard_key
+from fusion_alias.guard import flat_sequences, guard_key
 from fusion_alias.leaked_proxies import proxy_left_in, refuse_leak
 from fusion_alias.refusals.inplace_ops import _traced_program
 from fusion_alias.view_outputs import argument_views_outside_function
@@ -47,12 +47,13 @@ from fusion_alias.view_outputs import argument_views_outside_function
 #   pass, Note [autograd keeps Thunder's alias pass].)
 # * caching: when a new cache entry's prologue reads any tensor that the
 #   arguments' key does not cover (its unpacking path is not subscripts of
-#   plain lists, tuples and dicts from the arguments), its computation is
-#   wrapped in ``_GuardedComputation``, which recomputes the key over the
+#   plain lists, tuples and dicts from the arguments), its prologue is
+#   wrapped in ``_GuardedPrologue``, which recomputes the key over the
 #   computation's inputs (which Thunder's prologue has just unpacked, at no
 #   extra cost) and, before anything runs, raises ``_ReadsAliasDifferently``
-#   if it differs. The call is then routed to (or compiles) the program for the
-#   key it actually has. Programs that read only their arguments pay nothing.
+#   if it differs: Thunder's cache then tries its next entry, or compiles one
+#   for the key the call has (Note [a guard Thunder's cache falls through]).
+#   Programs that read only their arguments pay nothing.
 
 
 def _follow_rebound_state(thunder_module) -> None:
@@ -132,12 +133,24 @@ def _enables_grad(traced) -> bool:
                for b in traced.bound_symbols)
 
 
-class _GuardedComputation:
-    """A cache entry's computation that first checks the key of everything it reads, and the identity
-    pattern of the tensors its ``is``/``id()`` answers were read from (``identity``: the records, or
-    None; tensor_identity.py, Note [identity answers are guarded])."""
+class _GuardedPrologue:
+    """A cache entry's prologue that also checks the key of everything the computation reads, and the
+    identity pattern of the tensors its ``is``/``id()`` answers were read from (``identity``: the records,
+    or None; tensor_identity.py, Note [identity answers are guarded]).
 
-    __slots__ = ("fn", "key", "needs_grad", "identity")
+    Note [a guard Thunder's cache falls through]
+    --------------------------------------------
+    Thunder's cache tries its entries newest first and takes the first whose prologue returns. The guard
+    raised from the *computation* instead (``_GuardedComputation`` until session 33), after Thunder had
+    taken the entry: a newer entry whose prologue accepts the call hid an older one compiled for it. A
+    global alternating between None and a tensor (``x + G if G is not None else x * 2``) compiled a new
+    program every second call, without end (session 33 probe; sessions 18-32 too). Raised from the
+    prologue, a mismatch makes Thunder try the next entry, and compile a new one only when none takes the
+    call; a call that needs gradients the entries were not compiled for is stopped while compiling
+    (``_compiled_inputs``) and goes to a program with gradients.
+    """
+
+    __slots__ = ("fn", "key", "needs_grad", "identity", "__weakref__")
 
     def __init__(self, fn, key, needs_grad: bool, identity=None):
         self.fn = fn
@@ -145,45 +158,18 @@ class _GuardedComputation:
         self.needs_grad = needs_grad
         self.identity = identity
 
-    def __call__(self, *inps):
+    def __call__(self, *args, **kwargs):
+        inps, pro_to_epi = self.fn(*args, **kwargs)
         key, grad = guard_key(inps)
         if self.identity is not None:
             key = (key, tensor_identity.identity_pattern(self.identity, context.current()))
         needs_grad = grad and torch.is_grad_enabled()
         if key != self.key or (needs_grad and not self.needs_grad):
             raise _ReadsAliasDifferently(key, needs_grad)
-        return self.fn(*inps)
-
+        return inps, pro_to_epi
 
 
 _PLAIN_CONTAINERS = (tuple, list, dict)
-_Tensor = torch.Tensor
-
-
-def _flat_sequences(args: tuple):
-    """``(leaves, structure)`` when every argument is a tensor or a plain list or tuple of tensors
-    (an optimizer step's ``(params, grads)``), in ``tree_flatten``'s order; else ``(None, None)``.
-
-    The per-call path of the common optimizer call: Thunder's ``tree_flatten`` costs about as much
-    as the guard key itself at 256 tensors. ``structure`` tells the shapes of nesting apart
-    (``([a, b],)`` from ``(a, b)``); it is a key, not a ``TreeSpec``.
-    """
-    flat: list = []
-    structure: list = []
-    for a in args:
-        tp = type(a)
-        if tp is list or tp is tuple:
-            for t in a:
-                if not isinstance(t, _Tensor):
-                    return None, None
-            flat.extend(a)
-            structure.append((tp, len(a)))
-        elif isinstance(a, _Tensor):
-            flat.append(a)
-            structure.append(None)
-        else:
-            return None, None
-    return flat, ("sequences", tuple(structure))
 
 
 def _reads_beyond_arguments(prologue_trace, args: tuple, kwargs: dict) -> bool:
@@ -299,7 +285,7 @@ class AliasSpecializedFunction:
             flat = args
             key, grad = got
         else:
-            flat, spec = (None, None) if kwargs else _flat_sequences(args)
+            flat, spec = (None, None) if kwargs else flat_sequences(args)
             if flat is None:
                 flat, spec = tree_flatten((args, kwargs))
             key, grad = guard_key(flat)
@@ -377,11 +363,11 @@ class AliasSpecializedFunction:
         return seen
 
     def _guard_new_entries(self, jfn, ctx, args, kwargs, needs_grad: bool) -> None:
-        """Wrap the computation of each new cache entry that reads more than its arguments."""
+        """Guard the prologue of each new cache entry that reads more than its arguments."""
         cache = jfn._lc_cs.interpreter_cache
         for pos in range(self._entries_seen[id(jfn)], len(cache)):
             entry = cache[pos]
-            if isinstance(entry.computation_fn, (_GuardedComputation, WrittenInputs)):
+            if isinstance(entry.prologue_fn, _GuardedPrologue) or isinstance(entry.computation_fn, WrittenInputs):
                 continue
             if ctx.written_positions is not None:  # functionalized: it returns final values to write back
                 entry = cache[pos] = entry._replace(computation_fn=WrittenInputs(entry.computation_fn, ctx.written_positions))
@@ -394,7 +380,9 @@ class AliasSpecializedFunction:
                 key = guard_key(inps)[0]
             if identity is not None:
                 key = (key, tensor_identity.recorded_pattern(identity))
-            cache[pos] = entry._replace(computation_fn=_GuardedComputation(entry.computation_fn, key, needs_grad, identity))
+            guarded = _GuardedPrologue(entry.prologue_fn, key, needs_grad, identity)  # Note [a guard Thunder's cache falls through]
+            grad_mode_exit.same_entry(guarded, entry.prologue_fn)
+            cache[pos] = entry._replace(prologue_fn=guarded)
         self._entries_seen[id(jfn)] = len(cache)
 
     # thunder.last_traces / compile_stats / compile_data look these up

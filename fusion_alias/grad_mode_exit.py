@@ -59,3 +59,9 @@ def leave_as_traced(jitted, compiled: bool, entry: bool):
         yield
     finally:
         torch.set_grad_enabled(left)
+
+
+def same_entry(new_prologue, old_prologue) -> None:
+    """``new_prologue`` (a guard around ``old_prologue``: api.py) leaves the grad mode ``old_prologue``'s call left."""
+    if old_prologue in _LEFT:
+        _LEFT[new_prologue] = _LEFT[old_prologue]

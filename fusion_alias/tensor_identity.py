@@ -191,7 +191,7 @@ def _stands_for(p: TensorProxy, producers: dict, ctx):
 # whole, so ``f(x, x)``/``f(x, y)`` were right). So each compilation records every call tensor an
 # identity answer was read from, by its provenance (``ctx.identity_records``), and the program is
 # kept only for calls where the same provenances reach tensors that are the same objects in the
-# same pattern (``identity_pattern``; ``api._GuardedComputation`` checks it before anything runs).
+# same pattern (``identity_pattern``; ``api._GuardedPrologue`` checks it before anything runs).
 # A ``.grad`` read as None from a call's tensor that requires no grad is such an answer too: the
 # record is kept with these, and the pattern says which of the tensors requires no grad and has a
 # ``.grad`` (trace_time_queries.py, Note [.grad of a tensor that requires no grad]).

@@ -331,7 +331,7 @@ def test_nested_jit_is_a_clear_error():
 
 
 def test_only_programs_that_read_beyond_their_arguments_pay_for_the_second_check():
-    from fusion_alias.api import _GuardedComputation
+    from fusion_alias.api import _GuardedPrologue
 
     def args_only(a, xs):
         a.add_(1)
@@ -346,9 +346,9 @@ def test_only_programs_that_read_beyond_their_arguments_pay_for_the_second_check
     hidden = fusion_alias.jit(reads_global, backend="reference")
     hidden(torch.zeros(2))
     (entry,) = plain._jitted[0]._lc_cs.interpreter_cache
-    assert not isinstance(entry.computation_fn, _GuardedComputation)
+    assert not isinstance(entry.prologue_fn, _GuardedPrologue)
     (entry,) = hidden._jitted[0]._lc_cs.interpreter_cache
-    assert isinstance(entry.computation_fn, _GuardedComputation)
+    assert isinstance(entry.prologue_fn, _GuardedPrologue)
 
 
 class _SharedStateNet(torch.nn.Module):

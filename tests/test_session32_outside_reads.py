@@ -279,7 +279,7 @@ def test_torchs_own_module_state_is_not_recorded():
         torch.testing.assert_close(jitted(x), m(x))
     for jfn in jitted._jitted:
         for entry in jfn._lc_cs.interpreter_cache:
-            identity = getattr(entry.computation_fn, "identity", None) or ()
+            identity = getattr(entry.prologue_fn, "identity", None) or ()
             names = [r.inputs[1].value for r, _ in identity]
             assert not [n for n in names if n.startswith("_") and n != "_parameters"], names
             assert len(identity) <= 8, names
@@ -355,13 +355,13 @@ def test_a_function_that_reads_only_its_arguments_pays_no_guard():
     """Builtins (``zip``, ``len``, ``range``) are read through the function's ``__globals__["__builtins__"]``:
     Python's table, not the program's state. Recording its keys put a guard on every call (2.15x plain
     thunder.jit's cached call at 2 inputs, bench.percall, until it was left out)."""
-    from fusion_alias.api import _GuardedComputation
+    from fusion_alias.api import _GuardedPrologue
 
     params, grads = [torch.ones(4), torch.ones(4)], [torch.ones(4), torch.ones(4)]
     jitted = fusion_alias.jit(_sgd_over_arguments, backend="reference")
     jitted(params, grads)
     (jfn,) = jitted._jitted
-    assert not any(isinstance(e.computation_fn, _GuardedComputation) for e in jfn._lc_cs.interpreter_cache)
+    assert not any(isinstance(e.prologue_fn, _GuardedPrologue) for e in jfn._lc_cs.interpreter_cache)
 
 
 def test_a_function_defined_in_main_pays_no_guard():
@@ -369,7 +369,7 @@ def test_a_function_defined_in_main_pays_no_guard():
     ``zip`` is read through its ``__dict__``: still Python's table (bench.percall was 2.1x at 2 inputs)."""
     import builtins
 
-    from fusion_alias.api import _GuardedComputation
+    from fusion_alias.api import _GuardedPrologue
 
     namespace = {"__builtins__": builtins, "__name__": "__main__"}
     exec("def step(params, grads):\n    for p, g in zip(params, grads):\n        p.add_(g, alpha=-0.01)\n", namespace)
@@ -377,5 +377,5 @@ def test_a_function_defined_in_main_pays_no_guard():
     params, grads = [torch.ones(4)], [torch.ones(4)]
     jitted(params, grads)
     (jfn,) = jitted._jitted
-    assert not any(isinstance(e.computation_fn, _GuardedComputation) for e in jfn._lc_cs.interpreter_cache)
+    assert not any(isinstance(e.prologue_fn, _GuardedPrologue) for e in jfn._lc_cs.interpreter_cache)
     torch.testing.assert_close(params[0], torch.full((4,), 0.99))
