@@ -55,6 +55,7 @@ from thunder.core.proxies import TensorProxy
 from thunder.core.trace import TraceCtx, tracectx
 
 import fusion_alias
+from fusion_alias.aliasing import forget_flattened
 from fusion_alias.executor import executor
 from fusion_alias.partition import partition
 from fusion_alias.bench.programs import Program
@@ -234,6 +235,17 @@ def time_fusion_pass(trace: TraceCtx, aliased: bool) -> tuple[object, float, flo
     return fused, t1 - t0, time.perf_counter() - t1, before
 
 
+def _drop_what_the_pass_kept() -> None:
+    """Note [each measurement starts from a clean heap]: ``executor.prepare`` alone (the stage
+    breakdown) leaves its flattened-argument cache filled (``fusion_pass`` empties it at its end),
+    and the executor keeps the last pass's region specs until the next pass starts. Both hold the
+    trace just measured: the next measurement then ran beside ~450k stale objects (a 30k trace's)
+    and freed the last pass's regions inside its own timed pass. A compile never has the first
+    (it calls ``fusion_pass``), and the second only frees regions a cached program still holds."""
+    forget_flattened()
+    executor._regions = {}
+
+
 def measure_synthetic(syn: Synthetic, aliased: bool, *, dataflow_limit: int = 20_000) -> ScaleRow:
     size = len(syn.flat.bound_symbols)
     row = ScaleRow(syn.kind, aliased, size, len(syn.trace.bound_symbols))
@@ -246,6 +258,8 @@ def measure_synthetic(syn: Synthetic, aliased: bool, *, dataflow_limit: int = 20
     prep = executor.prepare(syn.trace, input_groups=groups)
     part, row.partition = _timed(lambda: partition(prep.bsyms, prep.edges, prep.is_fusible))  # as the pass does
     row.analysis, row.graph = prep.seconds["analysis"], prep.seconds["graph"]
+    del prep, part
+    _drop_what_the_pass_kept()
     if not aliased:  # Thunder's grouping does not see aliasing without its alias pass
         from thunder.executors.data_dependent_partition import consecutive_fusion, dataflow_fusion
 
