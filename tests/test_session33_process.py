@@ -200,3 +200,35 @@ def test_two_states_alternating_compile_two_programs():
     finally:
         EXTRA = None
     assert _programs(jitted) == 2
+
+
+HIDDEN = None
+
+
+def _writes_then_reads_hidden(x):
+    x.mul_(2)
+    return x + HIDDEN
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_hidden_aliasing_alternating_between_calls(schedule):
+    """A global that is the argument itself at one call and an independent tensor at the next, alternately:
+    each call runs the program compiled for its aliasing (eager's values under both schedules), and the two
+    programs are found again, not compiled anew (the old guard compiled one per call after the first two)."""
+    global HIDDEN
+    jitted = fusion_alias.jit(_writes_then_reads_hidden, backend="reference", schedule=schedule)
+    try:
+        for i in range(6):
+            x_e, x_j = torch.arange(4.0), torch.arange(4.0)
+            if i % 2 == 0:
+                HIDDEN = x_e
+                expected = _writes_then_reads_hidden(x_e)
+                HIDDEN = x_j
+            else:
+                HIDDEN = torch.ones(4)
+                expected = _writes_then_reads_hidden(x_e)
+            torch.testing.assert_close(jitted(x_j), expected, rtol=0, atol=0)
+            torch.testing.assert_close(x_j, x_e, rtol=0, atol=0)
+    finally:
+        HIDDEN = None
+    assert _programs(jitted) == 2
