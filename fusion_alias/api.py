@@ -125,12 +125,6 @@ class _ReadsAliasDifferently(Exception):
 # variant is looked up and compiled with autodiff.
 
 
-def _enables_grad(traced) -> bool:
-    """Whether the traced program turns gradient computation on somewhere (``torch.enable_grad``)."""
-    if traced is None:
-        return False
-    return any(b.sym.name == "_set_grad_enabled_with_warning" and b.args and b.args[0] is True
-               for b in traced.bound_symbols)
 
 
 class _GuardedPrologue:
@@ -356,7 +350,7 @@ class AliasSpecializedFunction:
             if grad and grad_enabled and not needs_grad:
                 # a parameter, buffer or global requires grad: Thunder's alias pass must stay
                 raise _ReadsAliasDifferently(key, True)
-            if grad and not needs_grad and _enables_grad(_traced_program()):
+            if grad and not needs_grad and grad_mode_exit.enables_grad(_traced_program()):
                 raise _ReadsAliasDifferently(key, True)  # Note [enable_grad inside a call made under no_grad]
             return key
 

@@ -57,7 +57,7 @@ from thunder.core.transform_common import Transform
 
 from fusion_alias import context, ops, tensor_identity
 from fusion_alias.aliasing import _made_from_args, _view_symbols, analyze, may_write
-from fusion_alias.constant_outputs import returns_constants
+from fusion_alias.constant_outputs import computes_gradients, returns_constants
 from fusion_alias.proxies_by_name import tensor_proxies_by_name
 from fusion_alias.errors import AliasInputError
 from fusion_alias.functional_rewrite import Rewriter
@@ -85,7 +85,7 @@ class FunctionalizeForAutograd(Transform):
         inputs = [a for a in computation_trc.args if isinstance(a, TensorProxy)]
         writes = any(may_write(b) for b in top)
         # (constant_outputs.py, Note [outputs no gradient reaches, without writes])
-        if writes or (torch.is_grad_enabled() and returns_constants(computation_trc, _explicit_writes)):  # (its own refusals come first)
+        if writes or (computes_gradients() and returns_constants(computation_trc, _explicit_writes)):  # (its own refusals come first)
             computation_trc, epilogue_trc = functionalize(prologue_trc, computation_trc, epilogue_trc)
         if torch.is_grad_enabled():
             if not writes:  # (refusals/returned_views.py, Note [a view made under no_grad, returned])

@@ -24,11 +24,23 @@ before (no write-backs). Programs whose outputs all require grad stay Thunder's 
 
 from __future__ import annotations
 
+import torch
 from thunder.core.proxies import TensorProxy
 import thunder.core.dtypes as dtypes
 
 from fusion_alias.aliasing import analyze
+from fusion_alias.grad_mode_exit import enables_grad
 from fusion_alias.gradient_paths import requires_grad_by_name
+from fusion_alias.refusals.inplace_ops import _traced_program
+
+
+def computes_gradients() -> bool:
+    """Whether the call being compiled computes gradients: grad mode is on, or the traced program turns it
+    on (api.py, Note [enable_grad inside a call made under no_grad]). A value made in such a block from
+    tensors none of which requires grad, returned from a call made under ``no_grad``, came back requiring
+    grad (modules fuzz seed 26203 #28; plain ``thunder.jit`` too): the check below was asked only with
+    grad mode on."""
+    return torch.is_grad_enabled() or enables_grad(_traced_program())
 
 
 def returns_constants(trace, explicit_writes) -> bool:

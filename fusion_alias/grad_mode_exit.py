@@ -65,3 +65,12 @@ def same_entry(new_prologue, old_prologue) -> None:
     """``new_prologue`` (a guard around ``old_prologue``: api.py) leaves the grad mode ``old_prologue``'s call left."""
     if old_prologue in _LEFT:
         _LEFT[new_prologue] = _LEFT[old_prologue]
+
+
+def enables_grad(traced) -> bool:
+    """Whether the traced program turns gradient computation on somewhere (``torch.enable_grad``; api.py,
+    Note [enable_grad inside a call made under no_grad])."""
+    if traced is None:
+        return False
+    return any(b.sym.name == "_set_grad_enabled_with_warning" and b.args and b.args[0] is True
+               for b in traced.bound_symbols)
