@@ -35,6 +35,7 @@ class CompileContext:
         "fn",
         "identity_records",
         "outside_paths",
+        "module_tables",
         "grad_at_entry",
     )
 
@@ -72,6 +73,8 @@ class CompileContext:
         self.identity_records: list = []
         # the paths of the reads outside the arguments recorded there (outside_reads.py)
         self.outside_paths: set = set()
+        # what the compilation read of the modules it called (module_tables.py)
+        self.module_tables = None
         # the grad mode the call came in with (grad_mode_exit.py, Note [a grad mode the function leaves changed])
         self.grad_at_entry = torch.is_grad_enabled()
 

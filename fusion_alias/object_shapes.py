@@ -17,6 +17,15 @@ NOT_PLAIN = (type, types.ModuleType, types.FunctionType, types.MethodType, types
 BY_IDENTITY = (types.FunctionType, types.BuiltinFunctionType, type, torch.dtype, enum.Enum)
 
 
+class Live:
+    """A held object whose shape is taken when asked: ``now()`` (module_tables.ModuleTables)."""
+
+    __slots__ = ()
+
+    def now(self):
+        raise NotImplementedError
+
+
 class Shape:
     """A shape as it was when the program read it (``shape_of`` of it is that)."""
 
@@ -41,6 +50,10 @@ def shape_of(obj):
     if isinstance(obj, Shape):
         return obj.key
     tp = type(obj)
+    if isinstance(obj, Live):  # (module_tables.py, Note [hooks added or removed between calls])
+        return obj.now()
+    if isinstance(obj, torch.nn.Module):  # (held: compared by identity; Note [a submodule replaced between calls])
+        return ("module", id(obj), obj)
     if tp is list or tp is tuple:
         return ("len", len(obj))
     if isinstance(obj, dict):

@@ -40,7 +40,9 @@ dict the program reads compiles again), never finer. Not recorded: what the argu
 already (subscripts of plain tuples, lists and dicts of the arguments: guard.py, Note [an argument that
 is None]); Python's own tables (``__dict__``, ``__globals__``, a closure, defaults) and a module's
 parameters, buffers and submodules, whose tensors Thunder's prologue checks itself; torch's bookkeeping
-(every module's hooks and ``_compiled_call_impl``, read at each module call: ``_is_table``); an
+(every module's ``_compiled_call_impl``, read at each module call: ``_is_table``; its hook dicts,
+submodules and attribute count are guarded: module_tables.py, Note [hooks added or removed between
+calls]); an
 attribute of a Python module (``torch.relu``, ``zip``); a path the guard could not follow again; and a
 path already recorded. Each recorded path costs about a microsecond a call.
 """
@@ -53,7 +55,7 @@ import torch
 from thunder.core import jit_ext
 from thunder.core.interpreter import INTERPRETER_CALLBACKS, PseudoInst
 
-from fusion_alias import context, tensor_identity
+from fusion_alias import context, module_tables, tensor_identity
 from fusion_alias.object_shapes import BY_IDENTITY, NOT_PLAIN, Shape, shape_of
 from fusion_alias.trace_time_queries import _covered_by_arguments
 
@@ -90,7 +92,12 @@ def _is_table(record, ctx) -> bool:
         if name in _TABLES:
             return True
         if name in _MODULE_BOOKKEEPING:
-            return isinstance(tensor_identity._follow(record.inputs[0], ctx, tensor_identity.FOLLOW_DEPTH), torch.nn.Module)
+            module = tensor_identity._follow(record.inputs[0], ctx, tensor_identity.FOLLOW_DEPTH)
+            if not isinstance(module, torch.nn.Module):
+                return False
+            if name in module_tables.MODULE_TABLES and module_tables.note(module, record.inputs[0], ctx):
+                _record_module(record.inputs[0], module, ctx)  # (module_tables.py, Note [a submodule replaced ...])
+            return True
         return False
     if record.inst is PseudoInst.BINARY_SUBSCR and isinstance(name, str):
         if name in _TABLES:
@@ -150,6 +157,17 @@ def _record(record, obj, ctx) -> None:
         return  # (``torch.relu``, ``math.pi``, ``zip``: an attribute of a Python module, not the program's state)
     ctx.outside_paths.add(path)
     ctx.identity_records.append((record, None if obj is None else Shape(answer)))
+
+
+def _record_module(record, module, ctx) -> None:
+    """Guard ``module``, called by the program, by the path it was reached by (module_tables.py, Note [a
+    submodule replaced between calls])."""
+    path = _path(record)
+    if path is None or path in ctx.outside_paths or tensor_identity._follow(
+            record, ctx, tensor_identity.FOLLOW_DEPTH) is not module:
+        return
+    ctx.outside_paths.add(path)
+    ctx.identity_records.append((record, Shape(shape_of(module))))
 
 
 def register(executor) -> None:
