@@ -13,12 +13,13 @@ import warnings
 import pytest
 import torch
 
-from fusion_alias.fuzz import dtype_rule_stmts, dtype_spellings, oracle, source
+from fusion_alias.fuzz import dtype_rule_stmts, dtype_spellings, modules_hooks, oracle, source
 from fusion_alias.fuzz.generator import generate_program
 
 # (generators, grad, seed, programs) -> sha1 of the rendered programs, as drawn before session 32 (commit 2b76b93);
 # the modules ones with the Python state of fuzz/modules_outside.py (session 32; without it they are the ones of
-# 2b76b93: tests/test_session32_outside_generator.py)
+# 2b76b93: tests/test_session32_outside_generator.py) and without session 33's submodule form (``P_SUB`` 0:
+# fuzz/modules_hooks.py; the stream with it is pinned in tests/test_session33_trust.py)
 STREAMS = {
     (("modules",), False, 777, 10): "e088eff8210eab7261603163375775f2288fdc64",
     (("modules",), True, 778, 8): "1b8bbf4c0bf53136865646923742560e328dcb55",
@@ -41,6 +42,7 @@ def test_streams_without_special_values_are_the_ones_they_were(case, monkeypatch
     """Without --special-values no new stream is drawn from (a special number asked for fails the test) and every
     program is the one it was; turning the option on and off again leaves no trace."""
     monkeypatch.setattr(source, "SPECIAL_VALUES", False)
+    monkeypatch.setattr(modules_hooks, "P_SUB", 0.0)  # (session 33's submodule form: test_session33_trust.py)
 
     def no_special(*a, **k):
         raise AssertionError("a special number drawn without --special-values")

@@ -279,3 +279,62 @@ def test_an_unchanged_module_tree_compiles_once():
             jitted(torch.ones(3))
     assert jitted.compiled_structures == 1
 
+
+# the modules generator's submodule form (fuzz/modules_hooks.py, Note [a submodule and its hooks, changed between
+# calls]): the class above, in the fuzzer
+
+# (seed, programs, grad) -> sha1 of the rendered modules programs with the form (session 33; without it, P_SUB 0,
+# the streams are session 32's: tests/test_session32_generators.py, tests/test_session32_outside_generator.py)
+SUB_STREAMS = {
+    (33001, 40, False): "ed1ef8887577ff92dd267dba5184dbe3c5b207ea",
+    (33002, 20, True): "28a2d7373737aa920b538fbc5c092fac31d05f3a",
+}
+
+
+def _module_programs(seed, n, grad=False):
+    import warnings
+
+    from fusion_alias.fuzz.generator import generate_program
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return [generate_program(seed, i, generators=("modules",), grad=grad) for i in range(n)]
+
+
+@pytest.fixture
+def _no_special_values(monkeypatch):
+    from fusion_alias.fuzz import source
+
+    monkeypatch.setattr(source, "SPECIAL_VALUES", False)
+
+
+@pytest.mark.parametrize("case", list(SUB_STREAMS), ids=lambda c: f"{c[0]}-grad{c[2]}")
+def test_the_submodule_stream_is_pinned(case, _no_special_values):
+    import hashlib
+
+    from fusion_alias.fuzz import oracle
+
+    h = hashlib.sha1()
+    for p in _module_programs(*case):
+        h.update(oracle.program_source(p).encode())
+    assert h.hexdigest() == SUB_STREAMS[case]
+
+
+def test_the_submodule_form_is_drawn_read_and_changed(_no_special_values):
+    ps = _module_programs(33001, 40)
+    holding = [p for p in ps if "self.sub = torch.nn.ReLU()" in dict(p.tags)["module_src"]]
+    assert 2 <= len(holding) <= 10
+    assert all("def _fa_pre(mod, args):" in dict(p.tags)["module_src"] for p in holding)
+    assert any("m.sub(" in s.code for p in holding for s in p.stmts)
+    changes = {st for p in holding for v in p.variants for st in v.state if st.startswith("m.sub")}
+    assert any("register_forward" in st for st in changes) and any(" = torch.nn." in st for st in changes), changes
+    assert not any("m.sub" in s.code for p in ps if p not in holding for s in p.stmts)
+
+
+def test_the_fuzzer_runs_submodule_programs_against_fusion_alias(_no_special_values, monkeypatch):
+    from fusion_alias import fuzz
+    from fusion_alias.fuzz import modules_hooks
+
+    monkeypatch.setattr(modules_hooks, "P_SUB", 1.0)
+    report = fuzz.run_fuzz(seed=33003, only=[0, 1, 2], generators=("modules",), do_shrink=False)
+    assert not report.failures, report.summary()

@@ -22,6 +22,9 @@ Note [Python state a module program branches on]
     the calls of variants 1 and 2 change them (after the tensor rebinds of Note [state rebound between calls]), so
     the compiled program must notice (compile again) on the later calls, including the last call of variant 0.
 
+    Session 33: a submodule the forward calls, replaced and given hooks between calls, rides along (modules_hooks.py,
+    Note [a submodule and its hooks, changed between calls]; a stream of its own).
+
     Everything here is drawn from one generator seeded from ``rng``'s state without drawing from it (``draw``):
     with ``P_FORM`` 0 (no form drawn) every program is the one it was; a program holding a form may grow
     differently after it (a forward statement of the forms takes a body statement's place).
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import random
 
+from fusion_alias.fuzz import modules_hooks
 from fusion_alias.fuzz.program import Stmt
 
 FORMS = ("extra", "cache", "hist", "act", "mode", "cfg")
@@ -49,22 +53,31 @@ class Outside:
         self.s = s
         self.forms = [f for f in FORMS if P_FORM > 0 and s.random() < P_FORM]
         self.extra_buffer = bool(self.forms) and s.random() < 0.3
+        self.sub = None  # a submodule with hooks (modules_hooks.py, from a stream of its own: ``draw``)
+        self._sub_next = False
 
     def source(self, module_src: str) -> str:
         """``Net``'s source (its ``__init__`` last) with the forms' definitions before it and their state last."""
-        if not self.forms:
+        if not self.forms and self.sub is None:
             return module_src
-        pre = [ln for f in self.forms for ln in _PRELUDE.get(f, [])]
+        pre = [ln for f in self.forms for ln in _PRELUDE.get(f, [])] + (modules_hooks.PRELUDE if self.sub else [])
         init = {"extra": 'self.register_buffer("extra", None)' if self.extra_buffer else "self.extra = None",
                 "cache": "self.cache = {}", "hist": "self.hist = []", "act": "self.act = torch.relu",
                 "mode": "self.mode = Mode.A", "cfg": "self.cfg = Cfg()"}
-        return "\n".join(pre) + ("\n" if pre else "") + module_src + "".join(f"        {init[f]}\n" for f in self.forms)
+        inits = [init[f] for f in self.forms] + ([modules_hooks.INIT] if self.sub else [])
+        return "\n".join(pre) + ("\n" if pre else "") + module_src + "".join(f"        {i}\n" for i in inits)
 
     def wants(self) -> bool:
-        return bool(self.forms) and self.s.random() < P_STMT
+        self._sub_next = False
+        if self.forms and self.s.random() < P_STMT:
+            return True
+        self._sub_next = self.sub is not None and self.sub.wants()  # (from its own stream: modules_hooks.py)
+        return self._sub_next
 
     def statement(self, body) -> tuple[Stmt, str | None]:
         """A forward statement reading one form (``body`` is the program's ``gen_modules._Body``)."""
+        if self._sub_next:
+            return self.sub.statement(body)
         s = self.s
         form, x = s.choice(self.forms), s.choice(body.batch_vals)
         v = s.choice(body.mod.vecs() + ["k"])
@@ -104,9 +117,11 @@ class Outside:
                 "mode": ["m.mode = Mode.B", "m.mode = Mode.A", "m.mode = Mode.B"],
                 "cfg": ["m.cfg.gain = 2.0", "m.cfg.gain = -0.5", 'vars(m.cfg).pop("gain", None)', "m.cfg.gain = 2.0"],
             }[form]))
-        return tuple(out)
+        return tuple(out) + (self.sub.rebinds() if self.sub is not None else ())
 
 
 def draw(rng: random.Random) -> Outside:
     """The forms of one program, from a generator seeded from ``rng``'s state without drawing from it."""
-    return Outside(random.Random(str(rng.getstate()[1][:16]) + ":outside"))
+    out = Outside(random.Random(str(rng.getstate()[1][:16]) + ":outside"))
+    out.sub = modules_hooks.draw(rng)
+    return out
