@@ -257,6 +257,22 @@ def test_a_module_in_a_global_dict_replaced_between_calls(schedule):
 
 
 @pytest.mark.parametrize("schedule", SCHEDULES)
+def test_a_module_in_a_closure_rebound_between_calls(schedule):
+    mod = nn.ReLU()
+
+    def f(x):
+        x.sub_(1)
+        return mod(x) + 1
+
+    jitted = fusion_alias.jit(f, backend="reference", schedule=schedule)
+    for make in (nn.ReLU, nn.Tanh, lambda: nn.Sequential(nn.Tanh(), nn.ReLU())):
+        mod = make()
+        x_e, x_j = torch.arange(3.0), torch.arange(3.0)
+        torch.testing.assert_close(jitted(x_j), f(x_e))
+        torch.testing.assert_close(x_j, x_e, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
 def test_forward_set_on_the_module_between_calls(schedule):
     def forward_times_7(x):
         return x * 7
