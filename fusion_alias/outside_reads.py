@@ -141,8 +141,18 @@ def _wrap_callback(value):
     return result
 
 
+def _plain_object(obj) -> bool:
+    """Note [an argument object's attribute names]: the arguments' guard key covers the plain tuples, lists
+    and dicts of the arguments, not the attributes of an object among them, and Thunder's prologue checks the
+    attributes the program read, not one it found missing. ``o.count = getattr(o, "count", 0) + 1`` of an
+    argument ``o`` compiled ``o.count = 1`` into the epilogue at the first call and kept setting 1, where eager
+    counts (session 33 probe; plain ``thunder.jit`` too): an argument object's attribute names are recorded as
+    any other object's."""
+    return type(obj) not in (list, tuple, dict) and hasattr(obj, "__dict__") and not isinstance(obj, NOT_PLAIN)
+
+
 def _record(record, obj, ctx) -> None:
-    if _is_table(record, ctx) or _covered_by_arguments(record, ctx):
+    if _is_table(record, ctx) or (_covered_by_arguments(record, ctx) and not _plain_object(obj)):
         return
     answer = None if obj is None else shape_of(obj)
     if answer is None and obj is not None:
