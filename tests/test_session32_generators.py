@@ -13,7 +13,7 @@ import warnings
 import pytest
 import torch
 
-from fusion_alias.fuzz import dtype_rule_stmts, dtype_spellings, modules_hooks, oracle, source
+from fusion_alias.fuzz import dtype_rule_stmts, dtype_spellings, modules_hooks, modules_process, oracle, source
 from fusion_alias.fuzz.generator import generate_program
 
 # (generators, grad, seed, programs) -> sha1 of the rendered programs, as drawn before session 32 (commit 2b76b93);
@@ -43,6 +43,7 @@ def test_streams_without_special_values_are_the_ones_they_were(case, monkeypatch
     program is the one it was; turning the option on and off again leaves no trace."""
     monkeypatch.setattr(source, "SPECIAL_VALUES", False)
     monkeypatch.setattr(modules_hooks, "P_SUB", 0.0)  # (session 33's submodule form: test_session33_trust.py)
+    monkeypatch.setattr(modules_process, "P_PROC", 0.0)  # (and its process form: test_session33_process_generator.py)
 
     def no_special(*a, **k):
         raise AssertionError("a special number drawn without --special-values")

@@ -13,7 +13,7 @@ import warnings
 import pytest
 
 from fusion_alias import fuzz
-from fusion_alias.fuzz import gen_modules, modules_hooks, modules_outside, oracle, source
+from fusion_alias.fuzz import gen_modules, modules_hooks, modules_outside, modules_process, oracle, source
 from fusion_alias.fuzz.generator import generate_program
 
 # (seed, programs, grad) -> sha1 of the rendered modules programs at commit e48a912 (without --special-values)
@@ -102,6 +102,7 @@ def test_streams_without_the_forms_are_the_ones_they_were(case, monkeypatch):
     """With P_FORM 0 no form is drawn and no program differs from commit e48a912's."""
     monkeypatch.setattr(modules_outside, "P_FORM", 0.0)
     monkeypatch.setattr(modules_hooks, "P_SUB", 0.0)  # (session 33's submodule form: modules_hooks.py)
+    monkeypatch.setattr(modules_process, "P_PROC", 0.0)  # (and its process form: modules_process.py)
     seed, n, grad = case
     h = hashlib.sha1()
     for p in _programs(seed, n, grad):

@@ -8,6 +8,7 @@ import time
 import traceback
 from typing import Callable, Sequence
 
+from fusion_alias.fuzz import modules_process
 from fusion_alias.fuzz.gen_edges import GRAD_REFUSALS
 from fusion_alias.fuzz.generator import generate_program
 from fusion_alias.fuzz.hazard import has_alias_hazard
@@ -155,8 +156,9 @@ def run_fuzz(
         if time_budget is not None and time.perf_counter() - start > time_budget:
             log(f"time budget of {time_budget}s spent after {report.programs} programs")
             break
-        p = generate_program(seed, index, max_stmts=max_stmts, error_rate=error_rate, generators=generators,
-                             grad=grad)
+        with modules_process.isolated():  # (the generator's eager runs may change process settings: modules_process.py)
+            p = generate_program(seed, index, max_stmts=max_stmts, error_rate=error_rate, generators=generators,
+                                 grad=grad)
         if grad:
             p = p.replace(grad=True)
         report.programs += 1

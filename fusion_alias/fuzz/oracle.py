@@ -10,6 +10,7 @@ import warnings
 from typing import Callable, Sequence
 
 from fusion_alias.backends.reference import SCHEDULES
+from fusion_alias.fuzz import modules_process
 from fusion_alias.fuzz.program import Program
 from fusion_alias.fuzz.source import COMPARE_SOURCE, _holders_source, _make_inputs_source, _make_jit_source, _prog_source
 
@@ -314,9 +315,10 @@ def _load(p: Program, system: str, unsafe: bool) -> dict:
 def run_program(
     p: Program, schedule: str, system: str = "fusion_alias", unsafe: bool = False, make_jit: MakeJit | None = None
 ) -> tuple[str, str]:
-    """Run ``p``'s own ``check(schedule)``: returns (status, detail)."""
-    ns = _load(p, system, unsafe)
-    with warnings.catch_warnings():
+    """Run ``p``'s own ``check(schedule)``: returns (status, detail). Each run starts from the process's default
+    settings and leaves the process as it found it (modules_process.py: a module program may change them)."""
+    with modules_process.isolated(), warnings.catch_warnings():
+        ns = _load(p, system, unsafe)
         warnings.simplefilter("ignore")
         if make_jit is not None:
             return ns["check"](schedule, make_jit)
