@@ -19,6 +19,10 @@ running under another, silently (session 32 probes; plain ``thunder.jit`` too)::
     def g(x):
         return x * int(os.getenv("SCALE", "1"))   # SCALE=1, g(x), SCALE=5, g(x): eager 5 x; was x
 
+(A variable set that was unset, or unset, changed ``os.environ``'s keys, which the guard of a dict's keys
+read by the program caught since session 32, outside_reads.py; a new value of a variable that was set did
+not change them.)
+
 (``torch.compile`` guards such reads too: its global-state guard, and per-key guards on ``os.environ``.)
 So while ``fusion_alias.jit`` compiles, each such read answers as the process does and is recorded with
 the identity answers (tensor_identity.py, Note [identity answers are guarded]) as a path the guard
