@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import random
 
+from fusion_alias.fuzz.own_stream_forms import OwnStreamForm
 from fusion_alias.fuzz.program import Stmt
 
 P_SUB = 0.1  # the form's probability in a program (tests set it to 0: the streams before session 33)
@@ -37,11 +38,8 @@ _REBINDS = ("m.sub = torch.nn.Tanh()", "m.sub = torch.nn.LeakyReLU(0.25)", "m.su
             "m.sub._forward_hooks.clear()", "m.sub._forward_pre_hooks.clear()")
 
 
-class Sub:
+class Sub(OwnStreamForm):
     """One program's submodule form, and the generator it draws from."""
-
-    def __init__(self, s: random.Random):
-        self.s = s
 
     def wants(self) -> bool:
         return self.s.random() < P_STMT
@@ -49,7 +47,7 @@ class Sub:
     def statement(self, body) -> tuple[Stmt, str | None]:
         """A forward statement calling the submodule (``body`` is the program's ``gen_modules._Body``)."""
         s = self.s
-        x, v = s.choice(body.batch_vals), s.choice(body.mod.vecs() + ["k"])
+        x, v = self.operands(body)
         t = body.tmp()
         expr = s.choice([f"m.sub({x})", f"m.sub({x} @ m.w.t()) + {v}", f"{x} + m.sub({v})", f"m.sub({x}) * 2.0"])
         return Stmt(f"{t} = {expr}", target=t), t

@@ -30,6 +30,7 @@ import random
 
 import torch
 
+from fusion_alias.fuzz.own_stream_forms import OwnStreamForm
 from fusion_alias.fuzz.program import Stmt
 
 P_PROC = 0.08  # the form's probability in a program (tests set it to 0: the streams before it)
@@ -48,11 +49,8 @@ _REBINDS = ('os.environ["FUSION_ALIAS_FUZZ_FLAG"] = "1"', 'os.environ["FUSION_AL
             "torch.use_deterministic_algorithms(True)")  # (mostly away from the defaults, the run's start)
 
 
-class Proc:
+class Proc(OwnStreamForm):
     """One program's process-setting form, and the generator it draws from."""
-
-    def __init__(self, s: random.Random):
-        self.s = s
 
     def wants(self) -> bool:
         return self.s.random() < P_STMT
@@ -60,7 +58,7 @@ class Proc:
     def statement(self, body) -> tuple[Stmt, str | None]:
         """A forward statement reading a process setting (``body`` is the program's ``gen_modules._Body``)."""
         s = self.s
-        x, v = s.choice(body.batch_vals), s.choice(body.mod.vecs() + ["k"])
+        x, v = self.operands(body)
         if s.random() < 0.2:
             cond = s.choice((_FLAG, _DET, _SET, _DET))
             return Stmt(f"if {cond}: m.u.mul_({s.choice((0.5, 2.0, -1.0))})", writes="m"), None
