@@ -27,6 +27,8 @@ import thunder.torch as ltorch
 from thunder.core import dtypes
 from thunder.core.compile_data import get_compile_data
 
+from fusion_alias.errors import out_refusal
+
 
 def _to_bool(dtype) -> bool:
     return dtype is torch.bool or dtype is dtypes.bool8
@@ -37,7 +39,9 @@ def _grad_enabled() -> bool:
     return torch.is_grad_enabled() if cd is None else bool(cd.is_grad_enabled)
 
 
-def _reduced(which: str, a, dim=None, keepdim: bool = False, *, dtype=None):
+def _reduced(which: str, a, dim=None, keepdim: bool = False, *, dtype=None, out=None):
+    if out is not None:  # (out_arguments.py, Note [out= of other functions]; ``out=None`` is eager's default)
+        raise out_refusal(which)
     if not _to_bool(dtype):
         symbol = ltorch.sum if which == "sum" else ltorch.prod
         return symbol(a, dim, keepdim, dtype=dtype)

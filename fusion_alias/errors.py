@@ -15,3 +15,16 @@ def default_dtype_error(dtype) -> NotImplementedError:
         f"fusion_alias.jit: the default dtype is {dtype} (torch.set_default_dtype): not supported, Thunder 0.2.6 "
         "computes with float32 as the default and would return other dtypes than eager. Call with the default "
         "float32, or give dtypes explicitly and reset the default around the call")
+
+
+class OutArgumentError(NotImplementedError):
+    """An ``out=`` argument fusion_alias cannot trace as eager runs it (out_arguments.py)."""
+
+
+def out_refusal(name: str) -> OutArgumentError:
+    """The refusal of ``torch.<name>(..., out=o)`` for a function whose ``out`` fusion_alias does not trace
+    (out_arguments.py, Note [out= of other functions])."""
+    return OutArgumentError(
+        f"fusion_alias: torch.{name}(..., out=o) is not supported: Thunder 0.2.6 traces torch.{name} without "
+        f"out=, and eager's rules for an out that overlaps an input differ by function. "
+        f"Workaround: o.copy_(torch.{name}(...))")

@@ -44,6 +44,7 @@ from thunder.core.trace import get_tracectx
 from thunder.core import dtypes
 
 from fusion_alias.aliasing import _proxies
+from fusion_alias.errors import OutArgumentError, out_refusal  # (tests import OutArgumentError from here)
 from fusion_alias.gradient_operands import OUT_WITHOUT_GRADIENT
 from fusion_alias.inplace_lookasides import _as_inplace, _type_name
 
@@ -71,10 +72,6 @@ _EXACT_DTYPE = frozenset({
 })
 
 _OUT_SYMBOLS: dict[str, Symbol] = {}
-
-
-class OutArgumentError(NotImplementedError):
-    """An ``out=`` argument fusion_alias cannot trace as eager runs it (module Note)."""
 
 
 def _out_symbol(name: str, traced) -> Symbol:
@@ -172,10 +169,7 @@ def _refusing_out(executor, name: str, thunders):
     executor is asked for (Note [out= of other functions]); any other ``thunder.jit`` keeps Thunder's own error."""
 
     def refuse(*args, **kwargs):
-        raise OutArgumentError(
-            f"fusion_alias: torch.{name}(..., out=o) is not supported: Thunder 0.2.6 traces torch.{name} without "
-            f"out=, and eager's rules for an out that overlaps an input differ by function. "
-            f"Workaround: o.copy_(torch.{name}(...))")
+        raise out_refusal(name)
 
     def lookaside(*args, **kwargs):  # (interpreter values: the call's arguments wrapped)
         if "out" in kwargs:
