@@ -47,6 +47,7 @@ from fusion_alias.aliasing import _proxies
 from fusion_alias.errors import OutArgumentError, out_refusal  # (tests import OutArgumentError from here)
 from fusion_alias.gradient_operands import OUT_WITHOUT_GRADIENT
 from fusion_alias.inplace_lookasides import _as_inplace, _type_name
+from fusion_alias.traced_grad_mode import traced_grad_enabled
 
 _ELEMENTWISE = (
     "add", "sub", "mul", "div", "true_divide", "remainder", "fmod", "pow", "float_power", "atan2", "hypot",
@@ -143,8 +144,7 @@ def _with_out(name: str, traced, *args, out=None, **kwargs):
         return traced(*args, **kwargs)
     if not isinstance(out, TensorProxy):
         raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
-    compile_data = get_compile_data()  # (grad mode as the program sets it: ``with torch.no_grad()`` inside it too)
-    grad_enabled = compile_data.is_grad_enabled if compile_data is not None else torch.is_grad_enabled()
+    grad_enabled = traced_grad_enabled()  # (grad mode as the program sets it: ``with torch.no_grad()`` inside it too)
     operands = [p for p in _proxies((args, kwargs), []) if isinstance(p, TensorProxy)] if grad_enabled else []
     if grad_enabled and name not in OUT_WITHOUT_GRADIENT and _may_require_grad([out, *operands]):
         raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic differentiation, "

@@ -75,7 +75,6 @@ import os
 import torch
 import thunder
 from thunder.core import dtypes
-from thunder.core.compile_data import get_compile_data
 from thunder.core.interpreter import get_interpreterruntimectx
 from thunder.core.interpreter import PseudoInst
 from thunder.core.proxies import TensorProxy
@@ -83,11 +82,7 @@ from thunder.core.pytree import tree_flatten
 
 import fusion_alias
 from fusion_alias import context, tensor_identity
-
-
-def _is_grad_enabled() -> bool:
-    cd = get_compile_data()
-    return torch.is_grad_enabled() if cd is None else bool(cd.is_grad_enabled)
+from fusion_alias.traced_grad_mode import traced_grad_enabled
 
 
 # Code the interpreter runs that expects Thunder's dtypes is fusion_alias's own (``min_max.torch_max`` runs
@@ -235,7 +230,7 @@ def _call_tensors(ctx):
 
 
 def register(executor) -> None:
-    executor._lookasides[torch.is_grad_enabled] = _is_grad_enabled
-    executor._lookasides[torch._C.is_grad_enabled] = _is_grad_enabled
+    executor._lookasides[torch.is_grad_enabled] = traced_grad_enabled
+    executor._lookasides[torch._C.is_grad_enabled] = traced_grad_enabled
     executor._lookasides[TensorProxy.dtype.fget] = _torch_dtype  # Note [a tensor's dtype is a torch.dtype]
     executor._lookasides[TensorProxy.grad.fget] = _grad  # Note [.grad of a tensor that requires no grad]
