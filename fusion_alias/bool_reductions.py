@@ -14,8 +14,21 @@ The lookasides here trace a reduction to bool as Thunder's ``any``/``all`` of ``
 ``torch.any``/``torch.all`` compute, with a bool result for every input dtype, uint8 too); any other dtype
 goes to Thunder's ``sum``/``prod`` as before. Eager's ``sum`` over an empty list of dims reduces every dim,
 and so does this one. Eager refuses the reduction of a tensor that requires grad with grad mode on ("Autograd
-not support dtype: Bool"), and so does this one for a tensor of the call (Thunder's proxies of intermediate
-values do not say whether they require grad: of those it runs, a missed rejection).
+not support dtype: Bool"), and so does this one: Note [a bool reduction of a value that requires grad].
+
+Note [a bool reduction of a value that requires grad]
+-----------------------------------------------------
+Thunder 0.2.6 sets ``requires_grad`` on the proxies of the call's tensors only, so ``(w * x).sum(dtype=
+torch.bool)`` of a ``w`` that requires grad (or ``w[0]``'s, or ``x``'s after ``x.mul_(w)``, or a value made in
+an ``enable_grad`` block) ran where eager raises: a missed rejection (session 33 limit; plain ``thunder.jit``
+runs it too). So with grad mode on where the reduction is traced, the trace recorded so far is read as eager's
+autograd would: its writes and views made explicit (:func:`_flattened`), which names require grad is
+``gradient_paths.requires_grad_by_name``'s answer (the call's tensors that require grad, what is computed from
+them in grad mode, a floating result, not detached; memory written with such a value, and its views). A
+reduction of such a name is refused with eager's words. Rarely asked (a bool reduction in grad mode), so the
+walk is redone at each one. Not seen: a tensor the program makes requiring grad (``torch.ones(3,
+requires_grad=True)`` is refused by Thunder anyway; ``t.requires_grad_()``), which this reads as eager's
+``requires_grad=False``: a missed rejection still, docs/limits.md.
 """
 
 from __future__ import annotations
@@ -25,18 +38,48 @@ from functools import partial
 import torch
 import thunder.torch as ltorch
 from thunder.core import dtypes
-from thunder.core.compile_data import get_compile_data
+from thunder.core.proxies import TensorProxy
+from thunder.core.trace import get_tracectx
 
+from fusion_alias.aliasing import _view_symbols, analyze, may_write
 from fusion_alias.errors import out_refusal
+from fusion_alias.gradient_paths import requires_grad_by_name
+from fusion_alias.traced_grad_mode import traced_grad_enabled
 
 
 def _to_bool(dtype) -> bool:
     return dtype is torch.bool or dtype is dtypes.bool8
 
 
-def _grad_enabled() -> bool:
-    cd = get_compile_data()  # (the grad mode where the program is traced: trace_time_queries.py)
-    return torch.is_grad_enabled() if cd is None else bool(cd.is_grad_enabled)
+def _flattened(bsyms) -> list:
+    """``bsyms`` with each symbol that writes or makes a view opened into its subsymbols, until the writes are
+    ``copy_`` prims and the views are view prims (as autograd_functionalize's ``_explicit_writes``, without its
+    rewrites: this reads the trace, it does not run it)."""
+    out = []
+    for b in bsyms:
+        if b.subsymbols and (may_write(b) or b.sym in _view_symbols()) and b.sym.name != "copy_":
+            out.extend(_flattened(b.subsymbols))
+        else:
+            out.append(b)
+    return out
+
+
+def _requires_grad(a) -> bool:
+    """Whether eager's ``a`` requires grad at this point of the program (Note [a bool reduction of a value that
+    requires grad])."""
+    trace = get_tracectx()
+    if trace is None:
+        return a.requires_grad
+    flat = _flattened(trace.bound_symbols)
+    made = {o.name for b in flat for o in b.flat_outs if isinstance(o, TensorProxy)}
+    inputs = {p.name: p for b in flat for p in b.flat_args if isinstance(p, TensorProxy) and p.name not in made}
+    if a.name not in made:  # (a tensor of the call: its proxy says)
+        inputs[a.name] = a
+    if not any(p.requires_grad for p in inputs.values()):
+        return False
+    tensor_inputs = list(inputs.values())
+    info = analyze(flat, tensor_inputs, [], {}, detach_is_view=True)
+    return requires_grad_by_name(flat, info, tensor_inputs)(a.name)
 
 
 def _reduced(which: str, a, dim=None, keepdim: bool = False, *, dtype=None, out=None):
@@ -45,7 +88,7 @@ def _reduced(which: str, a, dim=None, keepdim: bool = False, *, dtype=None, out=
     if not _to_bool(dtype):
         symbol = ltorch.sum if which == "sum" else ltorch.prod
         return symbol(a, dim, keepdim, dtype=dtype)
-    if getattr(a, "requires_grad", False) and _grad_enabled():
+    if isinstance(a, TensorProxy) and traced_grad_enabled() and _requires_grad(a):
         raise RuntimeError(f"fusion_alias: {which}(dtype=torch.bool) of a tensor that requires grad, with grad mode "
                            "on: eager raises 'Autograd not support dtype: Bool'. Reduce a detached tensor")
     if which == "sum" and isinstance(dim, (tuple, list)) and len(dim) == 0:
@@ -56,8 +99,11 @@ def _reduced(which: str, a, dim=None, keepdim: bool = False, *, dtype=None, out=
 
 
 def method(name: str, proxy):
-    """The bound method ``proxy.sum``/``proxy.prod`` for ``inplace_lookasides._getattr``."""
-    return partial(_reduced, name, proxy)
+    """The bound method ``proxy.sum``/``proxy.prod`` for ``inplace_lookasides._getattr``: ``torch.sum``/``torch.prod``
+    of ``proxy`` (the same signature), whose lookaside below Thunder's interpreter calls as Python calls it. (A
+    partial of :func:`_reduced` itself ran interpreted, where ``isinstance(proxy, TensorProxy)`` answers as of a
+    tensor: False, and the check of Note [a bool reduction of a value that requires grad] was skipped.)"""
+    return partial(getattr(torch, name), proxy)
 
 
 def register(executor) -> None:
