@@ -32,12 +32,33 @@ set), as a ``Shape`` of the value (object_shapes.py), so the pattern compares va
 answer differs compiles its own program. Each recorded read costs about a microsecond a call; a read
 is recorded once per compilation.
 
-Read: the torch queries in :data:`_QUERIES`, and an environment variable by ``os.environ[k]``,
-``os.environ.get``, ``os.getenv`` or ``k in os.environ`` (all of them reach
-``os._Environ.__getitem__``). Not read: ``torch.backends`` flags (attributes of Python modules,
-outside_reads.py), the whole environment iterated, and anything read by
-``thunder.jit(fn, executors=[fusion_alias.executor])`` used directly (no call to guard: it keeps
-Thunder's behaviour).
+Read: the torch queries in :data:`_QUERIES`, the backend flags of :data:`_BACKEND_GETTERS` (Note [backend
+flags read through torch._C]), and an environment variable by ``os.environ[k]``, ``os.environ.get``,
+``os.getenv`` or ``k in os.environ`` (all of them reach ``os._Environ.__getitem__``). Not read: the whole
+environment iterated, and anything read by ``thunder.jit(fn, executors=[fusion_alias.executor])`` used
+directly (no call to guard: it keeps Thunder's behaviour).
+
+Note [backend flags read through torch._C]
+------------------------------------------
+``torch.backends`` flags that are properties of the module (``torch.backends.cudnn.deterministic``,
+``.benchmark``, ``.enabled``, ``torch.backends.mkldnn.enabled``, ``torch.backends.opt_einsum.strategy``,
+``torch.backends.mha.get_fastpath_enabled()``) were right already: Thunder's prologue reads them again at
+every call. Those torch answers by calling a getter of ``torch._C`` from Python code the interpreter runs were
+not: ``torch.backends.cuda.matmul.allow_tf32`` (a module ``__getattr__``), ``allow_fp16_reduced_precision_
+reduction``, ``torch.backends.cuda.flash_sdp_enabled()`` and the other ``*_sdp_enabled()``,
+``torch.backends.mkldnn.matmul.fp32_precision`` / ``cudnn.conv.fp32_precision`` (``_get_fp32_precision_
+getter(backend, op)``), ``torch.backends.cuda.preferred_linalg_library()``, and ``torch._C._get_cudnn_
+deterministic()`` called directly: the interpreter calls the builtin once, while tracing, and the cached
+program kept its answer after the flag changed, silently (session 34 probe; plain ``thunder.jit`` too)::
+
+    def f(x):
+        return x * 2 if torch.backends.cuda.matmul.allow_tf32 else x * 3
+    jf = fusion_alias.jit(f); jf(x)                     # 3 x
+    torch.backends.cuda.matmul.allow_tf32 = True
+    jf(x)                                               # eager 2 x; was 3 x
+
+Each getter of :data:`_BACKEND_GETTERS` is answered and recorded as the queries above, keyed by its name and
+arguments (``PROCESS[("C", "_get_fp32_precision_getter", ("mkldnn", "matmul"))]``).
 """
 
 from __future__ import annotations
@@ -63,17 +84,44 @@ _QUERIES = {
 }
 
 
+# torch._C's getters of process-wide backend flags (Note [backend flags read through torch._C]), called by
+# torch.backends' Python code; each may take constant arguments (``_get_fp32_precision_getter(backend, op)``)
+_BACKEND_GETTERS = {
+    name: getattr(torch._C, name) for name in (
+        "_get_blas_preferred_backend", "_get_cpu_allow_fp16_reduced_precision_reduction",
+        "_get_cublas_allow_bf16_reduced_precision_reduction", "_get_cublas_allow_fp16_accumulation",
+        "_get_cublas_allow_fp16_reduced_precision_reduction", "_get_cublas_allow_tf32", "_get_cudnn_allow_tf32",
+        "_get_cudnn_benchmark", "_get_cudnn_deterministic", "_get_cudnn_enabled", "_get_cudnn_sdp_enabled",
+        "_get_deterministic_algorithms", "_get_deterministic_algorithms_warn_only",
+        "_get_deterministic_fill_uninitialized_memory", "_get_flash_sdp_enabled", "_get_float32_matmul_precision",
+        "_get_fp32_precision_getter", "_get_linalg_preferred_backend", "_get_math_sdp_allow_fp16_bf16_reduction",
+        "_get_math_sdp_enabled", "_get_mem_efficient_sdp_enabled", "_get_miopen_immediate",
+        "_get_mkldnn_deterministic", "_get_mkldnn_enabled", "_get_nnpack_enabled", "_get_onednn_allow_tf32",
+        "_get_overrideable_sdp_enabled", "_get_qengine", "_get_rocm_fa_preferred_backend", "_get_sdp_priority_order",
+        "_get_sm_carveout_experimental", "_get_warnAlways",
+    ) if hasattr(torch._C, name)
+}
+
+
 class _Process:
     """What the process says now, by subscript (the guard's ``_follow`` reads a path of subscripts):
     ``PROCESS[name]`` for a query of :data:`_QUERIES`, ``PROCESS[("environ", key)]`` for a variable
-    (None when it is not set); each as a ``Shape`` of ``("value", answer)``."""
+    (None when it is not set), ``PROCESS[("C", name, args)]`` for a getter of :data:`_BACKEND_GETTERS`; each
+    as a ``Shape`` of ``("value", answer)``."""
 
     __slots__ = ()
 
     def __getitem__(self, key):
         if isinstance(key, tuple):
+            if key[0] == "C":
+                return Shape(("value", _answer(_BACKEND_GETTERS[key[1]](*key[2]))))
             return Shape(("value", os.environ.get(key[1])))
         return Shape(("value", _QUERIES[key]()))
+
+
+def _answer(value):
+    """A getter's answer as the guard compares it (an enum of torch._C by its name: ``_LinalgBackend.Default``)."""
+    return value if value is None or isinstance(value, (bool, int, float, str)) else repr(value)
 
 
 PROCESS = _Process()
@@ -105,6 +153,19 @@ def _query(name: str):
     return lookaside
 
 
+def _backend_getter(name: str):
+    getter = _BACKEND_GETTERS[name]
+
+    def lookaside(*args):
+        answer = getter(*args)
+        if all(isinstance(a, (str, int, bool)) for a in args):  # (else torch raises; nothing to guard)
+            _record(("C", name, args), _answer(answer))
+        return answer
+
+    lookaside.__name__ = name
+    return lookaside
+
+
 def _environ_getitem(environ, key):
     """``os.environ[key]`` as the process answers it, recorded (a missing key raises ``KeyError`` in the
     program, as in eager, and is recorded as not set)."""
@@ -124,4 +185,6 @@ def register(executor) -> None:
     """Lend ``executor`` the lookasides that answer and record process settings (module Note)."""
     for name, fn in _QUERIES.items():
         executor._lookasides.setdefault(fn, _query(name))
+    for name, fn in _BACKEND_GETTERS.items():
+        executor._lookasides.setdefault(fn, _backend_getter(name))
     executor._lookasides[_ENVIRON_GETITEM] = _environ_getitem
