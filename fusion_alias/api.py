@@ -17,6 +17,7 @@ from fusion_alias.errors import default_dtype_error
 from fusion_alias.executor import BACKENDS, AliasInputError, executor
 from fusion_alias.guard import flat_sequences, guard_key
 from fusion_alias.leaked_proxies import proxy_left_in, refuse_leak
+from fusion_alias.object_shapes import function_parts
 from fusion_alias.refusals.inplace_ops import _traced_program
 from fusion_alias.view_outputs import argument_views_outside_function
 
@@ -238,6 +239,7 @@ class AliasSpecializedFunction:
         self._entries_seen: dict[int, int] = {}  # id(Thunder function) -> cache entries already inspected
         self._with_grad: dict[int, bool] = {}  # id(Thunder function) -> compiled to compute gradients
         self._last = None
+        self._parts = function_parts(fn)  # (object_shapes.py, Note [a function's code and defaults])
         functools.update_wrapper(self, fn)
 
     def _compile(self, needs_grad: bool):
@@ -274,6 +276,11 @@ class AliasSpecializedFunction:
             )
         if torch.get_default_dtype() is not torch.float32:  # (errors.py, Note [a default dtype other than float32])
             raise default_dtype_error(torch.get_default_dtype())
+        parts = self._parts
+        if parts is not None and (self._fn.__code__ is not parts[0] or self._fn.__defaults__ is not parts[1]
+                                  or self._fn.__kwdefaults__ is not parts[2]):  # code or defaults replaced
+            self._by_key.clear(), self._variants.clear()
+            self._parts = function_parts(self._fn)
         got = None if kwargs else guard_key(args, flat_only=True)
         if got is not None:
             flat = args

@@ -26,6 +26,42 @@ class Live:
         raise NotImplementedError
 
 
+class Same:
+    """Objects compared by identity, and held (a function's defaults may hold tensors, which ``==`` would
+    compare elementwise): Note [a function's code and defaults]."""
+
+    __slots__ = ("objs",)
+
+    def __init__(self, *objs):
+        self.objs = objs
+
+    def __eq__(self, other):
+        return (isinstance(other, Same) and len(self.objs) == len(other.objs)
+                and all(a is b for a, b in zip(self.objs, other.objs)))
+
+    def __hash__(self):
+        return hash(tuple(id(o) for o in self.objs))
+
+
+# Note [a function's code and defaults]
+# -------------------------------------
+# A function is the same object after ``f.__code__ = g.__code__`` or ``f.__defaults__ = (5,)``, and runs
+# other code or with other defaults: Thunder's interpreter read them while tracing, and nothing checks them
+# again (plain ``thunder.jit`` neither). So a function's shape is the function with its code, defaults and
+# keyword defaults, each compared as the very object::
+#
+#     def helper(x, k=2): return x * k          # jitted: lambda x: helper(x) + 1
+#     helper.__defaults__ = (5,)                 # eager: x * 5 + 1; was: x * 2 + 1 (session 34 probe)
+
+
+def function_parts(fn) -> tuple | None:
+    """``(code, defaults, keyword defaults)`` of a Python function, held and compared by identity (Note [a
+    function's code and defaults]); None for anything else (a module, a builtin, a ``functools.partial``)."""
+    if type(fn) is not types.FunctionType:
+        return None
+    return (fn.__code__, fn.__defaults__, fn.__kwdefaults__)
+
+
 class Shape:
     """A shape as it was when the program read it (``shape_of`` of it is that)."""
 
@@ -41,7 +77,8 @@ def _key_part(k):
 
 def shape_of(obj):
     """``("len", n)`` of a list or tuple, ``("keys", ...)`` of a dict (in order; a key that is not a plain
-    number or string by its id), ``("object", obj)`` of a function, a class, a dtype or an enum member,
+    number or string by its id), ``("function", ...)`` of a function (Note [a function's code and
+    defaults]), ``("object", obj)`` of a builtin, a class, a dtype or an enum member,
     ``("attributes", ...)`` of a plain object; None for anything else.
 
     >>> shape_of([1, 2]), shape_of({"m": 0}), shape_of(Shape(("len", 0)))
@@ -58,6 +95,8 @@ def shape_of(obj):
         return ("len", len(obj))
     if isinstance(obj, dict):
         return ("keys", tuple(_key_part(k) for k in obj))
+    if tp is types.FunctionType:  # (Note [a function's code and defaults])
+        return ("function", Same(obj, obj.__code__, obj.__defaults__, obj.__kwdefaults__))
     if isinstance(obj, BY_IDENTITY):
         return ("object", obj)
     if hasattr(obj, "__dict__") and not isinstance(obj, NOT_PLAIN) and not callable(obj):

@@ -63,7 +63,7 @@ _thunder_wrap_callback = jit_ext.general_jit_callbacks[INTERPRETER_CALLBACKS.WRA
 
 # attributes whose values are Python's or torch's own tables (Note [the shape of a container ...])
 _TABLES = frozenset({"__dict__", "__globals__", "__closure__", "__defaults__", "__kwdefaults__", "__builtins__",
-                     "_parameters", "_buffers", "_modules", "__self__", "__func__", "__code__"})
+                     "_parameters", "_buffers", "_modules", "__self__", "__code__"})
 
 
 def _path(record, depth: int = 16):
@@ -130,6 +130,27 @@ def _from_the_call(record) -> bool:
         return False
 
 
+# Note [the methods and the function called]
+# -------------------------------------------
+# ``o.go(x)`` reads ``o.go.__func__`` (Thunder's interpreter binds the method itself): with ``C.go`` replaced
+# on the class, the path reaches another function, and ``Net.forward = f`` on a module's class likewise
+# (``m.forward.__func__``). So a ``__func__`` read is recorded like any function, except a method torch or
+# Thunder define (every module call reads ``m.__call__.__func__``, ``m._call_impl.__func__`` and, for torch's
+# modules, ``forward``: torch's code, not the program's, and about a microsecond a call each). The function
+# called itself (``fusion_alias.jit(f)``) is reached by no attribute path: the jitted callable checks its code
+# and defaults at each call (``object_shapes.function_parts``; api.py), outside the prologue, which a program
+# that reads only its arguments does not guard (guarding it cost 10-15% of a call at 256 inputs).
+_LIBRARIES = ("torch.", "thunder.")
+
+
+def _library_method(record, obj) -> bool:
+    """Whether ``record`` reads ``__func__`` of a method torch or Thunder define (Note [the methods and the
+    function called])."""
+    return (record.inst is PseudoInst.LOAD_ATTR and len(record.inputs) == 2
+            and record.inputs[1].inst is PseudoInst.CONSTANT and record.inputs[1].value == "__func__"
+            and str(getattr(obj, "__module__", "")).startswith(_LIBRARIES))
+
+
 def _wrap_callback(value):
     result = _thunder_wrap_callback(value)  # (first: it respells a module's ``__dict__[k]`` as its attribute)
     obj = value.value
@@ -153,6 +174,8 @@ def _plain_object(obj) -> bool:
 
 def _record(record, obj, ctx) -> None:
     if _is_table(record, ctx) or (_covered_by_arguments(record, ctx) and not _plain_object(obj)):
+        return
+    if _library_method(record, obj):
         return
     answer = None if obj is None else shape_of(obj)
     if answer is None and obj is not None:

@@ -1,0 +1,215 @@
+"""Session 34: code replaced between calls (object_shapes.py, Note [a function's code and defaults];
+outside_reads.py, Note [the methods and the function called]).
+
+A cached program kept running the code of its first compile after a function's ``__code__``, ``__defaults__``
+or ``__kwdefaults__`` was replaced, or a method replaced on a class (``C.go = ...``, ``Net.forward = ...``):
+silently wrong in fusion_alias and plain ``thunder.jit`` alike (session 33 probes). Each test compares with
+eager on fresh inputs at every call, written inputs included, under both reference schedules.
+"""
+
+import types
+
+import pytest
+import thunder
+import torch
+
+import fusion_alias
+
+SCHEDULES = ["reads-first", "writes-first"]
+
+
+def _inputs():
+    x = torch.arange(6.0).reshape(2, 3)
+    return (x,)
+
+
+def _check(make, schedule, changes):
+    """``make()`` -> (callable, change functions by call index); eager and fusion_alias each get their own
+    state from ``make``; outputs and the written input compared at every call."""
+    eager_fn, eager_changes = make()
+    jit_src, jit_changes = make()
+    jitted = fusion_alias.jit(jit_src, backend="reference", schedule=schedule)
+    for call in range(changes):
+        if call in eager_changes:
+            eager_changes[call]()
+            jit_changes[call]()
+        (xe,), (xj,) = _inputs(), _inputs()
+        want = eager_fn(xe)
+        got = jitted(xj)
+        torch.testing.assert_close(got, want)
+        torch.testing.assert_close(xj, xe)  # the written input
+    return jitted
+
+
+def _helper_code_replaced():
+    def helper(x):
+        return x.mul_(2)
+
+    def other(x):
+        return x.add_(100)
+
+    def fn(x):
+        return helper(x) + 1
+
+    def change():
+        helper.__code__ = other.__code__
+
+    return fn, {1: change}
+
+
+def _helper_defaults_replaced():
+    def helper(x, k=2):
+        return x.mul_(k)
+
+    def fn(x):
+        return helper(x) + 1
+
+    def change():
+        helper.__defaults__ = (5,)
+
+    return fn, {1: change}
+
+
+def _helper_kwdefaults_replaced():
+    def helper(x, *, k=2):
+        return x.mul_(k)
+
+    def fn(x):
+        return helper(x) + 1
+
+    def change():
+        helper.__kwdefaults__ = {"k": -3}
+
+    return fn, {1: change}
+
+
+def _method_replaced_on_class():
+    class C:
+        def go(self, x):
+            return x.mul_(2)
+
+    o = C()
+
+    def fn(x):
+        return o.go(x) + 1
+
+    def change():
+        C.go = lambda self, x: x.sub_(7)
+
+    return fn, {1: change}
+
+
+def _called_code_replaced():
+    def fn(x):
+        return x.mul_(2) * 3
+
+    def change():
+        fn.__code__ = (lambda x: x.sub_(7) * 3).__code__
+
+    return fn, {1: change}
+
+
+def _called_defaults_replaced():
+    def fn(x, k=2):
+        return x.mul_(k) + 1
+
+    def change():
+        fn.__defaults__ = (5,)
+
+    return fn, {2: change}
+
+
+def _forward_replaced_on_class():
+    class Net(torch.nn.Module):
+        def forward(self, x):
+            return x.mul_(2) + 1
+
+    m = Net()
+
+    def change():
+        Net.forward = lambda self, x: x.sub_(7) + 1
+
+    return m, {1: change}
+
+
+def _module_method_replaced_on_class():
+    class Net(torch.nn.Module):
+        def forward(self, x):
+            return self.act(x) * 2
+
+        def act(self, x):
+            return x.add_(1)
+
+    m = Net()
+
+    def change():
+        Net.act = lambda self, x: x.sub_(7)
+
+    return m, {1: change}
+
+
+CASES = {
+    "helper code": _helper_code_replaced,
+    "helper defaults": _helper_defaults_replaced,
+    "helper keyword defaults": _helper_kwdefaults_replaced,
+    "method on class": _method_replaced_on_class,
+    "called code": _called_code_replaced,
+    "called defaults": _called_defaults_replaced,
+    "forward on class": _forward_replaced_on_class,
+    "module method on class": _module_method_replaced_on_class,
+}
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_code_replaced_between_calls_runs_the_new_code(case, schedule):
+    _check(CASES[case], schedule, changes=4)
+
+
+@pytest.mark.parametrize("case", ["helper defaults", "called code", "method on class"])
+def test_unchanged_code_compiles_once_and_a_change_once_more(case):
+    fn, changes = CASES[case]()
+    jitted = fusion_alias.jit(fn, backend="reference")
+    for call in range(3):
+        jitted(*_inputs())
+    assert thunder.cache_misses(jitted) == 1
+    changes[min(changes)]()
+    for call in range(3):
+        jitted(*_inputs())
+    assert thunder.cache_misses(jitted) == 2
+
+
+def test_a_method_set_on_the_instance_was_and_stays_right():
+    """(Guarded before session 34: the object's attribute names changed.)"""
+
+    def make():
+        class C:
+            def go(self, x):
+                return x.mul_(2)
+
+        o = C()
+
+        def fn(x):
+            return o.go(x) + 1
+
+        def change():
+            o.go = types.MethodType(lambda self, x: x.sub_(7), o)
+
+        return fn, {1: change}
+
+    _check(make, "reads-first", changes=3)
+
+
+def test_torchs_own_methods_are_not_recorded():
+    """``m.__call__.__func__``, ``m._call_impl.__func__`` and torch's modules' ``forward`` are torch's code,
+    read at every module call: only the program's own classes' methods are guarded."""
+    m = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.ReLU(), torch.nn.Linear(3, 3))
+    jitted = fusion_alias.jit(m, backend="reference")
+    with torch.no_grad():
+        x = torch.randn(2, 3)
+        torch.testing.assert_close(jitted(x), m(x))
+    for jfn in jitted._jitted:
+        for entry in jfn._lc_cs.interpreter_cache:
+            identity = getattr(entry.prologue_fn, "identity", None) or ()
+            names = [r.inputs[1].value for r, _ in identity if r.inputs]
+            assert "__func__" not in names, names
