@@ -13,7 +13,7 @@ import warnings
 import pytest
 import torch
 
-from fusion_alias.fuzz import dtype_rule_stmts, dtype_spellings, modules_hooks, modules_process, oracle, source
+from fusion_alias.fuzz import dtype_rule_stmts, dtype_spellings, modules_code, modules_hooks, modules_process, oracle, source
 from fusion_alias.fuzz.generator import generate_program
 
 # (generators, grad, seed, programs) -> sha1 of the rendered programs, as drawn before session 32 (commit 2b76b93);
@@ -44,6 +44,7 @@ def test_streams_without_special_values_are_the_ones_they_were(case, monkeypatch
     monkeypatch.setattr(source, "SPECIAL_VALUES", False)
     monkeypatch.setattr(modules_hooks, "P_SUB", 0.0)  # (session 33's submodule form: test_session33_trust.py)
     monkeypatch.setattr(modules_process, "P_PROC", 0.0)  # (and its process form: test_session33_process_generator.py)
+    monkeypatch.setattr(modules_code, "P_CODE", 0.0)  # (session 34's code form: test_session34_code_changes.py)
 
     def no_special(*a, **k):
         raise AssertionError("a special number drawn without --special-values")

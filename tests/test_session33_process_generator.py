@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from fusion_alias import fuzz
-from fusion_alias.fuzz import modules_process, oracle, source
+from fusion_alias.fuzz import modules_code, modules_process, oracle, source
 from fusion_alias.fuzz.generator import generate_program
 
 # (seed, programs, grad) -> sha1 of the rendered modules programs with the form at its default probability
@@ -40,6 +40,7 @@ def _process_state():
 @pytest.fixture(autouse=True)
 def _no_special_values(monkeypatch):
     monkeypatch.setattr(source, "SPECIAL_VALUES", False)
+    monkeypatch.setattr(modules_code, "P_CODE", 0.0)  # (session 34's code form: test_session34_code_changes.py)
 
 
 @pytest.mark.parametrize("case", list(PROC_STREAMS), ids=lambda c: f"{c[0]}-grad{c[2]}")

@@ -213,3 +213,63 @@ def test_torchs_own_methods_are_not_recorded():
             identity = getattr(entry.prologue_fn, "identity", None) or ()
             names = [r.inputs[1].value for r, _ in identity if r.inputs]
             assert "__func__" not in names, names
+
+
+# the modules generator's code form (fuzz/modules_code.py, Note [code replaced between calls]): the class above, in
+# the fuzzer. (seed, programs, grad) -> sha1 of the rendered modules programs, with the submodule and process forms
+# off (their own tests pin them with this one off)
+CODE_STREAMS = {(34003, 30, False): "83886af275788d090d81ec1824cbeec6c2052128"}
+
+
+@pytest.fixture
+def _only_the_code_form(monkeypatch):
+    from fusion_alias.fuzz import modules_hooks, modules_process, source
+
+    monkeypatch.setattr(source, "SPECIAL_VALUES", False)
+    monkeypatch.setattr(modules_hooks, "P_SUB", 0.0)
+    monkeypatch.setattr(modules_process, "P_PROC", 0.0)
+
+
+def _module_programs(seed, n, grad=False):
+    import warnings
+
+    from fusion_alias.fuzz.generator import generate_program
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return [generate_program(seed, i, generators=("modules",), grad=grad) for i in range(n)]
+
+
+@pytest.mark.parametrize("case", list(CODE_STREAMS), ids=lambda c: f"{c[0]}-grad{c[2]}")
+def test_the_code_stream_is_pinned(case, _only_the_code_form):
+    import hashlib
+
+    from fusion_alias.fuzz import oracle
+
+    h = hashlib.sha1()
+    for p in _module_programs(*case):
+        h.update(oracle.program_source(p).encode())
+    assert h.hexdigest() == CODE_STREAMS[case]
+
+
+def test_the_code_form_is_drawn_called_and_replaced(_only_the_code_form):
+    ps = _module_programs(34003, 30)
+    holding = [p for p in ps if "def _fa_gain(x, k=2.0):" in dict(p.tags)["module_src"]]
+    assert 1 <= len(holding) <= 8, len(holding)
+    assert all("self.fa = _FaAct()" in dict(p.tags)["module_src"] for p in holding)
+    assert any(c in s.code for p in holding for s in p.stmts for c in ("_fa_gain(", "m.fa.go(", "m.fam("))
+    changes = {st for p in holding for v in p.variants for st in v.state if st.startswith(("_fa_", "_Fa"))}
+    assert changes, changes
+    assert not any("_fa_gain(" in s.code or "m.fa.go(" in s.code for p in ps if p not in holding for s in p.stmts)
+
+
+def test_the_fuzzer_runs_code_programs_against_fusion_alias(_only_the_code_form, monkeypatch):
+    """Seed 34001 #12 and #13 with the form in every program: the two of its first 20 that mismatched on the code
+    before the fix (b6e9b87: ``_fa_gain.__defaults__`` and ``_FaMod.forward`` replaced, the old program ran)."""
+    from fusion_alias import fuzz
+    from fusion_alias.fuzz import modules_code
+
+    monkeypatch.setattr(modules_code, "P_CODE", 1.0)
+    report = fuzz.run_fuzz(seed=34001, only=[12, 13], generators=("modules",), do_shrink=False)
+    assert not report.failures, report.summary()
+    assert not report.mismatches and report.ok >= 2, report.summary()

@@ -25,7 +25,8 @@ Note [Python state a module program branches on]
     Session 33: a submodule the forward calls, replaced and given hooks between calls, rides along (modules_hooks.py,
     Note [a submodule and its hooks, changed between calls]; a stream of its own), and so do process settings the
     forward branches on, changed between calls (modules_process.py, Note [a process setting the forward branches on,
-    changed between calls]; a stream of its own).
+    changed between calls]; a stream of its own). Session 34: so does code replaced between calls (modules_code.py,
+    Note [code replaced between calls]; a stream of its own).
 
     Everything here is drawn from one generator seeded from ``rng``'s state without drawing from it (``draw``):
     with ``P_FORM`` 0 (no form drawn) every program is the one it was; a program holding a form may grow
@@ -36,7 +37,7 @@ from __future__ import annotations
 
 import random
 
-from fusion_alias.fuzz import modules_hooks, modules_process
+from fusion_alias.fuzz import modules_code, modules_hooks, modules_process
 from fusion_alias.fuzz.program import Stmt
 
 FORMS = ("extra", "cache", "hist", "act", "mode", "cfg")
@@ -59,27 +60,33 @@ class Outside:
         self._sub_next = False
         self.proc = None  # process settings (modules_process.py, from a stream of its own: ``draw``)
         self._proc_next = False
+        self.code = None  # code replaced between calls (modules_code.py, from a stream of its own: ``draw``)
+        self._code_next = False
 
     def source(self, module_src: str) -> str:
         """``Net``'s source (its ``__init__`` last) with the forms' definitions before it and their state last."""
-        if not self.forms and self.sub is None and self.proc is None:
+        if not self.forms and self.sub is None and self.proc is None and self.code is None:
             return module_src
         pre = [ln for f in self.forms for ln in _PRELUDE.get(f, [])] + (modules_hooks.PRELUDE if self.sub else [])
         pre += modules_process.PRELUDE if self.proc else []
         init = {"extra": 'self.register_buffer("extra", None)' if self.extra_buffer else "self.extra = None",
                 "cache": "self.cache = {}", "hist": "self.hist = []", "act": "self.act = torch.relu",
                 "mode": "self.mode = Mode.A", "cfg": "self.cfg = Cfg()"}
+        pre += modules_code.PRELUDE if self.code else []
         inits = [init[f] for f in self.forms] + ([modules_hooks.INIT] if self.sub else [])
+        inits += list(modules_code.INIT) if self.code else []
         return "\n".join(pre) + ("\n" if pre else "") + module_src + "".join(f"        {i}\n" for i in inits)
 
     def wants(self) -> bool:
-        self._sub_next = self._proc_next = False
+        self._sub_next = self._proc_next = self._code_next = False
         if self.forms and self.s.random() < P_STMT:
             return True
         self._sub_next = self.sub is not None and self.sub.wants()  # (from its own stream: modules_hooks.py)
         if not self._sub_next:
             self._proc_next = self.proc is not None and self.proc.wants()  # (its own stream: modules_process.py)
-        return self._sub_next or self._proc_next
+        if not (self._sub_next or self._proc_next):
+            self._code_next = self.code is not None and self.code.wants()  # (its own stream: modules_code.py)
+        return self._sub_next or self._proc_next or self._code_next
 
     def statement(self, body) -> tuple[Stmt, str | None]:
         """A forward statement reading one form (``body`` is the program's ``gen_modules._Body``)."""
@@ -87,6 +94,8 @@ class Outside:
             return self.sub.statement(body)
         if self._proc_next:
             return self.proc.statement(body)
+        if self._code_next:
+            return self.code.statement(body)
         s = self.s
         form, x = s.choice(self.forms), s.choice(body.batch_vals)
         v = s.choice(body.mod.vecs() + ["k"])
@@ -127,7 +136,8 @@ class Outside:
                 "cfg": ["m.cfg.gain = 2.0", "m.cfg.gain = -0.5", 'vars(m.cfg).pop("gain", None)', "m.cfg.gain = 2.0"],
             }[form]))
         out += self.sub.rebinds() if self.sub is not None else ()
-        return tuple(out) + (self.proc.rebinds() if self.proc is not None else ())
+        out += self.proc.rebinds() if self.proc is not None else ()
+        return tuple(out) + (self.code.rebinds() if self.code is not None else ())
 
 
 def draw(rng: random.Random) -> Outside:
@@ -135,4 +145,5 @@ def draw(rng: random.Random) -> Outside:
     out = Outside(random.Random(str(rng.getstate()[1][:16]) + ":outside"))
     out.sub = modules_hooks.draw(rng)
     out.proc = modules_process.draw(rng)
+    out.code = modules_code.draw(rng)
     return out
