@@ -7,6 +7,7 @@ silently wrong in fusion_alias and plain ``thunder.jit`` alike (session 33 probe
 eager on fresh inputs at every call, written inputs included, under both reference schedules.
 """
 
+import functools
 import types
 
 import pytest
@@ -148,6 +149,114 @@ def _module_method_replaced_on_class():
     return m, {1: change}
 
 
+def _staticmethod_replaced():
+    class C:
+        @staticmethod
+        def go(x):
+            return x.mul_(2)
+
+    o = C()
+
+    def fn(x):
+        return o.go(x) + 1
+
+    def change():
+        C.go = staticmethod(lambda x: x.sub_(7))
+
+    return fn, {1: change}
+
+
+def _classmethod_replaced():
+    class C:
+        k = 2.0
+
+        @classmethod
+        def go(cls, x):
+            return x.mul_(cls.k)
+
+    o = C()
+
+    def fn(x):
+        return o.go(x) + 1
+
+    def change():
+        C.go = classmethod(lambda cls, x: x.sub_(7))
+
+    return fn, {1: change}
+
+
+def _call_replaced_on_class():
+    class C:
+        def __call__(self, x):
+            return x.mul_(2)
+
+    o = C()
+
+    def fn(x):
+        return o(x) + 1
+
+    def change():
+        C.__call__ = lambda self, x: x.sub_(7)
+
+    return fn, {1: change}
+
+
+def _method_replaced_on_base_class():
+    class B:
+        def go(self, x):
+            return x.mul_(2)
+
+    class C(B):
+        pass
+
+    o = C()
+
+    def fn(x):
+        return o.go(x) + 1
+
+    def change():
+        B.go = lambda self, x: x.sub_(7)
+
+    return fn, {1: change}
+
+
+def _class_of_object_swapped():
+    class A:
+        def go(self, x):
+            return x.mul_(2)
+
+    class B:
+        def go(self, x):
+            return x.sub_(7)
+
+    o = A()
+
+    def fn(x):
+        return o.go(x) + 1
+
+    def change():
+        o.__class__ = B
+
+    return fn, {1: change}
+
+
+def _decorated_function_code_replaced():
+    def inner(x):
+        return x.mul_(2)
+
+    @functools.wraps(inner)
+    def wrapped(x):
+        return inner(x) + 1
+
+    def fn(x):
+        return wrapped(x) * 2
+
+    def change():
+        inner.__code__ = (lambda x: x.sub_(7)).__code__
+
+    return fn, {1: change}
+
+
 CASES = {
     "helper code": _helper_code_replaced,
     "helper defaults": _helper_defaults_replaced,
@@ -157,6 +266,12 @@ CASES = {
     "called defaults": _called_defaults_replaced,
     "forward on class": _forward_replaced_on_class,
     "module method on class": _module_method_replaced_on_class,
+    "staticmethod on class": _staticmethod_replaced,
+    "classmethod on class": _classmethod_replaced,
+    "__call__ on class": _call_replaced_on_class,
+    "method on base class": _method_replaced_on_base_class,
+    "__class__ swapped": _class_of_object_swapped,
+    "decorated function's code": _decorated_function_code_replaced,
 }
 
 
