@@ -13,7 +13,7 @@ from thunder.core.trace import is_tracing
 from fusion_alias import context, grad_mode_exit, tensor_identity
 from fusion_alias.autograd_functionalize import FunctionalizeForAutograd, WrittenInputs, write_back
 from fusion_alias.backends.reference import SCHEDULES
-from fusion_alias.errors import default_dtype_error
+from fusion_alias.errors import default_dtype_error, number_changed_while_tracing
 from fusion_alias.executor import BACKENDS, AliasInputError, executor
 from fusion_alias.guard import flat_sequences, guard_key
 from fusion_alias.leaked_proxies import proxy_left_in, refuse_leak
@@ -328,7 +328,13 @@ class AliasSpecializedFunction:
         cache = jfn._lc_cs.interpreter_cache
         compiled = len(cache)
         try:
-            result = jfn(*args, **kwargs)
+            try:
+                result = jfn(*args, **kwargs)
+            except RuntimeError as e:  # (errors.py, Note [a number the function changes and reads])
+                refusal = number_changed_while_tracing(e)
+                if refusal is not None:
+                    raise refusal from e
+                raise
             with grad_mode_exit.leave_as_traced(jfn, len(cache) != compiled, ctx.grad_at_entry or needs_grad):
                 if ctx.writebacks is not None:
                     result = write_back(result, ctx.writebacks)

@@ -1,5 +1,7 @@
 """The error fusion_alias raises for a program it refuses (see ``fusion_alias.refusals``)."""
 
+import re
+
 
 class AliasInputError(RuntimeError):
     """A program eager PyTorch rejects (e.g. an in-place write into an expanded tensor)."""
@@ -28,3 +30,31 @@ def out_refusal(name: str) -> OutArgumentError:
         f"fusion_alias: torch.{name}(..., out=o) is not supported: Thunder 0.2.6 traces torch.{name} without "
         f"out=, and eager's rules for an out that overlaps an input differ by function. "
         f"Workaround: o.copy_(torch.{name}(...))")
+
+
+# Note [a number the function changes and reads]
+# ----------------------------------------------
+# ``COUNT[0] += 1`` of a global list, ``state["step"] += 1`` of an argument dict, ``nonlocal i; i += 1``: Thunder
+# 0.2.6's interpreter makes the store while tracing, and the prologue it compiled then finds the number it read
+# changed and raises its own check's words, at every call (plain ``thunder.jit`` too; its test
+# ``test_failing_prologue_in_last_prologue_traces`` expects it)::
+#
+#     RuntimeError: Expected 1 to be equal to and have the type of 0
+#
+# ``fusion_alias.jit`` raises that as a refusal that names the problem and the ways around it.
+_PROLOGUE_NUMBER_CHECK = re.compile(r"Expected (.*) to be equal to and have the type of (.*)", re.S)
+
+
+def number_changed_while_tracing(error: Exception) -> NotImplementedError | None:
+    """The refusal for Thunder's prologue check of a number the traced function changed (Note [a number the
+    function changes and reads]); None for any other error."""
+    found = _PROLOGUE_NUMBER_CHECK.fullmatch(str(error)) if type(error) is RuntimeError else None
+    if found is None:
+        return None
+    return NotImplementedError(
+        f"fusion_alias: the function changes a Python number it reads from an object that outlives the call (an "
+        f"entry of a list or dict of an argument or a global, a closure's variable: `COUNT[0] += 1`, "
+        f"`state['step'] += 1`): not supported. Thunder 0.2.6 makes the change while tracing, then finds the number "
+        f"changed ({found.group(2)} when traced, {found.group(1)} now) and runs nothing; the change was made once "
+        f"for each compile. Keep the number in a tensor changed in place (`state['step'].add_(1)`), or change it "
+        f"outside the jitted function")
