@@ -41,6 +41,7 @@ def _process_state():
 def _no_special_values(monkeypatch):
     monkeypatch.setattr(source, "SPECIAL_VALUES", False)
     monkeypatch.setattr(modules_code, "P_CODE", 0.0)  # (session 34's code form: test_session34_code_changes.py)
+    monkeypatch.setattr(modules_process, "P_BACKEND", 0.0)  # (session 34's backend flags: test_session34_backend_generator.py)
 
 
 @pytest.mark.parametrize("case", list(PROC_STREAMS), ids=lambda c: f"{c[0]}-grad{c[2]}")

@@ -68,7 +68,7 @@ class Outside:
         if not self.forms and self.sub is None and self.proc is None and self.code is None:
             return module_src
         pre = [ln for f in self.forms for ln in _PRELUDE.get(f, [])] + (modules_hooks.PRELUDE if self.sub else [])
-        pre += modules_process.PRELUDE if self.proc else []
+        pre += self.proc.prelude() if self.proc else []
         init = {"extra": 'self.register_buffer("extra", None)' if self.extra_buffer else "self.extra = None",
                 "cache": "self.cache = {}", "hist": "self.hist = []", "act": "self.act = torch.relu",
                 "mode": "self.mode = Mode.A", "cfg": "self.cfg = Cfg()"}
