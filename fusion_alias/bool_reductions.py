@@ -98,17 +98,10 @@ def _reduced(which: str, a, dim=None, keepdim: bool = False, *, dtype=None, out=
     return symbol(a, dim, keepdim)
 
 
-def method(name: str, proxy):
-    """The bound method ``proxy.sum``/``proxy.prod`` for ``inplace_lookasides._getattr``: ``torch.sum``/``torch.prod``
-    of ``proxy`` (the same signature), whose lookaside below Thunder's interpreter calls as Python calls it. (A
-    partial of :func:`_reduced` itself ran interpreted, where ``isinstance(proxy, TensorProxy)`` answers as of a
-    tensor: False, and the check of Note [a bool reduction of a value that requires grad] was skipped.)"""
-    return partial(getattr(torch, name), proxy)
-
-
 def register(executor) -> None:
     """Lend ``executor`` the lookasides of Note [a sum in bool is any] for ``torch.sum``/``torch.prod`` (the
-    ``Tensor`` methods go through ``inplace_lookasides._getattr``, which asks :func:`method`)."""
+    ``Tensor`` methods go through them: ``inplace_lookasides._getattr``, ``reduction_dtypes.method``; a partial
+    of :func:`_reduced` itself would run interpreted, where ``isinstance(proxy, TensorProxy)`` answers False)."""
     for name in ("sum", "prod"):
         for fn in (getattr(torch, name), getattr(torch.Tensor, name)):
             if fn not in executor._lookasides:

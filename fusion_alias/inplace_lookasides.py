@@ -44,7 +44,7 @@ from thunder.core.proxies import NumberProxy, Proxy, TensorProxy
 from thunder.core.symbol import Symbol
 import thunder.torch as ltorch
 
-from fusion_alias import bool_reductions, clamp_ties, return_types, saturated_sigmoid
+from fusion_alias import clamp_ties, reduction_dtypes, return_types, saturated_sigmoid
 from fusion_alias.wrapped_lookasides import wrap_lookasides
 
 
@@ -283,8 +283,10 @@ def _getattr(self, attr: str, /):
         named = return_types.method(attr, self)
         if named is not None:
             return named
-    if attr == "sum" or attr == "prod":  # x.sum(dtype=torch.bool) (bool_reductions.py, Note [a sum in bool is any])
-        return bool_reductions.method(attr, self)
+    if attr in reduction_dtypes.METHODS:  # x.sum(dtype=torch.bool), x.mean(dtype=...) (reduction_dtypes.py)
+        return reduction_dtypes.method(attr, self)
+    if attr in reduction_dtypes.INPLACE_CUMULATIVE:  # (reduction_dtypes.py, Note [a dtype= eager refuses])
+        return partial(reduction_dtypes.inplace_cumulative, attr, self, _proxy_getattr(self, attr))
     if attr == "exponential_":  # Note [exponential_ is refused]
         raise UnsupportedMethodError(
             "fusion_alias: the in-place method Tensor.exponential_ is not supported: Thunder 0.2.6 draws it as a "
