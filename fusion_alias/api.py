@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import weakref
 
 import thunder
 import torch
@@ -17,6 +16,7 @@ from fusion_alias.errors import default_dtype_error, number_changed_while_tracin
 from fusion_alias.executor import BACKENDS, AliasInputError, executor
 from fusion_alias.guard import flat_sequences, guard_key
 from fusion_alias.leaked_proxies import proxy_left_in, refuse_leak
+from fusion_alias.module_state import follow_rebound_state, trains_parameters
 from fusion_alias.object_shapes import function_parts
 from fusion_alias.refusals.inplace_ops import _traced_program
 from fusion_alias.view_outputs import argument_views_outside_function
@@ -55,36 +55,6 @@ from fusion_alias.view_outputs import argument_views_outside_function
 #   if it differs: Thunder's cache then tries its next entry, or compiles one
 #   for the key the call has (Note [a guard Thunder's cache falls through]).
 #   Programs that read only their arguments pay nothing.
-
-
-def _follow_rebound_state(thunder_module) -> None:
-    """Point the ThunderModule's tables of parameters and buffers at the tensors its module holds now, for the
-    names the module rebound since the last call (Note [state rebound between calls]).
-
-    Note [state rebound between calls]
-    ----------------------------------
-    Thunder 0.2.6's ThunderModule reads parameters and buffers from tables of its own, filled when it is
-    made; a tensor the user rebinds on the module afterwards (``m.kv = torch.zeros(...)`` between two calls,
-    ``m.w = nn.Parameter(...)``, ``model.load_state_dict(..., assign=True)``) is never read: the next call
-    computes with the old one (plain ``thunder.jit`` too; session 16 hand probe, a neighbour of the
-    ``modules`` generator's rebinding). Before each call the module's current tensors are compared, by
-    identity, with those seen at the previous call; a name whose tensor changed gets the new one in the
-    table (a table entry no rebinding touched, such as one a Thunder transform replaced, is left alone).
-    The guard then keys the call by the new tensor's aliasing, as any input's."""
-    model = thunder_module._model
-    seen = thunder_module.__dict__.setdefault("_fusion_alias_seen_state", {})
-    tables = (("b", thunder_module._overrides_buffers, model.named_buffers(remove_duplicate=False)),
-              ("p", thunder_module._overrides_parameters, model.named_parameters(remove_duplicate=False)))
-    for kind, table, named in tables:
-        for name, t in named:
-            key = (kind, name)
-            ref = seen.get(key)
-            before = ref() if ref is not None else None  # (weak: a rebound tensor is not kept alive here)
-            if before is t:
-                continue
-            if before is not None and name in table and table[name] is before:
-                table[name] = t
-            seen[key] = weakref.ref(t)
 
 
 class _ReadsAliasDifferently(Exception):
@@ -294,8 +264,8 @@ class AliasSpecializedFunction:
         needs_grad = grad and torch.is_grad_enabled()
         slot = (key, needs_grad)
         jfn = self._by_key.get(slot)
-        if jfn is None:
-            jfn = self._by_key[slot] = self._compile(needs_grad)
+        if jfn is None:  # (module_state.py, Note [a module's parameters ask for gradients before compiling])
+            jfn = self._by_key[slot] = self._compile(needs_grad or trains_parameters(self._fn))
         for _ in range(3 + len(flat)):
             try:
                 return self._run(jfn, args, kwargs, flat)
@@ -318,7 +288,7 @@ class AliasSpecializedFunction:
 
     def _run(self, jfn, args, kwargs, flat):
         if hasattr(jfn, "_overrides_buffers"):
-            _follow_rebound_state(jfn)  # Note [state rebound between calls]
+            follow_rebound_state(jfn)  # (module_state.py, Note [state rebound between calls])
         needs_grad = self._with_grad[id(jfn)]
         ctx = context.CompileContext(
             self._backend, self._schedule, self._ignore, args, kwargs, True, self._compiled_inputs(needs_grad)

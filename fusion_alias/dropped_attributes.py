@@ -134,7 +134,7 @@ def _rebind_buffer(root, name: str, value, requires_grad: bool = True) -> None:
             overrides[name] = value
         seen = vars(thunder_module).get("_fusion_alias_seen_state")
         if seen is not None:  # the tensor this call left there: a later rebinding outside a call is told from it
-            seen[("b", name)] = weakref.ref(value)  # (api.py, Note [state rebound between calls]; fuzz seed 20101 #0)
+            seen[("b", name)] = weakref.ref(value)  # (module_state.py, Note [state rebound between calls]; fuzz seed 20101 #0)
 
 
 def _same_tensor(a, b) -> bool:

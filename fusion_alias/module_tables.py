@@ -27,7 +27,7 @@ Nor does the prologue check which module a parent holds: ``m.act = nn.Tanh()`` i
 ``m.head = nn.Linear(3, 3, bias=False)`` in place of one with a bias, ``m.lin = nn.Sequential(...)``,
 ``seq[1] = nn.Tanh()``, ``seq.append(...)``, or a module in a global dict swapped for another: the next
 call ran the first module's program (session 33 probe; plain ``thunder.jit`` too. A parameter rebound on
-a module the program holds is followed already: api.py, Note [state rebound between calls]). A module
+a module the program holds is followed already: module_state.py, Note [state rebound between calls]). A module
 reached as ``parent._modules[name]`` (an attribute or an entry of a ``Sequential``, ``ModuleList``,
 ``ModuleDict``) is guarded by its parent's ``_modules`` dict, compared entry by entry, each module by
 identity; one reached any other way (a global, a closure, an argument's attribute) by its path, as an
