@@ -133,22 +133,34 @@ def _from_the_call(record) -> bool:
 # Note [the methods and the function called]
 # -------------------------------------------
 # ``o.go(x)`` reads ``o.go.__func__`` (Thunder's interpreter binds the method itself): with ``C.go`` replaced
-# on the class, the path reaches another function, and ``Net.forward = f`` on a module's class likewise
-# (``m.forward.__func__``). So a ``__func__`` read is recorded like any function, except a method torch or
-# Thunder define (every module call reads ``m.__call__.__func__``, ``m._call_impl.__func__`` and, for torch's
-# modules, ``forward``: torch's code, not the program's, and about a microsecond a call each). The function
+# on the class, the path reaches another function, and ``m.act`` of a module's class likewise. So a
+# ``__func__`` read is recorded like any function, except a method torch or Thunder define (every module call
+# reads ``m.__call__.__func__``, ``m._call_impl.__func__`` and, for torch's modules, ``forward``: torch's code,
+# not the program's, and about a microsecond a call each), and the ``forward`` of a module the program called,
+# which its module tables guard with the module's class (module_tables.py, Note [forward replaced on the
+# class]: ``Net.forward = f``, torch's ``nn.Linear.forward`` too). The function
 # called itself (``fusion_alias.jit(f)``) is reached by no attribute path: the jitted callable checks its code
 # and defaults at each call (``object_shapes.function_parts``; api.py), outside the prologue, which a program
 # that reads only its arguments does not guard (guarding it cost 10-15% of a call at 256 inputs).
 _LIBRARIES = ("torch.", "thunder.")
 
 
-def _library_method(record, obj) -> bool:
-    """Whether ``record`` reads ``__func__`` of a method torch or Thunder define (Note [the methods and the
-    function called])."""
-    return (record.inst is PseudoInst.LOAD_ATTR and len(record.inputs) == 2
-            and record.inputs[1].inst is PseudoInst.CONSTANT and record.inputs[1].value == "__func__"
-            and str(getattr(obj, "__module__", "")).startswith(_LIBRARIES))
+def _guarded_method(record, obj, ctx) -> bool:
+    """Whether ``record`` reads ``__func__`` of a method torch or Thunder define, or of the ``forward`` of a module
+    the program called, which its module tables guard (module_tables.py, Note [forward replaced on the class])
+    (Note [the methods and the function called])."""
+    if not (record.inst is PseudoInst.LOAD_ATTR and len(record.inputs) == 2
+            and record.inputs[1].inst is PseudoInst.CONSTANT and record.inputs[1].value == "__func__"):
+        return False
+    if str(getattr(obj, "__module__", "")).startswith(_LIBRARIES):
+        return True
+    method = record.inputs[0]
+    if not (method.inst is PseudoInst.LOAD_ATTR and len(method.inputs) == 2 and method.inputs[1].inst is
+            PseudoInst.CONSTANT and method.inputs[1].value == "forward" and ctx.module_tables is not None):
+        return False
+    module = tensor_identity._follow(method.inputs[0], ctx, tensor_identity.FOLLOW_DEPTH)
+    return (isinstance(module, torch.nn.Module) and id(module) in ctx.module_tables.modules
+            and "forward" not in vars(module))
 
 
 def _wrap_callback(value):
@@ -175,7 +187,7 @@ def _plain_object(obj) -> bool:
 def _record(record, obj, ctx) -> None:
     if _is_table(record, ctx) or (_covered_by_arguments(record, ctx) and not _plain_object(obj)):
         return
-    if _library_method(record, obj):
+    if _guarded_method(record, obj, ctx):
         return
     answer = None if obj is None else shape_of(obj)
     if answer is None and obj is not None:

@@ -286,11 +286,10 @@ def test_torchs_own_module_state_is_not_recorded():
             assert len(tables) <= 1 and all(type(r.value).__name__ == "ModuleTables" for r in tables), tables
             identity = [(r, t) for r, t in identity if r.inputs]
             names = [r.inputs[1].value for r, _ in identity]
-            # (session 34: ``forward.__func__`` of each block, a class of the program's: a method replaced on the
-            # class runs another forward; torch's own modules' methods are not recorded, outside_reads.py)
-            assert not [n for n in names if n.startswith("_") and n not in ("_parameters", "__func__")], names
-            assert names.count("__func__") == 2, names
-            assert len(identity) <= 10, names
+            # (session 34: a called module's ``forward`` is guarded by its module tables with its class, not by a
+            # ``forward.__func__`` path each: module_tables.py, Note [forward replaced on the class])
+            assert not [n for n in names if n.startswith("_") and n != "_parameters"], names
+            assert len(identity) <= 8, names
 
 
 import random  # noqa: E402

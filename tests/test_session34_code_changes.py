@@ -257,6 +257,58 @@ def _decorated_function_code_replaced():
     return fn, {1: change}
 
 
+def _torch_forward_replaced_on_class():
+    class Lin(torch.nn.Linear):  # (a class of the test's own: replacing nn.Linear.forward would leak)
+        pass
+
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(Lin(3, 3), torch.nn.ReLU())
+
+    def change():
+        Lin.forward = lambda self, x: x.mul_(3) - 1
+
+    return m, {1: change}
+
+
+def _submodule_class_swapped():
+    class A(torch.nn.Module):
+        def forward(self, x):
+            return x.mul_(2)
+
+    class B(torch.nn.Module):
+        def forward(self, x):
+            return x.sub_(7)
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.sub = A()
+
+        def forward(self, x):
+            return self.sub(x) + 1
+
+    m = Net()
+
+    def change():
+        m.sub.__class__ = B
+
+    return m, {1: change}
+
+
+def _instance_forward_method_replaced():
+    class Net(torch.nn.Module):
+        def forward(self, x):
+            return x.mul_(2)
+
+    m = Net()
+    m.forward = types.MethodType(lambda self, x: x.add_(1), m)
+
+    def change():
+        m.forward = types.MethodType(lambda self, x: x.sub_(7), m)
+
+    return m, {1: change}
+
+
 CASES = {
     "helper code": _helper_code_replaced,
     "helper defaults": _helper_defaults_replaced,
@@ -272,6 +324,9 @@ CASES = {
     "method on base class": _method_replaced_on_base_class,
     "__class__ swapped": _class_of_object_swapped,
     "decorated function's code": _decorated_function_code_replaced,
+    "torch module's forward on class": _torch_forward_replaced_on_class,
+    "submodule's __class__ swapped": _submodule_class_swapped,
+    "instance forward method replaced": _instance_forward_method_replaced,
 }
 
 
