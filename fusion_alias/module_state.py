@@ -24,8 +24,8 @@ def follow_rebound_state(thunder_module) -> None:
     The guard then keys the call by the new tensor's aliasing, as any input's."""
     model = thunder_module._model
     seen = thunder_module.__dict__.setdefault("_fusion_alias_seen_state", {})
-    tables = (("b", thunder_module._overrides_buffers, model.named_buffers(remove_duplicate=False)),
-              ("p", thunder_module._overrides_parameters, model.named_parameters(remove_duplicate=False)))
+    buffers, parameters = named_state(model)
+    tables = (("b", thunder_module._overrides_buffers, buffers), ("p", thunder_module._overrides_parameters, parameters))
     for kind, table, named in tables:
         for name, t in named:
             key = (kind, name)
@@ -36,6 +36,50 @@ def follow_rebound_state(thunder_module) -> None:
             if before is not None and name in table and table[name] is before:
                 table[name] = t
             seen[key] = weakref.ref(t)
+
+
+# Note [the module's tensors named in one walk]
+# ---------------------------------------------
+# ``named_buffers``/``named_parameters(remove_duplicate=False)`` walk the module tree through generators, once
+# each: 64 us a call for an 8-block MLP, a tenth of its call (session 34). ``named_state`` walks it once, in
+# torch's order (each module's own tensors, then its submodules, depth first; None entries skipped; a shared
+# submodule under each of its names), where every module in the tree names its tensors as ``nn.Module`` does;
+# a tree with a class that changes how (``named_modules``, ``_named_members``, ``named_parameters`` or
+# ``named_buffers`` of its own) is asked through torch's methods.
+_NAMING = ("named_modules", "_named_members", "named_parameters", "named_buffers")
+_NAMES_AS_MODULE: dict[type, bool] = {}
+
+
+def _names_as_module(cls) -> bool:
+    plain = _NAMES_AS_MODULE.get(cls)
+    if plain is None:
+        plain = _NAMES_AS_MODULE[cls] = all(getattr(cls, m) is getattr(torch.nn.Module, m) for m in _NAMING)
+    return plain
+
+
+def named_state(model) -> tuple[list, list]:
+    """``(list(model.named_buffers(remove_duplicate=False)), list(model.named_parameters(remove_duplicate=False)))``
+    (Note [the module's tensors named in one walk])."""
+    buffers: list = []
+    parameters: list = []
+    if not _walk(model, "", buffers, parameters):
+        return list(model.named_buffers(remove_duplicate=False)), list(model.named_parameters(remove_duplicate=False))
+    return buffers, parameters
+
+
+def _walk(module, prefix: str, buffers: list, parameters: list) -> bool:
+    if not _names_as_module(type(module)):
+        return False
+    for name, t in module._parameters.items():
+        if t is not None:
+            parameters.append((prefix + name, t))
+    for name, t in module._buffers.items():
+        if t is not None:
+            buffers.append((prefix + name, t))
+    for name, sub in module._modules.items():
+        if sub is not None and not _walk(sub, prefix + name + ".", buffers, parameters):
+            return False
+    return True
 
 
 def trains_parameters(fn) -> bool:
