@@ -218,6 +218,10 @@ def test_dtype_rule_statements_raise_or_run_as_drawn():
 def test_dtype_rule_statements_keep_every_stream(monkeypatch):
     """Note [dtype-rule statements keep the stream]: without them, the same programs (statements and returns),
     these added."""
+    from fusion_alias.fuzz import dtype_spellings
+
+    # (session 34's reductions given a dtype draw a last statement where the rule statements drew none)
+    monkeypatch.setattr(dtype_spellings, "P_REDUCTION_DTYPE", 0.0)
     cases = [(("dtype",), 20150, 40), (("dtype",), 7, 20), (("dtype",), 20710, 30), (None, 20123, 30)]
     drawn = {c: [fuzz.generate_program(c[1], i, generators=c[0] or fuzz.GENERATORS) for i in range(c[2])] for c in cases}
     monkeypatch.setattr(dtype_rule_stmts.RuleStatements, "extra", lambda self: None)

@@ -150,3 +150,49 @@ def special_number(special: random.Random, dtype: torch.dtype, divisor: bool = F
     if divisor:
         pool = [n for n in pool if n not in ("0", "0.0", "-0.0", "-1")]
     return special.choice(pool)
+
+
+# Note [reductions given a dtype in dtype programs]
+#     Session 34 (fusion_alias/reduction_dtypes.py, Note [a dtype= eager refuses]): no generator gave a reduction a
+#     ``dtype=``, and a hand probe found ``x.mean(dtype=torch.int64)``, ``torch.softmax(x, 0, dtype=torch.int32)``
+#     running where eager raises. An out-of-place statement of the dtype generator (``t = x.sum(0)``, ``t = x + y``)
+#     is, with probability ``P_REDUCTION_DTYPE``, replaced by a reduction of its ``x`` given a ``dtype=`` of any dtype
+#     (``sum``, ``prod``, ``mean``, ``nansum``, ``cumsum``, ``softmax``, ``log_softmax``; eager refuses some, and those
+#     are kept at the generator's error rate, as every statement eager refuses). Drawn from ``reduce_dtype``, a stream
+#     of its own seeded from ``rng``'s state without drawing from it, after the statement's draws: with
+#     ``P_REDUCTION_DTYPE`` 0 every program is the one it was (the streams older tests pin set it so).
+P_REDUCTION_DTYPE = 0.15
+_REDUCTION_DTYPES = ("float16", "bfloat16", "float32", "float64", "int32", "int64", "int8", "uint8", "bool", "complex64")
+_REDUCTIONS = ("{x}.sum(dtype={d})", "{x}.sum(0, dtype={d})", "torch.sum({x}, -1, keepdim=True, dtype={d})",
+               "{x}.prod(dtype={d})", "torch.prod({x}, 0, dtype={d})", "{x}.mean(dtype={d})",
+               "torch.mean({x}, 0, keepdim=True, dtype={d})", "{x}.nansum(dtype={d})", "{x}.cumsum(0, dtype={d})",
+               "torch.softmax({x}, -1, dtype={d})", "{x}.log_softmax(0, dtype={d})")
+
+
+def reduction_dtype(reduce_dtype: random.Random, x: str, e: str) -> str:
+    """``e`` (a reduction of ``x``), or (probability ``P_REDUCTION_DTYPE``) a reduction of ``x`` given a ``dtype=``
+    (Note [reductions given a dtype in dtype programs])."""
+    if P_REDUCTION_DTYPE <= 0 or reduce_dtype.random() >= P_REDUCTION_DTYPE:
+        return e
+    d = "torch." + reduce_dtype.choice(_REDUCTION_DTYPES)
+    return reduce_dtype.choice(_REDUCTIONS).format(x=x, d=d)
+
+
+# ... and (probability ``P_REDUCTION_DTYPE``, of the programs whose last statement is not already one eager raises
+# at) a last statement eager refuses for its ``dtype=`` alone: a missed rejection shows only where eager's raise is
+# the program's last (a later statement both raise at hides it), and the generator keeps a statement eager refuses
+# at its error rate only, so these are drawn here, after the dtype-rule ones (``DtypeGen.extra_raising``).
+_REFUSED_REDUCTIONS = ("{x}.mean(dtype=torch.int64)", "torch.mean({x}, 0, dtype=torch.bool)",
+                       "torch.softmax({x}, -1, dtype=torch.int32)", "{x}.log_softmax(0, dtype=torch.int64)",
+                       "torch.nn.functional.softmax({x}, -1, dtype=torch.int16)", "{x}.cumsum_(0, dtype=torch.{other})")
+
+
+def refused_reduction(reduce_dtype: random.Random, env: dict, names: list[str]) -> tuple[str, str] | None:
+    """(a reduction statement's expression eager refuses for its ``dtype=``, the variable it reduces), or None."""
+    tensors = [v for v in names if isinstance(env.get(v), torch.Tensor)]
+    if P_REDUCTION_DTYPE <= 0 or not tensors or reduce_dtype.random() >= P_REDUCTION_DTYPE:
+        return None
+    x = reduce_dtype.choice(tensors)
+    own = str(env[x].dtype).removeprefix("torch.")
+    other = reduce_dtype.choice([d for d in _REDUCTION_DTYPES if d != own])
+    return reduce_dtype.choice(_REFUSED_REDUCTIONS).format(x=x, other=other), x

@@ -86,6 +86,8 @@ class DtypeGen(_Gen):
         self.rule_stmts = dtype_rule_stmts.RuleStatements(str(rng.getstate()[1][:16]), env, names)
         # dtype_spellings.py, Note [special and huge numbers in dtype programs] (session 32; --special-values only)
         self.dtype_special = random.Random(str(rng.getstate()[1][:16]) + ":dtype-special")
+        # dtype_spellings.py, Note [reductions given a dtype in dtype programs] (session 34)
+        self.reduce_dtype = random.Random(str(rng.getstate()[1][:16]) + ":reduce-dtype")
 
     def extra_statement(self) -> Stmt | None:
         """A dtype-rule statement eager runs, added after a kept statement (or None): Note [dtype-rule
@@ -93,8 +95,17 @@ class DtypeGen(_Gen):
         return self.rule_stmts.extra()
 
     def extra_raising(self) -> list[Stmt]:
-        """A last dtype-rule statement eager raises at (or none), for a program not already ending in one."""
-        return self.rule_stmts.raising()
+        """A last dtype-rule statement eager raises at (or none), for a program not already ending in one; else
+        (dtype_spellings.py, Note [reductions given a dtype in dtype programs]) a reduction eager refuses for its
+        ``dtype=``, or none."""
+        found = self.rule_stmts.raising()
+        if found or (drawn := dtype_spellings.refused_reduction(self.reduce_dtype, self.env, self.names)) is None:
+            return found
+        e, x = drawn
+        if ".cumsum_(" in e:
+            return [Stmt(e, reads=(x,), writes=x)]
+        t = self.fresh()
+        return [Stmt(f"{t} = {e}", target=t, reads=(x,))]
 
     def view(self) -> Stmt:
         s = super().view()
@@ -197,6 +208,8 @@ class DtypeGen(_Gen):
             e = rng.choice((f"{x}.abs()", f"-{x}", f"torch.tanh({x})", f"~{x}", f"{x}.sign()", f"{x}.clone()"))
         else:
             e = rng.choice((f"{x}.sum()", f"{x}.sum(0)", f"{x}.amax(0)", f"{x}.float().mean()", f"{x}.prod()"))
+        if (r := dtype_spellings.reduction_dtype(self.reduce_dtype, x, e)) != e:
+            e, reads = r, (x,)
         e = dtype_spellings.identity_factor(self.dtype_spell, self.env, self.names, self.same_as, e)
         t = self.fresh()
         return Stmt(f"{t} = {e}", target=t, reads=reads)
