@@ -44,22 +44,13 @@ _REBINDS = ("_fa_gain.__defaults__ = (-0.5,)", "_fa_gain.__code__ = _fa_other.__
 class Code(OwnStreamForm):
     """One program's code-replacement form, and the generator it draws from."""
 
-    def wants(self) -> bool:
-        return self.s.random() < P_STMT
+    P_STMT, REBINDS = P_STMT, _REBINDS  # (the module's constants, as ``OwnStreamForm`` reads them)
 
     def statement(self, body) -> tuple[Stmt, str | None]:
         """A forward statement calling the helper, the method or the submodule (``body``: ``gen_modules._Body``)."""
-        s = self.s
         x, v = self.operands(body)
-        t = body.tmp()
-        expr = s.choice([f"_fa_gain({x})", f"_fa_gain({x}, {v})", f"{x} + _fa_gain({v})", f"m.fa.go({x})",
-                         f"m.fa.go({x} @ m.w.t()) + {v}", f"m.fam({x})", f"{x} * m.fam({v})"])
-        return Stmt(f"{t} = {expr}", target=t), t
-
-    def rebinds(self) -> tuple[str, ...]:
-        """One or two statements replacing code before a later call (or none)."""
-        s = self.s
-        return tuple(s.choice(_REBINDS) for _ in range(s.choice((0, 1, 1, 2))))
+        return self.assigned(body, [f"_fa_gain({x})", f"_fa_gain({x}, {v})", f"{x} + _fa_gain({v})", f"m.fa.go({x})",
+                                    f"m.fa.go({x} @ m.w.t()) + {v}", f"m.fam({x})", f"{x} * m.fam({v})"])
 
 
 def draw(rng: random.Random) -> Code | None:

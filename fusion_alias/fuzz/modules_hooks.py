@@ -41,21 +41,13 @@ _REBINDS = ("m.sub = torch.nn.Tanh()", "m.sub = torch.nn.LeakyReLU(0.25)", "m.su
 class Sub(OwnStreamForm):
     """One program's submodule form, and the generator it draws from."""
 
-    def wants(self) -> bool:
-        return self.s.random() < P_STMT
+    P_STMT, REBINDS = P_STMT, _REBINDS  # (the module's constants, as ``OwnStreamForm`` reads them)
 
     def statement(self, body) -> tuple[Stmt, str | None]:
         """A forward statement calling the submodule (``body`` is the program's ``gen_modules._Body``)."""
-        s = self.s
         x, v = self.operands(body)
-        t = body.tmp()
-        expr = s.choice([f"m.sub({x})", f"m.sub({x} @ m.w.t()) + {v}", f"{x} + m.sub({v})", f"m.sub({x}) * 2.0"])
-        return Stmt(f"{t} = {expr}", target=t), t
-
-    def rebinds(self) -> tuple[str, ...]:
-        """One or two statements changing the submodule or its hooks before a later call (or none)."""
-        s = self.s
-        return tuple(s.choice(_REBINDS) for _ in range(s.choice((0, 1, 1, 2))))
+        return self.assigned(body, [f"m.sub({x})", f"m.sub({x} @ m.w.t()) + {v}", f"{x} + m.sub({v})",
+                                    f"m.sub({x}) * 2.0"])
 
 
 def draw(rng: random.Random) -> Sub | None:

@@ -5,13 +5,33 @@ from __future__ import annotations
 
 import random
 
+from fusion_alias.fuzz.program import Stmt
+
 
 class OwnStreamForm:
     """A form of one program, drawing from ``s`` (seeded from the program's ``rng`` state without drawing from
     it: with the form's probability 0 every program is the one it was)."""
 
+    P_STMT = 0.0  # a forward statement of the form, where a program holds it (each form's own)
+    REBINDS: tuple[str, ...] = ()  # the statements that change the form between calls (each form's own)
+    REBIND_COUNTS = (0, 1, 1, 2)  # how many of them before a later call, drawn
+
     def __init__(self, s: random.Random):
         self.s = s
+
+    def wants(self) -> bool:
+        """Whether the next forward statement is the form's."""
+        return self.s.random() < self.P_STMT
+
+    def assigned(self, body, exprs: list[str]) -> tuple[Stmt, str]:
+        """A forward statement assigning one of ``exprs`` to a new value of ``body``, and that value."""
+        t = body.tmp()
+        return Stmt(f"{t} = {self.s.choice(exprs)}", target=t), t
+
+    def rebinds(self) -> tuple[str, ...]:
+        """Statements changing the form before a later call (drawn from ``REBINDS``; maybe none)."""
+        s = self.s
+        return tuple(s.choice(self.REBINDS) for _ in range(s.choice(self.REBIND_COUNTS)))
 
     def operands(self, body) -> tuple[str, str]:
         """A batch value and a vector (or the call's ``k``) of the program (``body``: ``gen_modules._Body``)."""
