@@ -42,9 +42,10 @@ from thunder.core.pytree import tree_flatten
 from thunder.core.trace import tracectx
 
 from fusion_alias import ops
-from fusion_alias.aliasing import flattened, may_write, output_may_alias
+from fusion_alias.aliasing import flattened, output_may_alias
 from fusion_alias.leaf_views import is_detach
 from fusion_alias.opaque_layouts import UNKNOWN as _UNKNOWN, opaque_result_layout
+from fusion_alias.written_memory import written_memory as _written_memory
 from fusion_alias.layout_checks import (_MUST_VIEW, ViewLayoutError, _a_view_in_every_layout, _check_as_strided,
                                        _check_dtype_view_of_a_result, _check_views_of_inputs, _is_storage_op,
                                        _layout_known, _meta_contiguous, _meta_like, _storage_ops, _viewable)
@@ -261,7 +262,7 @@ def copying_reshapes(trace, flat: list, actual: dict, traced=None, contiguous: b
     if not candidates and not contiguous_at and not strided_at:
         return flat
     written_memory = _written_memory(trace, flat)
-    fixed: dict = {}
+    fixed: dict = _contiguous_results(trace)  # (Note [a softmax's result is contiguous])
     if contiguous_at:
         flat = _contiguous_calls(trace, flat, contiguous_at, actual, written_memory, fixed)
         strided_at = _storage_ops(flat)
@@ -419,6 +420,26 @@ def _contiguous_calls(trace, flat: list, at: list, actual: dict, written_memory,
     return out
 
 
+# Note [a softmax's result is contiguous]
+# ---------------------------------------
+# Eager's softmax, log_softmax and rms_norm allocate their result contiguous whatever the operand's layout; their
+# decomposition in the flattened trace is elementwise ops that keep the operand's, so of a transposed ``a``,
+# ``torch.softmax(a, 0).reshape(3, 8)`` was taken for a copy where eager makes a view, and a write through it never
+# reached the softmax's result, silently (session 34 helper; plain ``thunder.jit`` right). The trace's top level
+# still names their results: those get eager's contiguous layout.
+_CONTIGUOUS_RESULTS = frozenset({"softmax", "_softmax", "log_softmax", "_log_softmax", "rms_norm"})  # (rms_norm: session 34 probe)
+
+
+def _contiguous_results(trace) -> dict:
+    fixed: dict = {}
+    for b in trace.bound_symbols:
+        if b.sym.name in _CONTIGUOUS_RESULTS:
+            for o in b.flat_outs:
+                if isinstance(o, TensorProxy):
+                    fixed[o.name] = _meta_contiguous(o)
+    return fixed
+
+
 def _factory_layouts(trace, flat: list) -> dict:
     """Note [the layout of a factory that keeps another tensor's]: ``torch.zeros_like(b)`` (and
     ``ones_like``, ``full_like``, ``rand_like``, ...) has ``b``'s layout in eager (preserve_format),
@@ -440,56 +461,3 @@ def _factory_layouts(trace, flat: list) -> dict:
 _CONTIGUOUS_WORKAROUND = (
     "Workaround: .clone() where a copy is meant, or leave out .contiguous() where the same tensor is meant"
 )
-
-
-def _written_memory(trace, flat: list):
-    """A predicate: may the memory of this tensor name be written by the program?
-
-    Note [an unknown layout matters only where memory is written]: whether a reshape
-    is a view or a copy shows only if its input's or its output's memory is written
-    (before or after). Tensors are grouped by everything that may share memory: view
-    ops, ``copy_`` (its result is the destination), opaque ops whose output may alias
-    an argument, and all trace inputs together (they may alias each other). Example:
-    in a BatchNorm training step only the running-stats buffers are written, so a
-    reshape of a gradient made by an opaque backward op can stay undecided::
-
-        copy_(new_mean, running_mean)      # written: {running_mean, inputs...}
-        t79 = batch_norm_backward(...)     # fresh, opaque: its own group
-        t80 = reshape(t79, (1, 8))         # layout unknown, but nothing in its group is written
-    """
-    parent: dict[str, str] = {}
-
-    def find(n: str) -> str:
-        root = n
-        while parent.get(root, root) != root:
-            root = parent[root]
-        while n != root:
-            parent[n], n = root, parent.get(n, n)
-        return root
-
-    def union(a: str, b: str) -> None:
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[ra] = rb
-
-    inputs = [a.name for a in trace.args if isinstance(a, TensorProxy)]
-    for name in inputs[1:]:
-        union(inputs[0], name)
-    written: list[str] = []
-    for b in flat:
-        args = [a.name for a in b.flat_args if isinstance(a, TensorProxy)]
-        outs = [o.name for o in b.flat_outs if isinstance(o, TensorProxy)]
-        if ops.is_copy(b):
-            dst = b.args[1].name
-            written.append(dst)
-            for o in outs:
-                union(o, dst)
-            continue
-        opaque = ops.op_info(b) is None
-        if opaque and may_write(b):
-            written.extend(args)
-        if args and (ops.is_view(b) or opaque and any(output_may_alias(b, o) for o in outs)):
-            for n in args[1:] + outs:
-                union(args[0], n)
-    written_roots = {find(n) for n in written}
-    return lambda name: find(name) in written_roots
