@@ -249,7 +249,8 @@ class AliasSpecializedFunction:
         parts = self._parts
         if parts is not None and (self._fn.__code__ is not parts[0] or self._fn.__defaults__ is not parts[1]
                                   or self._fn.__kwdefaults__ is not parts[2]):  # code or defaults replaced
-            self._by_key.clear(), self._variants.clear()
+            self._by_key.clear()
+            self._variants.clear()
             self._parts = function_parts(self._fn)
         got = None if kwargs else guard_key(args, flat_only=True)
         if got is not None:
