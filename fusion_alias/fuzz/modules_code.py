@@ -44,7 +44,8 @@ _REBINDS = ("_fa_gain.__defaults__ = (-0.5,)", "_fa_gain.__code__ = _fa_other.__
 class Code(OwnStreamForm):
     """One program's code-replacement form, and the generator it draws from."""
 
-    P_STMT, REBINDS = P_STMT, _REBINDS  # (the module's constants, as ``OwnStreamForm`` reads them)
+    P_STMT, REBINDS, PRELUDE, INIT = P_STMT, _REBINDS, PRELUDE, INIT  # (the module's constants, as
+    # ``OwnStreamForm`` reads them)
 
     def statement(self, body) -> tuple[Stmt, str | None]:
         """A forward statement calling the helper, the method or the submodule (``body``: ``gen_modules._Body``)."""

@@ -41,7 +41,8 @@ _REBINDS = ("m.sub = torch.nn.Tanh()", "m.sub = torch.nn.LeakyReLU(0.25)", "m.su
 class Sub(OwnStreamForm):
     """One program's submodule form, and the generator it draws from."""
 
-    P_STMT, REBINDS = P_STMT, _REBINDS  # (the module's constants, as ``OwnStreamForm`` reads them)
+    P_STMT, REBINDS, PRELUDE, INIT = P_STMT, _REBINDS, PRELUDE, (INIT,)  # (the module's constants, as
+    # ``OwnStreamForm`` reads them)
 
     def statement(self, body) -> tuple[Stmt, str | None]:
         """A forward statement calling the submodule (``body`` is the program's ``gen_modules._Body``)."""

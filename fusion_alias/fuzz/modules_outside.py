@@ -38,6 +38,7 @@ from __future__ import annotations
 import random
 
 from fusion_alias.fuzz import modules_code, modules_hooks, modules_process
+from fusion_alias.fuzz.own_stream_forms import OwnStreamForm
 from fusion_alias.fuzz.program import Stmt
 
 FORMS = ("extra", "cache", "hist", "act", "mode", "cfg")
@@ -56,46 +57,33 @@ class Outside:
         self.s = s
         self.forms = [f for f in FORMS if P_FORM > 0 and s.random() < P_FORM]
         self.extra_buffer = bool(self.forms) and s.random() < 0.3
-        self.sub = None  # a submodule with hooks (modules_hooks.py, from a stream of its own: ``draw``)
-        self._sub_next = False
-        self.proc = None  # process settings (modules_process.py, from a stream of its own: ``draw``)
-        self._proc_next = False
-        self.code = None  # code replaced between calls (modules_code.py, from a stream of its own: ``draw``)
-        self._code_next = False
+        # the forms drawn from a stream of their own (``draw``: a submodule with hooks, modules_hooks.py; process
+        # settings, modules_process.py; code replaced between calls, modules_code.py), in that order
+        self.own: list[OwnStreamForm] = []
+        self._next: OwnStreamForm | None = None  # the one whose forward statement comes next
 
     def source(self, module_src: str) -> str:
         """``Net``'s source (its ``__init__`` last) with the forms' definitions before it and their state last."""
-        if not self.forms and self.sub is None and self.proc is None and self.code is None:
+        if not self.forms and not self.own:
             return module_src
-        pre = [ln for f in self.forms for ln in _PRELUDE.get(f, [])] + (modules_hooks.PRELUDE if self.sub else [])
-        pre += self.proc.prelude() if self.proc else []
+        pre = [ln for f in self.forms for ln in _PRELUDE.get(f, [])] + [ln for f in self.own for ln in f.prelude()]
         init = {"extra": 'self.register_buffer("extra", None)' if self.extra_buffer else "self.extra = None",
                 "cache": "self.cache = {}", "hist": "self.hist = []", "act": "self.act = torch.relu",
                 "mode": "self.mode = Mode.A", "cfg": "self.cfg = Cfg()"}
-        pre += modules_code.PRELUDE if self.code else []
-        inits = [init[f] for f in self.forms] + ([modules_hooks.INIT] if self.sub else [])
-        inits += list(modules_code.INIT) if self.code else []
+        inits = [init[f] for f in self.forms] + [i for f in self.own for i in f.INIT]
         return "\n".join(pre) + ("\n" if pre else "") + module_src + "".join(f"        {i}\n" for i in inits)
 
     def wants(self) -> bool:
-        self._sub_next = self._proc_next = self._code_next = False
+        self._next = None
         if self.forms and self.s.random() < P_STMT:
             return True
-        self._sub_next = self.sub is not None and self.sub.wants()  # (from its own stream: modules_hooks.py)
-        if not self._sub_next:
-            self._proc_next = self.proc is not None and self.proc.wants()  # (its own stream: modules_process.py)
-        if not (self._sub_next or self._proc_next):
-            self._code_next = self.code is not None and self.code.wants()  # (its own stream: modules_code.py)
-        return self._sub_next or self._proc_next or self._code_next
+        self._next = next((f for f in self.own if f.wants()), None)  # (each from its own stream, until one wants)
+        return self._next is not None
 
     def statement(self, body) -> tuple[Stmt, str | None]:
         """A forward statement reading one form (``body`` is the program's ``gen_modules._Body``)."""
-        if self._sub_next:
-            return self.sub.statement(body)
-        if self._proc_next:
-            return self.proc.statement(body)
-        if self._code_next:
-            return self.code.statement(body)
+        if self._next is not None:
+            return self._next.statement(body)
         s = self.s
         form, x = s.choice(self.forms), s.choice(body.batch_vals)
         v = s.choice(body.mod.vecs() + ["k"])
@@ -135,15 +123,13 @@ class Outside:
                 "mode": ["m.mode = Mode.B", "m.mode = Mode.A", "m.mode = Mode.B"],
                 "cfg": ["m.cfg.gain = 2.0", "m.cfg.gain = -0.5", 'vars(m.cfg).pop("gain", None)', "m.cfg.gain = 2.0"],
             }[form]))
-        out += self.sub.rebinds() if self.sub is not None else ()
-        out += self.proc.rebinds() if self.proc is not None else ()
-        return tuple(out) + (self.code.rebinds() if self.code is not None else ())
+        for f in self.own:
+            out += f.rebinds()
+        return tuple(out)
 
 
 def draw(rng: random.Random) -> Outside:
     """The forms of one program, from a generator seeded from ``rng``'s state without drawing from it."""
     out = Outside(random.Random(str(rng.getstate()[1][:16]) + ":outside"))
-    out.sub = modules_hooks.draw(rng)
-    out.proc = modules_process.draw(rng)
-    out.code = modules_code.draw(rng)
+    out.own = [f for f in (modules_hooks.draw(rng), modules_process.draw(rng), modules_code.draw(rng)) if f is not None]
     return out

@@ -73,6 +73,8 @@ class Proc(OwnStreamForm):
     """One program's process-setting form, and the generator it draws from; ``backend``: the flag of
     :data:`BACKEND_FLAGS` in deterministic mode's places, or None."""
 
+    P_STMT = P_STMT  # (the module's constant, as ``OwnStreamForm.wants`` reads it)
+
     def __init__(self, s: random.Random, backend: str | None = None):
         super().__init__(s)
         self.backend = backend
@@ -91,9 +93,6 @@ class Proc(OwnStreamForm):
             return PRELUDE
         _, setter, default, _ = BACKEND_FLAGS[self.backend]
         return PRELUDE[:-2] + [setter.format(repr(default))] + PRELUDE[-2:]
-
-    def wants(self) -> bool:
-        return self.s.random() < P_STMT
 
     def statement(self, body) -> tuple[Stmt, str | None]:
         """A forward statement reading a process setting (``body`` is the program's ``gen_modules._Body``)."""

@@ -1,5 +1,6 @@
 """What the ``modules`` generator's forms drawn from a stream of their own share (modules_hooks.py,
-modules_process.py): the stream, and the operands a forward statement of theirs reads."""
+modules_process.py, modules_code.py): the stream, the lines they add to the program, and how they draw a forward
+statement, the operands it reads and the statements that change them between calls (modules_outside.py asks)."""
 
 from __future__ import annotations
 
@@ -15,9 +16,15 @@ class OwnStreamForm:
     P_STMT = 0.0  # a forward statement of the form, where a program holds it (each form's own)
     REBINDS: tuple[str, ...] = ()  # the statements that change the form between calls (each form's own)
     REBIND_COUNTS = (0, 1, 1, 2)  # how many of them before a later call, drawn
+    PRELUDE: list[str] = []  # the program's lines before ``Net`` (each form's own)
+    INIT: tuple[str, ...] = ()  # the lines ending ``Net.__init__`` (each form's own)
 
     def __init__(self, s: random.Random):
         self.s = s
+
+    def prelude(self) -> list[str]:
+        """The program's lines the form needs before ``Net``."""
+        return self.PRELUDE
 
     def wants(self) -> bool:
         """Whether the next forward statement is the form's."""
