@@ -96,7 +96,7 @@ def shape_of(obj):
     if isinstance(obj, dict):
         return ("keys", tuple(_key_part(k) for k in obj))
     if tp is types.FunctionType:  # (Note [a function's code and defaults])
-        return ("function", Same(obj, obj.__code__, obj.__defaults__, obj.__kwdefaults__))
+        return ("function", Same(obj, *function_parts(obj)))
     if isinstance(obj, BY_IDENTITY):
         return ("object", obj)
     if hasattr(obj, "__dict__") and not isinstance(obj, NOT_PLAIN) and not callable(obj):
