@@ -5,12 +5,16 @@
 
 from __future__ import annotations
 
+import enum
+import functools
 from operator import itemgetter
+import types
 from typing import Sequence
 
 import torch
 
 from fusion_alias.components import _file, _root, _unite
+from fusion_alias.object_shapes import Same
 from fusion_alias.overlap import (
     DEFAULT_MAX_WORK, _EMPTY, _UNKNOWN, _Parameter, _Tensor, _describe, _strided, _strided_description, _view_bits,
 )
@@ -98,6 +102,25 @@ _PARAMETER = "nn.Parameter"
 _NONE = "None"
 _LEAF_TYPES = frozenset({int, float, bool, complex, str, type(None), torch.dtype, torch.device})
 
+# Note [a function or a dtype given as an argument]
+# --------------------------------------------------
+# Thunder 0.2.6's prologue checks the numbers and strings of the call, not a function, a builtin, a class, a
+# dtype or a device it was given: the program traced with the first one ran for every later one, silently
+# (session 35 probe; plain ``thunder.jit`` too)::
+#
+#     def f(x, act, dt): return act(x).to(dt) * 2    # f(x, torch.relu, torch.float64); f(x, torch.tanh, torch.float16)
+#                                                     # eager: tanh in float16;  was: relu in float64
+#
+# So each such leaf of the call (an argument, or an entry of a list or dict argument) is in ``layouts`` as
+# itself, under the mark below (held, and compared by identity or a dtype's equality): another one runs
+# another program. What such an object holds (a plain object's attributes, a class's) is read through paths
+# that outside_reads.py records; a function reached through an argument object's attribute too. A bound method
+# is its function and its object, compared by identity (its object may not be hashable).
+_SAME_OBJECT = "is"
+_NUMBERS = frozenset({int, float, bool, complex, str})
+_BY_IDENTITY = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, type, torch.dtype, torch.device,
+                enum.Enum, functools.partial)
+
 
 def guard_key(items: Sequence[object], *, max_work: int | None = DEFAULT_MAX_WORK, flat_only: bool = False):
     """``(key, any_requires_grad)`` for a call's flattened tensors and other leaves.
@@ -168,6 +191,8 @@ def guard_key(items: Sequence[object], *, max_work: int | None = DEFAULT_MAX_WOR
         else:
             if t is None:  # Note [an argument that is None]
                 layouts.append((i, _NONE))
+            elif tp not in _NUMBERS and isinstance(t, _BY_IDENTITY):  # Note [a function or a dtype given as an argument]
+                layouts.append((i, _SAME_OBJECT, Same(t.__func__, t.__self__) if tp is types.MethodType else t))
             continue
         if d is not _UNKNOWN and d is not _EMPTY and d[5]:
             layouts.append((i, d[6]))

@@ -1,0 +1,178 @@
+"""Session 35: a function, a builtin, a method, a class, a dtype, a device or an enum member given as an argument and
+changed between calls (guard.py, Note [a function or a dtype given as an argument]).
+
+Thunder 0.2.6's prologue checks numbers and strings of the call, not these: the program traced with the first one
+ran for every later one, silently (plain ``thunder.jit`` too; session 35 probe). Each test calls with the first
+value, the second, the first again, and compares with eager on fresh inputs each call, the written input included,
+under both reference schedules.
+"""
+
+import enum
+import functools
+
+import pytest
+import torch
+
+import fusion_alias
+
+SCHEDULES = ["reads-first", "writes-first"]
+
+
+class Mode(enum.Enum):
+    A = 1
+    B = 2
+
+
+class Scaler:
+    def __init__(self, k):
+        self.k = k
+
+    def apply(self, x):
+        return x * self.k
+
+
+def _relu_like(x):
+    return torch.relu(x)
+
+
+def _tanh_like(x):
+    return torch.tanh(x)
+
+
+def _x():
+    return torch.tensor([[-1.0, 0.5, 2.0], [0.25, -3.0, 1.5]])
+
+
+def _check(fn, values, schedule, *, wrap=lambda v: (v,), kw=False):
+    """``fn(x, *wrap(v))`` for each of ``values`` in turn (``kw``: as keyword ``a``), against eager."""
+    jitted = fusion_alias.jit(fn, backend="reference", schedule=schedule)
+    for v in values:
+        xe, xj = _x(), _x()
+        if kw:
+            want, got = fn(xe, a=v), jitted(xj, a=v)
+        else:
+            want, got = fn(xe, *wrap(v)), jitted(xj, *wrap(v))
+        assert got.dtype == want.dtype
+        torch.testing.assert_close(got, want)
+        torch.testing.assert_close(xj, xe)
+    return jitted
+
+
+def _writes_through(x, a):
+    x.mul_(2)
+    return a(x) + 1
+
+
+def _by_dtype(x, a):
+    x.add_(1)
+    return x.to(a) * 2
+
+
+def _by_enum(x, a):
+    return x.mul_(2) if a is Mode.A else x.mul_(3)
+
+
+def _by_class(x, a):
+    return a(3.0).apply(x.add_(1))
+
+
+def _reduce_with(x, a):
+    x.sub_(0.5)
+    return a(x, 0)[0]
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize(
+    "fn, values",
+    [
+        (_writes_through, (torch.relu, torch.tanh, torch.relu)),
+        (_writes_through, (_relu_like, _tanh_like, _relu_like)),
+        (_writes_through, (torch.exp, torch.sigmoid, torch.exp)),
+        (_by_dtype, (torch.float64, torch.float16, torch.float64)),
+        (_by_dtype, (torch.float32, torch.int32, torch.float32)),
+        (_by_enum, (Mode.A, Mode.B, Mode.A)),
+        (_reduce_with, (torch.max, torch.min, torch.max)),
+    ],
+    ids=["torch-function", "user-function", "torch-function-2", "dtype", "dtype-int", "enum", "builtin"],
+)
+def test_changed_between_calls(fn, values, schedule):
+    jitted = _check(fn, values, schedule)
+    assert jitted.compiled_structures == 2  # (the third call runs the first program again)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_a_function_in_a_list_argument(schedule):
+    def fn(x, fns):
+        x.mul_(2)
+        return fns[0](x) + fns[1](x)
+
+    _check(fn, ([torch.relu, torch.exp], [torch.tanh, torch.exp], [torch.relu, torch.exp]), schedule)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_a_function_in_a_dict_argument(schedule):
+    def fn(x, cfg):
+        x.mul_(cfg["scale"])
+        return cfg["act"](x)
+
+    _check(fn, ({"act": torch.relu, "scale": 2.0}, {"act": torch.tanh, "scale": 2.0},
+                {"act": torch.relu, "scale": 2.0}), schedule)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_a_function_given_as_a_keyword(schedule):
+    def fn(x, a=None):
+        x.add_(1)
+        return a(x)
+
+    _check(fn, (torch.relu, torch.tanh, torch.relu), schedule, kw=True)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_a_bound_method(schedule):
+    two, three = Scaler(2.0), Scaler(3.0)
+
+    def fn(x, a):
+        x.add_(1)
+        return a(x)
+
+    _check(fn, (two.apply, three.apply, two.apply), schedule)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_a_bound_method_of_an_unhashable_object(schedule):
+    class Unhashable(Scaler):
+        __hash__ = None
+
+    two, three = Unhashable(2.0), Unhashable(3.0)
+
+    def fn(x, a):
+        x.add_(1)
+        return a(x)
+
+    _check(fn, (two.apply, three.apply, two.apply), schedule)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_a_class(schedule):
+    class Other(Scaler):
+        def apply(self, x):
+            return x - self.k
+
+    _check(_by_class, (Scaler, Other, Scaler), schedule)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_a_partial(schedule):
+    def fn(x, a):
+        x.add_(1)
+        return a(x)
+
+    double = functools.partial(torch.mul, 2.0)
+    triple = functools.partial(torch.mul, 3.0)
+    _check(fn, (double, triple, double), schedule)
+
+
+def test_the_same_function_again_compiles_once():
+    jitted = _check(_writes_through, (torch.relu, torch.relu, torch.relu), "reads-first")
+    assert jitted.compiled_structures == 1
