@@ -14,7 +14,7 @@ from typing import Sequence
 import torch
 
 from fusion_alias.components import _file, _root, _unite
-from fusion_alias.object_shapes import Same
+from fusion_alias.object_shapes import Same, is_opaque_value, shape_of
 from fusion_alias.overlap import (
     DEFAULT_MAX_WORK, _EMPTY, _UNKNOWN, _Parameter, _Tensor, _describe, _strided, _strided_description, _view_bits,
 )
@@ -104,22 +104,39 @@ _LEAF_TYPES = frozenset({int, float, bool, complex, str, type(None), torch.dtype
 
 # Note [a function or a dtype given as an argument]
 # --------------------------------------------------
-# Thunder 0.2.6's prologue checks the numbers and strings of the call, not a function, a builtin, a class, a
-# dtype or a device it was given: the program traced with the first one ran for every later one, silently
-# (session 35 probe; plain ``thunder.jit`` too)::
+# Thunder 0.2.6's prologue checks the numbers and strings of the call (``int``, ``float``, ``bool``, ``complex``,
+# ``str`` and their subclasses), not a function, a builtin, a class, a dtype, a layout or a value of another type it
+# was given: the program traced with the first one ran for every later one, silently (session 35 probe; plain
+# ``thunder.jit`` too)::
 #
 #     def f(x, act, dt): return act(x).to(dt) * 2    # f(x, torch.relu, torch.float64); f(x, torch.tanh, torch.float16)
 #                                                     # eager: tanh in float16;  was: relu in float64
 #
-# So each such leaf of the call (an argument, or an entry of a list or dict argument) is in ``layouts`` as
-# itself, under the mark below (held, and compared by identity or a dtype's equality): another one runs
-# another program. What such an object holds (a plain object's attributes, a class's) is read through paths
-# that outside_reads.py records; a function reached through an argument object's attribute too. A bound method
-# is its function and its object, compared by identity (its object may not be hashable).
+# (and ``numpy.int64``, ``range``, ``bytes``, ``torch.layout``, ``...``). So each such leaf of the call (an
+# argument, or an entry of a list or dict argument) is in ``layouts`` as itself under the mark below: a function,
+# builtin, class, dtype, device, enum member or ``functools.partial`` compared by identity, a bound method as its
+# function and its object, by identity (its object may not be hashable), another value as ``object_shapes.shape_of``
+# takes it (its value, a set's elements; by identity where it cannot be hashed). Not keyed: a plain object and a
+# module, whose attributes the program reads through paths Thunder's prologue and outside_reads.py check (keying
+# them by identity would compile again for each new object passed).
 _SAME_OBJECT = "is"
 _NUMBERS = frozenset({int, float, bool, complex, str})
-_BY_IDENTITY = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, type, torch.dtype, torch.device,
-                enum.Enum, functools.partial)
+_BY_IDENTITY = (types.FunctionType, types.BuiltinFunctionType, type, torch.dtype, torch.device, enum.Enum,
+                functools.partial)
+
+
+def _leaf_key(t, tp):
+    """What ``layouts`` holds for a leaf that is not a tensor, a None or a number (Note [a function or a dtype
+    given as an argument]); None for one whose parts are checked elsewhere."""
+    if isinstance(t, (int, float, complex, str)):
+        return None  # (a subclass: Thunder's prologue checks its value)
+    if isinstance(t, _BY_IDENTITY):
+        return Same(t)
+    if tp is types.MethodType:
+        return Same(t.__func__, t.__self__)
+    if is_opaque_value(t):  # (object_shapes.py, Note [a value Thunder's prologue does not check])
+        return shape_of(t)
+    return None
 
 
 def guard_key(items: Sequence[object], *, max_work: int | None = DEFAULT_MAX_WORK, flat_only: bool = False):
@@ -191,8 +208,10 @@ def guard_key(items: Sequence[object], *, max_work: int | None = DEFAULT_MAX_WOR
         else:
             if t is None:  # Note [an argument that is None]
                 layouts.append((i, _NONE))
-            elif tp not in _NUMBERS and isinstance(t, _BY_IDENTITY):  # Note [a function or a dtype given as an argument]
-                layouts.append((i, _SAME_OBJECT, Same(t.__func__, t.__self__) if tp is types.MethodType else t))
+            elif tp not in _NUMBERS:  # Note [a function or a dtype given as an argument]
+                leaf = _leaf_key(t, tp)
+                if leaf is not None:
+                    layouts.append((i, _SAME_OBJECT, leaf))
             continue
         if d is not _UNKNOWN and d is not _EMPTY and d[5]:
             layouts.append((i, d[6]))

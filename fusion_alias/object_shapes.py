@@ -79,7 +79,8 @@ def shape_of(obj):
     """``("len", n)`` of a list or tuple, ``("keys", ...)`` of a dict (in order; a key that is not a plain
     number or string by its id), ``("function", ...)`` of a function (Note [a function's code and
     defaults]), ``("object", obj)`` of a builtin, a class, a dtype or an enum member,
-    ``("attributes", ...)`` of a plain object; None for anything else.
+    ``("attributes", ...)`` of a plain object, ``("value", type, obj)`` of another value Thunder's prologue does
+    not check (Note [a value Thunder's prologue does not check]); None for anything else.
 
     >>> shape_of([1, 2]), shape_of({"m": 0}), shape_of(Shape(("len", 0)))
     (('len', 2), ('keys', ('m',)), ('len', 0))
@@ -101,4 +102,38 @@ def shape_of(obj):
         return ("object", obj)
     if hasattr(obj, "__dict__") and not isinstance(obj, NOT_PLAIN) and not callable(obj):
         return ("attributes", tuple(sorted(vars(obj))))
+    if is_opaque_value(obj):  # Note [a value Thunder's prologue does not check]
+        if tp is set:
+            try:
+                return ("set", frozenset(obj))
+            except TypeError:
+                return ("object", Same(obj))
+        try:
+            hash(obj)
+        except TypeError:
+            return ("object", Same(obj))
+        return ("value", tp, obj)
     return None
+
+
+# Note [a value Thunder's prologue does not check]
+# ------------------------------------------------
+# Thunder 0.2.6's prologue checks the numbers and strings a program reads from a global, a closure or an
+# attribute (``int``, ``float``, ``complex``, ``bool``, ``str`` and their subclasses), and unpacks tuples, lists
+# and dicts to their entries; a value of another type (``numpy.int64``, ``range``, ``bytes``, ``frozenset``, a
+# ``set``, ``torch.layout``, ``...``) is used as it was while tracing and checked by nothing (session 35 probe;
+# plain ``thunder.jit`` too)::
+#
+#     N = numpy.int64(2)
+#     def f(x): return x.mul_(int(N))     # f(x); N = numpy.int64(3); f(x)   eager: x * 3;  was: x * 2
+#
+# Such a value's shape is the value itself (compared with ``==``, its type too), a set's its elements, and one
+# that cannot be hashed is compared by identity (a numpy array changed in place is not seen).
+def is_opaque_value(obj) -> bool:
+    """Whether ``obj`` is a value Thunder's prologue does not check and ``shape_of`` keys by value (Note [a value
+    Thunder's prologue does not check])."""
+    return not (obj is None or isinstance(obj, _CHECKED) or isinstance(obj, NOT_PLAIN) or isinstance(obj, BY_IDENTITY)
+                or hasattr(obj, "__dict__") or callable(obj))
+
+
+_CHECKED = (int, float, complex, str, tuple, list, dict)  # (by Thunder's prologue, or unpacked to what it checks)

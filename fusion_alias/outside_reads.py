@@ -56,7 +56,7 @@ from thunder.core import jit_ext
 from thunder.core.interpreter import INTERPRETER_CALLBACKS, PseudoInst
 
 from fusion_alias import context, module_tables, tensor_identity
-from fusion_alias.object_shapes import BY_IDENTITY, NOT_PLAIN, Shape, shape_of
+from fusion_alias.object_shapes import BY_IDENTITY, NOT_PLAIN, Shape, is_opaque_value, shape_of
 from fusion_alias.trace_time_queries import _covered_by_arguments
 
 _thunder_wrap_callback = jit_ext.general_jit_callbacks[INTERPRETER_CALLBACKS.WRAP_CALLBACK]
@@ -167,7 +167,7 @@ def _wrap_callback(value):
     result = _thunder_wrap_callback(value)  # (first: it respells a module's ``__dict__[k]`` as its attribute)
     obj = value.value
     if (obj is None or type(obj) in (list, tuple, dict) or isinstance(obj, BY_IDENTITY)
-            or (hasattr(obj, "__dict__") and not isinstance(obj, NOT_PLAIN))):
+            or (hasattr(obj, "__dict__") and not isinstance(obj, NOT_PLAIN)) or is_opaque_value(obj)):
         ctx = context.current()
         if ctx.has_call and _from_the_call(value.provenance):
             _record(value.provenance, obj, ctx)
@@ -197,9 +197,9 @@ def _record(record, obj, ctx) -> None:
         return
     if tensor_identity._follow(record, ctx, tensor_identity.FOLLOW_DEPTH) is not obj:
         return  # (a path the guard could not follow at the next call: it would compile again at each)
-    if isinstance(obj, BY_IDENTITY) and (_through_builtins(record) or isinstance(
+    if (isinstance(obj, BY_IDENTITY) or is_opaque_value(obj)) and (_through_builtins(record) or isinstance(
             tensor_identity._follow(record.inputs[0], ctx, tensor_identity.FOLLOW_DEPTH), types.ModuleType)):
-        return  # (``torch.relu``, ``math.pi``, ``zip``: an attribute of a Python module, not the program's state)
+        return  # (``torch.relu``, ``torch.strided``, ``zip``, ``NotImplemented``: a Python module's, not the program's)
     ctx.outside_paths.add(path)
     ctx.identity_records.append((record, None if obj is None else Shape(answer)))
 

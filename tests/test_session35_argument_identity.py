@@ -176,3 +176,72 @@ def test_a_partial(schedule):
 def test_the_same_function_again_compiles_once():
     jitted = _check(_writes_through, (torch.relu, torch.relu, torch.relu), "reads-first")
     assert jitted.compiled_structures == 1
+
+
+def _by_value(x, a):
+    if a == b"a" or a == range(0, 2) or a is Ellipsis or a == torch.strided:
+        return x.mul_(2)
+    return x.mul_(3)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize(
+    "values",
+    [(b"a", b"b", b"a"), (range(0, 2), range(1, 3), range(0, 2)), (Ellipsis, None, Ellipsis),
+     (torch.strided, torch.sparse_coo, torch.strided)],
+    ids=["bytes", "range", "ellipsis", "layout"],
+)
+def test_other_values_thunder_does_not_check(values, schedule):
+    _check(_by_value, values, schedule)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_a_numpy_integer(schedule):
+    np = pytest.importorskip("numpy")
+
+    def fn(x, a):
+        return x.mul_(int(a))
+
+    jitted = _check(fn, (np.int64(2), np.int64(3), np.int64(2)), schedule)
+    assert jitted.compiled_structures == 2
+
+
+def test_a_new_plain_object_each_call_compiles_once():
+    """A plain object's attributes are checked by Thunder's prologue and outside_reads.py: not keyed by identity."""
+
+    class Cfg:
+        def __init__(self, k):
+            self.k = k
+
+    def fn(x, cfg):
+        return x.mul_(cfg.k)
+
+    jitted = _check(fn, (Cfg(2.0), Cfg(2.0), Cfg(3.0), Cfg(2.0)), "reads-first")
+    assert jitted.compiled_structures == 1
+
+
+def test_a_module_argument():
+    """(Its tables are guarded by module_tables.py, which compiles once per module called.)"""
+
+    def fn(x, m):
+        return m(x.mul_(2))
+
+    torch.manual_seed(0)
+    first, second = torch.nn.Linear(3, 3), torch.nn.Linear(3, 3)
+    jitted = _check(fn, (first, second, first), "reads-first")
+    assert jitted.compiled_structures == 2
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_a_set_argument_changed_in_place(schedule):
+    def fn(x, s):
+        return x.mul_(2) if 1 in s else x.mul_(3)
+
+    jitted = fusion_alias.jit(fn, backend="reference", schedule=schedule)
+    s = {1}
+    for change in (None, lambda: s.discard(1), lambda: s.add(1)):
+        if change is not None:
+            change()
+        xe, xj = _x(), _x()
+        torch.testing.assert_close(jitted(xj, s), fn(xe, s))
+        torch.testing.assert_close(xj, xe)
