@@ -1,0 +1,52 @@
+"""Session 35: the ``modules`` generator's values of types Thunder's prologue does not check (fuzz/modules_values.py,
+Note [values Thunder's prologue does not check, generated]): the class of object_shapes.py's Note [a value Thunder's
+prologue does not check], in the fuzzer."""
+
+import warnings
+
+import pytest
+
+from fusion_alias.fuzz import modules_code, modules_hooks, modules_process, modules_values, source
+from fusion_alias.fuzz.generator import generate_program
+
+
+@pytest.fixture
+def _only_the_values_form(monkeypatch):
+    monkeypatch.setattr(source, "SPECIAL_VALUES", False)
+    monkeypatch.setattr(modules_hooks, "P_SUB", 0.0)
+    monkeypatch.setattr(modules_process, "P_PROC", 0.0)
+    monkeypatch.setattr(modules_code, "P_CODE", 0.0)
+
+
+def _module_programs(seed, n, grad=False):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return [generate_program(seed, i, generators=("modules",), grad=grad) for i in range(n)]
+
+
+def test_the_values_form_is_drawn_read_and_changed(_only_the_values_form, monkeypatch):
+    monkeypatch.setattr(modules_values, "P_VALUES", 0.3)
+    ps = _module_programs(35003, 30)
+    holding = [p for p in ps if "_FA_V = _FaValues()" in dict(p.tags)["module_src"]]
+    assert 2 <= len(holding) <= 20, len(holding)
+    assert all("self.fa_span = range(3)" in dict(p.tags)["module_src"] for p in holding)
+    assert any(c in s.code for p in holding for s in p.stmts for c in ("_FA_V.", "_FA_SEEN", "m.fa_span"))
+    changes = {st for p in holding for v in p.variants for st in v.state if st.startswith(("_FA_", "m.fa_span"))}
+    assert changes, changes
+    assert not any("_FA_" in s.code for p in ps if p not in holding for s in p.stmts)
+
+
+def test_without_the_form_no_program_holds_it(_only_the_values_form, monkeypatch):
+    monkeypatch.setattr(modules_values, "P_VALUES", 0.0)
+    assert not any("_FaValues" in dict(p.tags)["module_src"] for p in _module_programs(35003, 30))
+
+
+def test_the_fuzzer_runs_values_programs_against_fusion_alias(_only_the_values_form, monkeypatch):
+    """Seed 35001 #5 and #7 with the form in every program: the two of its first 20 that mismatched on the code
+    before the fix (574fbaf: ``_FA_SEEN.discard(1)``, ``_FA_V.kinds`` changed, the old program ran)."""
+    from fusion_alias import fuzz
+
+    monkeypatch.setattr(modules_values, "P_VALUES", 1.0)
+    report = fuzz.run_fuzz(seed=35001, only=[5, 7], generators=("modules",), do_shrink=False)
+    assert not report.failures, report.summary()
+    assert report.ok >= 2, report.summary()
