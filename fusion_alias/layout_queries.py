@@ -36,6 +36,7 @@ from __future__ import annotations
 import torch
 from thunder.core.proxies import TensorProxy
 
+from fusion_alias.eager_result_layouts import result_symbols
 from fusion_alias.errors import AliasInputError
 from fusion_alias.layout_checks import _layout_known, _meta_like
 from fusion_alias.layouts import _Layouts
@@ -108,7 +109,7 @@ def check_layout_queries(traced, flat: list, actual: dict) -> None:
         if not actual:
             continue
         if layouts is None:
-            layouts = _Layouts(flat, actual, {}, fresh_contiguous=False)
+            layouts = _Layouts(flat, actual, {}, fresh_contiguous=False, results=result_symbols(traced))
         want, got = _eager_answer(b, layouts, actual), _recorded(b)
         if want is None:
             raise LayoutQueryError(

@@ -43,6 +43,7 @@ from thunder.core.trace import tracectx
 
 from fusion_alias import ops
 from fusion_alias.aliasing import flattened, output_may_alias
+from fusion_alias.eager_result_layouts import eager_result_layout, result_symbols, tensor_args
 from fusion_alias.leaf_views import is_detach
 from fusion_alias.opaque_layouts import UNKNOWN as _UNKNOWN, opaque_result_layout
 from fusion_alias.written_memory import written_memory as _written_memory
@@ -66,8 +67,12 @@ class _Layouts:
     """
 
     def __init__(self, flat, actual: dict, decisions: dict, fresh_contiguous: bool, fixed: dict | None = None,
-                 like: dict | None = None):
+                 like: dict | None = None, results: dict | None = None):
         self.actual = actual
+        # name -> (top-level torch function, output index): eager's kernel decides the layout (Note [a torch
+        # function's result has the layout eager's kernel gives it], eager_result_layouts.py); at run time too
+        # where torch runs it (an opaque op)
+        self.results = {} if results is None else results
         self.fixed = fixed or {}  # name -> eager's layout, where the symbol making it does not tell
         self.like = like or {}  # name -> the tensor whose layout a factory (``zeros_like``) keeps; None: unknown
         self.decisions = decisions  # reshape output name -> "view" | "copy"
@@ -91,6 +96,8 @@ class _Layouts:
                 continue
             b = self.producer.get(q.name)
             pending = [a for a in self._inputs(b) if a.name not in self.memo] if b is not None else []
+            if q.name in self.results:
+                pending += [a for a in tensor_args(self.results[q.name][0]) if a.name not in self.memo]
             if pending:
                 stack.extend(pending)
                 continue
@@ -116,6 +123,12 @@ class _Layouts:
             return _meta_like(t)
         if p.name in self.fixed:
             return self.fixed[p.name]
+        if p.name in self.results and p.name not in self.like and (not self.fresh_contiguous or (
+                b is not None and ops.op_info(b) is None)):
+            top, index = self.results[p.name]
+            layout = eager_result_layout(top, index, p, lambda a: self.memo.get(a.name))
+            if layout is not None:
+                return layout
         if p.name in self.like:  # Note [the layout of a factory that keeps another tensor's]
             src = self.like[p.name]
             base = self.memo.get(src.name) if src is not None else None
@@ -262,15 +275,17 @@ def copying_reshapes(trace, flat: list, actual: dict, traced=None, contiguous: b
     if not candidates and not contiguous_at and not strided_at:
         return flat
     written_memory = _written_memory(trace, flat)
-    fixed: dict = _contiguous_results(trace)  # (Note [a softmax's result is contiguous])
+    fixed: dict = {}
+    results = result_symbols(trace, traced)  # (eager_result_layouts.py)
     if contiguous_at:
-        flat = _contiguous_calls(trace, flat, contiguous_at, actual, written_memory, fixed)
+        flat = _contiguous_calls(trace, flat, contiguous_at, actual, written_memory, fixed, results)
         strided_at = _storage_ops(flat)
     if not candidates and not strided_at:
         return flat
     decisions: dict[str, str] = {}
-    eager = _Layouts(flat, actual, decisions, fresh_contiguous=False, fixed=fixed, like=_factory_layouts(trace, flat))
-    runtime = _Layouts(flat, actual, decisions, fresh_contiguous=True)
+    eager = _Layouts(flat, actual, decisions, fresh_contiguous=False, fixed=fixed, like=_factory_layouts(trace, flat),
+                     results=results)
+    runtime = _Layouts(flat, actual, decisions, fresh_contiguous=True, results=results)
     copy_at: set[int] = set()
     for i in candidates:
         b = flat[i]
@@ -356,7 +371,7 @@ def _contiguous_alias(layout, fmt) -> bool | None:
         return None
 
 
-def _contiguous_calls(trace, flat: list, at: list, actual: dict, written_memory, fixed: dict) -> list:
+def _contiguous_calls(trace, flat: list, at: list, actual: dict, written_memory, fixed: dict, results: dict) -> list:
     """Each ``contiguous`` at ``at`` in ``flat`` replaced by a ``prims.clone`` where eager copies, by a
     ``prims.shallow_copy`` (an identity view) where eager returns its input itself, or kept (torch
     decides at run time) where no memory involved is written; ``fixed`` gets eager's layout of each
@@ -382,8 +397,8 @@ def _contiguous_calls(trace, flat: list, at: list, actual: dict, written_memory,
     and the memory of the source or the result is written, the program is refused (a clear
     error); where nothing there is written, copy and alias cannot be told apart and it runs as is.
     """
-    eager = _Layouts(flat, actual, {}, fresh_contiguous=False, like=_factory_layouts(trace, flat))
-    runtime = _Layouts(flat, actual, {}, fresh_contiguous=True)
+    eager = _Layouts(flat, actual, {}, fresh_contiguous=False, like=_factory_layouts(trace, flat), results=results)
+    runtime = _Layouts(flat, actual, {}, fresh_contiguous=True, results=results)
     out = list(flat)
     for i in at:
         b = flat[i]
@@ -420,24 +435,10 @@ def _contiguous_calls(trace, flat: list, at: list, actual: dict, written_memory,
     return out
 
 
-# Note [a softmax's result is contiguous]
-# ---------------------------------------
-# Eager's softmax, log_softmax and rms_norm allocate their result contiguous whatever the operand's layout; their
-# decomposition in the flattened trace is elementwise ops that keep the operand's, so of a transposed ``a``,
-# ``torch.softmax(a, 0).reshape(3, 8)`` was taken for a copy where eager makes a view, and a write through it never
-# reached the softmax's result, silently (session 34 helper; plain ``thunder.jit`` right). The trace's top level
-# still names their results: those get eager's contiguous layout.
-_CONTIGUOUS_RESULTS = frozenset({"softmax", "_softmax", "log_softmax", "_log_softmax", "rms_norm"})  # (rms_norm: session 34 probe)
-
-
-def _contiguous_results(trace) -> dict:
-    fixed: dict = {}
-    for b in trace.bound_symbols:
-        if b.sym.name in _CONTIGUOUS_RESULTS:
-            for o in b.flat_outs:
-                if isinstance(o, TensorProxy):
-                    fixed[o.name] = _meta_contiguous(o)
-    return fixed
+# Note [a softmax's result is contiguous]: session 34 gave softmax, log_softmax and rms_norm results a contiguous
+# layout by name; session 35 found rms_norm of a channels_last operand channels_last, and masked_fill, batch_norm,
+# avg_pool2d, F.pad and others with the same problem: every top-level torch function's result now has its meta
+# kernel's layout (eager_result_layouts.py, Note [a torch function's result has the layout eager's kernel gives it]).
 
 
 def _factory_layouts(trace, flat: list) -> dict:

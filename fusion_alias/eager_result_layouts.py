@@ -1,0 +1,145 @@
+"""Eager's layout of the result of a torch function the program calls, from the function itself.
+
+Note [a torch function's result has the layout eager's kernel gives it]
+-----------------------------------------------------------------------
+``layouts._Layouts`` replays the flattened trace's prims on meta tensors: an elementwise prim keeps its operand's
+layout, as eager's TensorIterator does. But many of eager's kernels allocate their result themselves, and the
+decomposition Thunder traces does not say how: ``masked_fill`` clones its operand contiguous, ``batch_norm``,
+``group_norm`` and ``roll`` allocate in the operand's suggested memory format (channels_last for a channels_last
+operand, else contiguous), ``softmax`` contiguous, ``avg_pool2d``, ``F.pad`` and ``rms_norm`` of a channels_last
+operand keep channels_last. Where the replay gives another layout, a ``reshape``/``flatten`` of the result is taken
+for a view where eager copies (or the reverse), and a write through it reaches the result where eager's does not,
+silently; a ``view`` runs where eager raises, or is refused where eager runs. Worked example (``a`` a transposed
+(4, 6) argument; session 35 probe; plain ``thunder.jit`` right)::
+
+    s = a.masked_fill(a > 0, 1.0)   # eager: contiguous (6, 1); the replay of its ``where``: (1, 4)
+    s.reshape(-1).mul_(2)           # eager: a view of s, so s is doubled; was: a write into a copy
+    return s
+
+So the result of a torch function the program calls at the trace's top level (not a view, not in place) gets the
+layout of the torch function itself run on meta operands of eager's layouts (its meta kernel gives eager's
+layout), except for the functions whose meta kernel is known to disagree with eager's CPU kernel
+(``_SUGGESTED_FORMAT``, ``_CONTIGUOUS``: session 35 probe of about 150 torch functions on five layouts). Where
+the function cannot run on meta (no torch counterpart, an operand of unknown layout, a meta kernel that raises, a
+result of another shape), the replay's layout stays. Checked on CPU; a CUDA kernel may allocate otherwise.
+"""
+
+from __future__ import annotations
+
+import torch
+import thunder.core.prims as prims
+import thunder.torch as ltorch
+from thunder.core import dtypes
+from thunder.core.devices import Device
+from thunder.core.proxies import NumberProxy, TensorProxy
+from torch.utils._pytree import tree_flatten, tree_map
+
+# meta kernels that differ from eager's CPU kernel (session 35 probe): the result is contiguous in the operand's
+# suggested memory format (channels_last of a 4-D channels_last operand) ...
+_SUGGESTED_FORMAT = frozenset({"batch_norm", "group_norm", "roll"})
+# ... or always contiguous
+_CONTIGUOUS = frozenset({"rrelu", "logsigmoid", "one_hot"})
+# Thunder symbols that return a view or may, or write in place: their layouts are the replay's business
+# (and the conversions and copies the replay models already: layouts.py)
+_NOT_HERE = frozenset({"contiguous", "to", "type", "type_as", "clone", "reshape", "view", "view_as", "flatten",
+                       "unflatten"})
+
+
+def _torch_functions() -> dict:
+    """Thunder symbol id, and symbol name -> a torch function with its signature (a ``torch.*`` or
+    ``torch.nn.functional`` function before a ``Tensor`` method). By name too: the pass's trace may hold a
+    symbol of another id for the same torch function (``F.batch_norm`` run by the torch executor)."""
+    found: dict = {}
+    for fn, sym in ltorch._torch_to_thunder_function_map.items():
+        sid, name = getattr(sym, "id", None), getattr(sym, "name", None)
+        method = "Tensor" in getattr(fn, "__qualname__", "")
+        for key in (sid, ("name", name)):
+            if key is not None and (key not in found or (found[key][1] and not method)):
+                found[key] = (fn, method)
+    return {key: fn for key, (fn, _) in found.items()}
+
+
+def _function_of(b):
+    """The torch function of top-level symbol ``b`` (by id, else by name unless a prim), or None."""
+    fn = _FUNCTIONS.get(b.sym.id)
+    if fn is None and not isinstance(b.sym.id, prims.PrimIDs):
+        fn = _FUNCTIONS.get(("name", b.sym.name))
+    return fn
+
+
+_FUNCTIONS: dict | None = None
+_VIEWS = frozenset(getattr(s, "id", s) for s in (*ltorch._syms_returning_views, *ltorch._syms_that_may_return_views))
+
+
+def result_symbols(*traces) -> dict:
+    """Output name -> (the top-level symbol making it, the output's index among the symbol's tensor outputs), for
+    the top-level torch functions whose result layout eager's kernel decides (module Note), of the program as traced
+    (the user's calls; ``F.avg_pool2d`` and ``roll`` are decomposed by the time the pass runs) and of the pass's
+    trace (None: skipped)."""
+    global _FUNCTIONS
+    if _FUNCTIONS is None:
+        _FUNCTIONS = _torch_functions()
+    out: dict = {}
+    for b in (b for t in reversed(traces) if t is not None for b in t.bound_symbols):
+        name = b.sym.name
+        if (name.endswith("_") or name in _NOT_HERE or b.sym.id in _VIEWS or _function_of(b) is None
+                or not any(isinstance(a, TensorProxy) for a in b.flat_args)):
+            continue
+        tensors = [o for o in b.flat_outs if isinstance(o, TensorProxy)]
+        for i, o in enumerate(tensors):
+            out.setdefault(o.name, (b, i))
+    return out
+
+
+def tensor_args(b) -> list:
+    return [a for a in b.flat_args if isinstance(a, TensorProxy)]
+
+
+def eager_result_layout(b, index: int, p: TensorProxy, meta_of) -> torch.Tensor | None:
+    """Eager's layout of ``p``, the ``index``-th tensor output of top-level symbol ``b``, as a meta tensor; None
+    where it cannot be told here (module Note). ``meta_of(proxy)``: eager's layout of an operand, or None."""
+    operands = tensor_args(b)
+    metas = {a.name: meta_of(a) for a in operands}
+    if any(m is None for m in metas.values()):
+        return None
+    name = b.sym.name
+    if name in _SUGGESTED_FORMAT or name in _CONTIGUOUS:
+        fmt = torch.contiguous_format
+        first = metas[operands[0].name]
+        if name in _SUGGESTED_FORMAT and first.dim() == len(p.shape) and first.dim() in (4, 5):
+            cl = torch.channels_last if first.dim() == 4 else torch.channels_last_3d
+            if first.is_contiguous(memory_format=cl) and not first.is_contiguous():
+                fmt = cl
+        return _empty(p, fmt)
+
+    def meta_arg(a):
+        if isinstance(a, TensorProxy):
+            return metas[a.name]
+        if isinstance(a, NumberProxy):
+            v = getattr(a, "value", None)
+            return v if v is not None else a.python_type(1)
+        if isinstance(a, dtypes.dtype):
+            return dtypes.to_torch_dtype(a)
+        if isinstance(a, Device):
+            return torch.device("meta")
+        return a
+
+    try:
+        args, kwargs = tree_map(meta_arg, (b.args, b.kwargs))
+        if "device" in kwargs:
+            kwargs["device"] = torch.device("meta")
+        result = _function_of(b)(*args, **kwargs)
+    except Exception:  # noqa: BLE001 - no meta kernel, another signature: not told here
+        return None
+    outs = [t for t in tree_flatten(result)[0] if isinstance(t, torch.Tensor)]
+    if index >= len(outs) or tuple(outs[index].shape) != tuple(p.shape) or outs[index].device.type != "meta":
+        return None
+    t = outs[index]
+    return torch.empty_strided(tuple(t.shape), tuple(t.stride()), dtype=dtypes.to_torch_dtype(p.dtype), device="meta")
+
+
+def _empty(p: TensorProxy, fmt) -> torch.Tensor | None:
+    try:
+        return torch.empty(tuple(p.shape), dtype=dtypes.to_torch_dtype(p.dtype), device="meta", memory_format=fmt)
+    except Exception:  # noqa: BLE001
+        return None
