@@ -17,6 +17,7 @@ from fusion_alias.executor import BACKENDS, AliasInputError, executor
 from fusion_alias.guard import flat_sequences, guard_key
 from fusion_alias.leaked_proxies import proxy_left_in, refuse_leak
 from fusion_alias.module_state import follow_rebound_state, trains_parameters
+from fusion_alias.mutable_defaults import default_filler
 from fusion_alias.object_shapes import function_parts
 from fusion_alias.refusals.inplace_ops import _traced_program
 from fusion_alias.view_outputs import argument_views_outside_function
@@ -210,6 +211,7 @@ class AliasSpecializedFunction:
         self._with_grad: dict[int, bool] = {}  # id(Thunder function) -> compiled to compute gradients
         self._last = None
         self._parts = function_parts(fn)  # (object_shapes.py, Note [a function's code and defaults])
+        self._fill = default_filler(fn)  # (mutable_defaults.py, Note [a number read from a default argument's container])
         functools.update_wrapper(self, fn)
 
     def _compile(self, needs_grad: bool):
@@ -252,6 +254,9 @@ class AliasSpecializedFunction:
             self._by_key.clear()
             self._variants.clear()
             self._parts = function_parts(self._fn)
+            self._fill = default_filler(self._fn)
+        if self._fill is not None:
+            args, kwargs = self._fill(args, kwargs)
         got = None if kwargs else guard_key(args, flat_only=True)
         if got is not None:
             flat = args

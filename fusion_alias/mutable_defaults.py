@@ -1,0 +1,89 @@
+"""A default argument that holds a list, a dict or an object: passed as an argument, so that the guard sees it.
+
+Note [a number read from a default argument's container]
+--------------------------------------------------------
+A parameter's default value is one object for every call, and a program may keep state in it on purpose
+(``def step(x, cfg={"lr": 0.1})``, ``def f(x, hist=[])``, ``def f(x, opt=OPT)``). Thunder 0.2.6's interpreter
+reads a default as a constant: the numbers the program reads from it (``cfg["lr"]``) are baked into the trace and
+its prologue checks none of them, so once the user changes one between calls the compiled program keeps the old
+number, silently (session 35 probe; plain ``thunder.jit`` too)::
+
+    S = {"lr": 0.1}
+    def f(x, s=S):
+        return x.sub_(s["lr"] * x)  # f(x); S["lr"] = 0.05; f(x): eager subtracts 0.05 * x, was 0.1 * x again
+
+A global dict read the same way is checked (Thunder's prologue follows the path from the function's globals),
+and so is an argument's. So ``fusion_alias.jit`` passes each default that is not a plain constant (a number, a
+string, None, a dtype, a tuple of those) and that the call leaves out as a keyword argument of the call: the
+same object eager's call binds, now reached from the arguments, where the guard key and Thunder's prologue check
+what the program reads of it (its tensors' aliasing too). Positional-only parameters are left as they are. A
+replaced ``__defaults__`` compiles anew already (object_shapes.py, Note [a function's code and defaults]).
+A module's ``forward`` defaults are passed the same way (``m(x)`` called as ``m(x, s=S)``). Not covered: the
+defaults of a function the program calls inside (``helper(x)`` with ``def helper(x, s={...})``): Thunder reads
+them as constants there, and nothing here sees the call (docs/limits.md).
+"""
+
+from __future__ import annotations
+
+import types
+
+import torch
+
+_CONSTANTS = (int, float, complex, bool, str, bytes, type(None), torch.dtype, torch.device, type(Ellipsis))
+
+
+def _constant(v) -> bool:
+    if isinstance(v, tuple):
+        return all(_constant(e) for e in v)
+    return isinstance(v, _CONSTANTS) or isinstance(v, (types.FunctionType, types.BuiltinFunctionType, type))
+
+
+def default_filler(fn):
+    """``fill(args, kwargs) -> (args, kwargs)`` passing the container defaults the call leaves out (module Note),
+    or None where there are none (a ``functools.partial``, a builtin, only constant defaults). For a module, the
+    defaults of its class's ``forward`` where it has such defaults (looked up again at each call then: a class
+    whose ``forward`` is replaced)."""
+    if isinstance(fn, torch.nn.Module):
+        return _ModuleFiller(type(fn)) if _filler_of(_forward_of(type(fn)), 1) is not None else None
+    return _filler_of(fn, 0)
+
+
+def _forward_of(cls):
+    return getattr(cls, "forward", None)
+
+
+class _ModuleFiller:
+    """The filler of a module's class's ``forward``, made again where the class's ``forward`` is replaced."""
+
+    def __init__(self, cls):
+        self.cls = cls
+        self.forward = _forward_of(cls)
+        self.fill = _filler_of(self.forward, 1)
+
+    def __call__(self, args: tuple, kwargs: dict):
+        forward = _forward_of(self.cls)
+        if forward is not self.forward:
+            self.forward, self.fill = forward, _filler_of(forward, 1)
+        return (args, kwargs) if self.fill is None else self.fill(args, kwargs)
+
+
+def _filler_of(fn, bound: int):
+    """The filler of function ``fn`` called with ``bound`` leading arguments already bound (a method's self)."""
+    if type(fn) is not types.FunctionType:
+        return None
+    code = fn.__code__
+    names = code.co_varnames[: code.co_argcount]
+    defaults = fn.__defaults__ or ()
+    first = len(names) - len(defaults)
+    positional = [(i - bound, names[i], v) for i, v in enumerate(defaults, start=first)
+                  if i >= code.co_posonlyargcount and not _constant(v)]
+    keyword = [(k, v) for k, v in (fn.__kwdefaults__ or {}).items() if not _constant(v)]
+    if not positional and not keyword:
+        return None
+
+    def fill(args: tuple, kwargs: dict):
+        added = {name: v for i, name, v in positional if i >= len(args) and name not in kwargs}
+        added.update((k, v) for k, v in keyword if k not in kwargs)
+        return (args, {**kwargs, **added}) if added else (args, kwargs)
+
+    return fill
