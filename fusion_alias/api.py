@@ -293,8 +293,10 @@ class AliasSpecializedFunction:
         )
 
     def _run(self, jfn, args, kwargs, flat):
+        call = jfn
         if hasattr(jfn, "_overrides_buffers"):
             follow_rebound_state(jfn)  # (module_state.py, Note [state rebound between calls])
+            call = jfn.forward  # (module_tables.py, Note [torch's global hooks and the ThunderModule])
         needs_grad = self._with_grad[id(jfn)]
         ctx = context.CompileContext(
             self._backend, self._schedule, self._ignore, args, kwargs, True, self._compiled_inputs(needs_grad)
@@ -305,7 +307,7 @@ class AliasSpecializedFunction:
         compiled = len(cache)
         try:
             try:
-                result = jfn(*args, **kwargs)
+                result = call(*args, **kwargs)
             except RuntimeError as e:  # (errors.py, Note [a number the function changes and reads])
                 refusal = number_changed_while_tracing(e)
                 if refusal is not None:

@@ -35,9 +35,32 @@ identity answer is. The function or module called is the program's own.
 
 And an attribute set on a module between calls that shadows what the first call read from its class
 (``m.forward = other``, ``m.act = torch.tanh`` over a method ``act``) was not seen either: each module
-called is guarded by how many attributes its ``__dict__`` holds. Not seen (documented in docs/limits.md):
-a dict of the module replaced (``m._forward_hooks = OrderedDict(...)``), an entry replaced under the same key
-outside torch's API.
+called is guarded by how many attributes its ``__dict__`` holds. Not seen (documented in docs/limits.md): an
+entry replaced under the same key outside torch's API, and a dict of the module other than its hook dicts replaced.
+
+Note [a hook dict replaced on the module]
+-----------------------------------------
+``m._forward_hooks = OrderedDict()`` is an idiom for removing every hook of a module at once, and
+``m._forward_pre_hooks = OrderedDict({k: hook})`` sets one: the module's attribute names and the held dicts are
+the same as before, so the check above did not see it, and the program kept running the hooks of the first call
+(session 35 probe; plain ``thunder.jit`` too)::
+
+    m.sub._forward_pre_hooks = OrderedDict({999: lambda mod, a: (a[0] * 0,)})   # eager: the hook runs; was: not
+
+So each module called is held with the hook dict each of its four hook attributes named, and torch's module
+globals with their four global hook dicts, compared by identity at each call (a C-level pass: four entries a
+module).
+
+Note [torch's global hooks and the ThunderModule]
+-------------------------------------------------
+``fusion_alias.jit(m)`` runs the ThunderModule Thunder made of ``m``, itself an ``nn.Module``: called as a module,
+it ran torch's global hooks (``register_module_forward_hook``) once more, on its own output, after the program
+had run them for ``m`` and its submodules as eager does (session 35 probe; plain ``thunder.jit`` too)::
+
+    register_module_forward_hook(lambda mod, args, out: out * 10)
+    f = fusion_alias.jit(m); f(x)        # eager: m's and m.sub's hooks, x100;  was: x1000
+
+So its ``forward`` is called instead (the ThunderModule holds no hooks of its own: the user never sees it).
 
 Note [forward replaced on the class]
 ------------------------------------
@@ -57,6 +80,8 @@ outside ``_modules`` costs a path followed (about 1 us).
 """
 
 from __future__ import annotations
+
+from operator import is_
 
 import torch
 from thunder.core.interpreter import PseudoInst
@@ -79,7 +104,8 @@ class ModuleTables(Live):
     reused while a program keys by it): every dict by its length; the hook dicts by their keys too, and
     the ``_modules`` dicts that hold submodules by the modules they hold (Note [what the check compares])."""
 
-    __slots__ = ("modules", "sized", "hooks", "parents", "read", "next_id", "recorded", "forwards")
+    __slots__ = ("modules", "sized", "hooks", "parents", "read", "next_id", "recorded", "forwards", "owners",
+                 "owned_names", "owned")
 
     def __init__(self, recorded):
         self.modules: set = set()  # ids of the modules noted
@@ -91,12 +117,21 @@ class ModuleTables(Live):
         # the compilation, sends every call to the comparison of keys)
         self.recorded = recorded  # an ``object_shapes.Shape`` of ``read``, compared with ``now()``
         self.forwards: list = []  # (module, its class, the class's ``forward``): Note [forward replaced on the class]
+        # each module's ``__dict__``, a hook dict's name, the dict it held: Note [a hook dict replaced on the module]
+        self.owners: list = []
+        self.owned_names: list = []
+        self.owned: list = []
 
     def add(self, module) -> None:
         self.modules.add(id(module))
         cls = type(module)
         self.forwards.append((module, cls, cls.forward))
-        self.hold_hooks(getattr(module, name, None) for name in _HOOK_TABLES)
+        tables = [getattr(module, name, None) for name in _HOOK_TABLES]
+        self.hold_hooks(tables)
+        for name, table in zip(_HOOK_TABLES, tables):  # Note [a hook dict replaced on the module]
+            self.owners.append(module.__dict__)
+            self.owned_names.append(name)
+            self.owned.append(table)
         for table in (module._modules, module.__dict__):
             self.sized.append(table)
             self.read[0].append(len(table))
@@ -123,6 +158,8 @@ class ModuleTables(Live):
         for module, cls, forward in self.forwards:
             if type(module) is not cls or cls.forward is not forward:
                 return ("forward", id(module))
+        if not all(map(is_, map(dict.get, self.owners, self.owned_names), self.owned)):
+            return ("hook dict replaced",)
         hooks = read[1] if RemovableHandle.next_id == self.next_id else tuple(map(tuple, self.hooks))
         return lengths, hooks, tuple(map(tuple, map(dict.values, self.parents)))
 
@@ -165,7 +202,12 @@ def note(module, record, ctx) -> bool:
     if tables is None:
         tables = ctx.module_tables = ModuleTables(Shape(()))
         globals_ = vars(torch.nn.modules.module)
-        tables.hold_hooks(globals_.get(g) for g in _GLOBAL_TABLES)
+        held = [globals_.get(g) for g in _GLOBAL_TABLES]
+        tables.hold_hooks(held)
+        for name, table in zip(_GLOBAL_TABLES, held):  # (torch's global hook dicts, replaced likewise)
+            tables.owners.append(globals_)
+            tables.owned_names.append(name)
+            tables.owned.append(table)
         ctx.identity_records.append((_Held(tables), tables.recorded))
         _follow_replaced_modules(ctx.fn)
     if id(module) not in tables.modules:
