@@ -46,6 +46,7 @@ def test_streams_without_special_values_are_the_ones_they_were(case, monkeypatch
     monkeypatch.setattr(modules_process, "P_PROC", 0.0)  # (and its process form: test_session33_process_generator.py)
     monkeypatch.setattr(dtype_spellings, "P_REDUCTION_DTYPE", 0.0)  # (session 34's dtype= reductions: test_session34_reduction_dtypes.py)
     monkeypatch.setattr(modules_code, "P_CODE", 0.0)  # (session 34's code form: test_session34_code_changes.py)
+    monkeypatch.setattr(dtype_spellings, "P_SCAN_DTYPE", 0.0)  # (session 35's in-place scans: test_session35_generators.py)
 
     def no_special(*a, **k):
         raise AssertionError("a special number drawn without --special-values")

@@ -196,3 +196,21 @@ def refused_reduction(reduce_dtype: random.Random, env: dict, names: list[str]) 
     own = str(env[x].dtype).removeprefix("torch.")
     other = reduce_dtype.choice([d for d in _REDUCTION_DTYPES if d != own])
     return reduce_dtype.choice(_REFUSED_REDUCTIONS).format(x=x, other=other), x
+
+
+# Note [an in-place scan given its own dtype in dtype programs]
+#     Session 35: ``x.cumsum_(0, dtype=torch.<other>)`` is drawn (eager refuses it: ``refused_reduction``), but not
+#     the form eager runs, ``x.cumsum_(dim, dtype=<x's own dtype>)`` (the ``dtype=`` of an in-place scan must be the
+#     tensor's own). A unary in-place statement of the dtype generator is, with probability ``P_SCAN_DTYPE``, that
+#     scan (drawn from ``scan_dtype``, a stream of its own seeded from ``rng``'s state without drawing from it: with
+#     ``P_SCAN_DTYPE`` 0 every program is the one it was).
+P_SCAN_DTYPE = 0.15
+
+
+def scan_with_dtype(scan_dtype: random.Random, e: str, x: str, dtype: str, nd: int) -> str:
+    """``e`` (a unary in-place op of ``x``), or (probability ``P_SCAN_DTYPE``) ``x.cumsum_(dim, dtype=<x's
+    dtype>)`` (Note [an in-place scan given its own dtype in dtype programs])."""
+    if P_SCAN_DTYPE <= 0 or scan_dtype.random() >= P_SCAN_DTYPE:
+        return e
+    dim = scan_dtype.choice((0, -1)) if nd >= 1 else 0
+    return f"{x}.cumsum_({dim}, dtype=torch.{dtype})"

@@ -19,7 +19,8 @@ shapes alone sees one program called with different memory sharing.
 
 * ``calls``: 2-3 arguments; variant 0 independent, then the same tensor twice,
   then a transpose of it, then a random aliasing; the call sequence ends with
-  variant 0 again.
+  variant 0 again; sometimes (``P_REVISIT``) a longer order that comes back to each aliasing after others
+  (Note [calls that come back to an aliasing]).
 * ``hidden``: 1-2 arguments and 1-2 hidden tensors (a global, a global dict
   entry, a closure cell, a module buffer, an attribute of an argument object:
   Note [hidden tensors, rendered]); variant 0 mostly independent, later
@@ -68,6 +69,29 @@ def _pair_variant(rng: random.Random, shapes: list[tuple[int, ...]], template: s
     return exprs
 
 
+# Note [calls that come back to an aliasing]
+#     Session 35: a call order of ``calls`` visits each aliasing once after the first two calls, and comes back only
+#     to variant 0, at the end. A program kept per aliasing must be picked again for an aliasing seen two or more
+#     calls before, after others compiled theirs (``f(x, x[0])``, ``f(x, y)``, ``f(x, x[0])``, ``f(x, x.t())``, ...).
+#     With probability ``P_REVISIT`` the order is instead 8-12 calls drawn over all the variants, each variant at
+#     least once, no variant twice in a row, ending with variant 0; drawn from a stream of its own seeded from
+#     ``rng``'s state without drawing from it, after the variants: with ``P_REVISIT`` 0 every program is the one it
+#     was (older tests pin that).
+P_REVISIT = 0.3
+
+
+def _revisits(rng: random.Random, nvariants: int) -> tuple[int, ...]:
+    """A call order over ``nvariants`` variants that comes back to each (Note [calls that come back to an
+    aliasing]); () where the default order stays."""
+    s = random.Random(str(rng.getstate()[1][:16]) + ":revisit")
+    if P_REVISIT <= 0 or nvariants < 2 or s.random() >= P_REVISIT:
+        return ()
+    order, target = [0, 0] + list(range(1, nvariants)), s.randint(8, 12)
+    while len(order) < target - 1 or order[-1] == 0:
+        order.append(s.choice([v for v in range(nvariants) if v != order[-1]]))
+    return tuple(order) + (0,)
+
+
 def calls_inputs(rng: random.Random) -> dict:
     nargs = rng.choice((2, 2, 3))
     shapes = [HOST_SHAPE, HOST_SHAPE] + [rng.choice(list(_VIEWS)) for _ in range(nargs - 2)]
@@ -80,11 +104,13 @@ def calls_inputs(rng: random.Random) -> dict:
         exprs[0], exprs[1] = exprs[1], exprs[0]
     params = PARAM_NAMES[:nargs]
     variants = [Variant(args=tuple(zip(params, e))) for e in exprs]
-    return {
+    fields = {
         "bases": tuple((_own(i), s) for i, s in enumerate(shapes)),
         "args": variants[0].args,
         "variants": tuple(variants[1:]),
     }
+    order = _revisits(rng, len(variants))
+    return {**fields, "call_order": order} if order else fields
 
 
 def hidden_inputs(rng: random.Random) -> dict:

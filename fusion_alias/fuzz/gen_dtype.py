@@ -88,6 +88,8 @@ class DtypeGen(_Gen):
         self.dtype_special = random.Random(str(rng.getstate()[1][:16]) + ":dtype-special")
         # dtype_spellings.py, Note [reductions given a dtype in dtype programs] (session 34)
         self.reduce_dtype = random.Random(str(rng.getstate()[1][:16]) + ":reduce-dtype")
+        # dtype_spellings.py, Note [an in-place scan given its own dtype in dtype programs] (session 35)
+        self.scan_dtype = random.Random(str(rng.getstate()[1][:16]) + ":scan-dtype")
 
     def extra_statement(self) -> Stmt | None:
         """A dtype-rule statement eager runs, added after a kept statement (or None): Note [dtype-rule
@@ -178,7 +180,7 @@ class DtypeGen(_Gen):
                 ops += ["tanh_()", "clamp_(-0.5, 0.5)"]
             if dt in _INT:
                 ops += ["clamp_(-3, 3)"]
-            e = f"{x}.{rng.choice(ops)}"
+            e = dtype_spellings.scan_with_dtype(self.scan_dtype, f"{x}.{rng.choice(ops)}", x, dt, len(self.shape(x)))
         if rng.random() < 0.3:
             t = self.fresh()
             return Stmt(f"{t} = {e}", target=t, reads=reads, writes=x, inplace_result=True)

@@ -38,6 +38,7 @@ import random
 
 import torch
 
+from fusion_alias.fuzz import kernel_layouts
 from fusion_alias.fuzz.gen_basic import _factor_shapes, _Gen
 from fusion_alias.fuzz.hazard import _overlaps
 from fusion_alias.fuzz.program import PARAM_NAMES, Stmt
@@ -68,9 +69,21 @@ def layout_inputs(rng: random.Random) -> dict:
 class LayoutGen(_Gen):
     """Reshapes of non-viewable layouts (copies) and of viewable ones (views), among writes."""
 
+    def __init__(self, rng: random.Random, env: dict, names: list[str]):
+        super().__init__(rng, env, names)
+        self.kernel = kernel_layouts.stream(rng)  # (kernel_layouts.py, Note [a kernel's result written through a reshape])
+        self.kernel_results: list[str] = []
+
     def view(self) -> Stmt:
         if self.rng.random() < 0.15:
             return super().view()
+        if kernel_layouts.drawn(self.kernel):  # (Note [a kernel's result written through a reshape])
+            x = self.pick()
+            e = kernel_layouts.kernel_expr(self.kernel, x, self.env[x])
+            if e is not None:
+                t = self.fresh()
+                self.kernel_results.append(t)
+                return Stmt(f"{t} = {e}", target=t, reads=(x,))
         rng, x = self.rng, self.pick()
         sh = self.shape(x)
         nd = len(sh)
@@ -122,6 +135,10 @@ class LayoutGen(_Gen):
     def statement(self) -> Stmt:
         """Often the scenario of Note [reshape: a view or a copy]: reshape, write one side, read the other."""
         rng = self.rng
+        if self.kernel_results and (k := self.kernel_results[-1]) in self.env and k not in {x for _, x in self.reshaped}:
+            r = self.fresh()  # the kernel result's reshape (Note [a kernel's result written through a reshape])
+            self.reshaped.append((r, k))
+            return Stmt(f"{r} = {kernel_layouts.reshape_expr(self.kernel, k, self.env[k].dim())}", target=r, view_of=k)
         done = [(t, x) for t, x in self.reshaped if t in self.env and x in self.env]
         if done and rng.random() < 0.7:
             t, x = done[-1]
@@ -158,8 +175,8 @@ class LayoutGen(_Gen):
         return Stmt(f"{target}.{op}", reads=(target,), writes=target)
 
     def extra_returns(self) -> list[str]:
-        """The reshapes: their values show whether a write went through them."""
-        return [t for t, _ in self.reshaped if t in self.names]
+        """The reshapes: their values show whether a write went through them (and the kernel results reshaped)."""
+        return [t for t, _ in self.reshaped if t in self.names] + [k for k in self.kernel_results if k in self.names]
 
     def bad_inplace(self) -> list[Stmt]:
         """``view`` of a layout that is not viewable, then a write into it: eager raises at the view."""

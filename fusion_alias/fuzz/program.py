@@ -130,6 +130,9 @@ class Program:
     # fusion_alias counts as refused; a tuple, only one whose message holds one of these (lowercase) pieces
     refusals: tuple[str, ...] | None = None
     tags: tuple[tuple[str, str], ...] = ()  # (key, value) a generator records (gen_edges: its class)
+    # the variant index of each call where not the default order (gen_aliasing.py, Note [calls that come back to an
+    # aliasing]); empty: ``calls``' default
+    call_order: tuple[int, ...] = ()
 
     @property
     def params(self) -> tuple[str, ...]:
@@ -153,6 +156,8 @@ class Program:
     @property
     def calls(self) -> tuple[int, ...]:
         """The variant index of each call, in order."""
+        if self.call_order:
+            return self.call_order
         later = tuple(range(1, len(self.variants) + 1))
         return (0, 0) + later + ((0,) if later else ())
 

@@ -62,8 +62,10 @@ def shrink(
             progress |= attempt(p.replace(stmts=p.stmts[:i] + p.stmts[i + 1 :]))
         for i in reversed(range(len(p.returns))):
             progress |= attempt(p.replace(returns=p.returns[:i] + p.returns[i + 1 :]))
+        if p.call_order:  # (gen_aliasing.py, Note [calls that come back to an aliasing]): the default order first
+            progress |= attempt(p.replace(call_order=()))
         for i in reversed(range(len(p.variants))):
-            progress |= attempt(p.replace(variants=p.variants[:i] + p.variants[i + 1 :]))
+            progress |= attempt(_without_variant(p, i))
         used = " ".join(s.code for s in p.stmts) + " " + " ".join(p.returns)
         for h in reversed(p.hidden_names):
             if not _uses(used, h):
@@ -130,3 +132,10 @@ def _drop_hidden(p: Program, h: str) -> Program:
 
 def _uses(text: str, name: str) -> bool:
     return re.search(rf"\b{re.escape(name)}\b", text) is not None
+
+
+def _without_variant(p, i: int):
+    """``p`` without its later variant ``i`` (variant ``i + 1`` of ``all_variants``), its call order renumbered."""
+    gone = i + 1
+    order = tuple(v - (v > gone) for v in p.call_order if v != gone)
+    return p.replace(variants=p.variants[:i] + p.variants[i + 1 :], call_order=order)
