@@ -28,7 +28,8 @@ Note [Python state a module program branches on]
     changed between calls]; a stream of its own). Session 34: so does code replaced between calls (modules_code.py,
     Note [code replaced between calls]; a stream of its own). Session 35: so do values of types Thunder's prologue
     does not check (modules_values.py, Note [values Thunder's prologue does not check, generated]; a stream of its
-    own).
+    own), and hook dicts replaced on the module (modules_hook_dicts.py, Note [hook dicts replaced between calls,
+    generated]; a stream of its own).
 
     Everything here is drawn from one generator seeded from ``rng``'s state without drawing from it (``draw``):
     with ``P_FORM`` 0 (no form drawn) every program is the one it was; a program holding a form may grow
@@ -39,7 +40,7 @@ from __future__ import annotations
 
 import random
 
-from fusion_alias.fuzz import modules_code, modules_hooks, modules_process, modules_values
+from fusion_alias.fuzz import modules_code, modules_hook_dicts, modules_hooks, modules_process, modules_values
 from fusion_alias.fuzz.own_stream_forms import OwnStreamForm
 from fusion_alias.fuzz.program import Stmt
 
@@ -61,7 +62,7 @@ class Outside:
         self.extra_buffer = bool(self.forms) and s.random() < 0.3
         # the forms drawn from a stream of their own (``draw``: a submodule with hooks, modules_hooks.py; process
         # settings, modules_process.py; code replaced between calls, modules_code.py; values Thunder's prologue does
-        # not check, modules_values.py), in that order
+        # not check, modules_values.py; hook dicts replaced, modules_hook_dicts.py), in that order
         self.own: list[OwnStreamForm] = []
         self._next: OwnStreamForm | None = None  # the one whose forward statement comes next
 
@@ -135,5 +136,5 @@ def draw(rng: random.Random) -> Outside:
     """The forms of one program, from a generator seeded from ``rng``'s state without drawing from it."""
     out = Outside(random.Random(str(rng.getstate()[1][:16]) + ":outside"))
     out.own = [f for f in (modules_hooks.draw(rng), modules_process.draw(rng), modules_code.draw(rng),
-                           modules_values.draw(rng)) if f is not None]
+                           modules_values.draw(rng), modules_hook_dicts.draw(rng)) if f is not None]
     return out

@@ -1,12 +1,14 @@
 """Session 35: the ``modules`` generator's values of types Thunder's prologue does not check (fuzz/modules_values.py,
-Note [values Thunder's prologue does not check, generated]): the class of object_shapes.py's Note [a value Thunder's
-prologue does not check], in the fuzzer."""
+Note [values Thunder's prologue does not check, generated]) and hook dicts replaced on the module
+(fuzz/modules_hook_dicts.py, Note [hook dicts replaced between calls, generated]): the classes of object_shapes.py's
+Note [a value Thunder's prologue does not check] and module_tables.py's Note [a hook dict replaced on the module], in
+the fuzzer."""
 
 import warnings
 
 import pytest
 
-from fusion_alias.fuzz import modules_code, modules_hooks, modules_process, modules_values, source
+from fusion_alias.fuzz import modules_code, modules_hook_dicts, modules_hooks, modules_process, modules_values, source
 from fusion_alias.fuzz.generator import generate_program
 
 
@@ -16,6 +18,8 @@ def _only_the_values_form(monkeypatch):
     monkeypatch.setattr(modules_hooks, "P_SUB", 0.0)
     monkeypatch.setattr(modules_process, "P_PROC", 0.0)
     monkeypatch.setattr(modules_code, "P_CODE", 0.0)
+    monkeypatch.setattr(modules_values, "P_VALUES", 0.0)
+    monkeypatch.setattr(modules_hook_dicts, "P_HOOK_DICTS", 0.0)
 
 
 def _module_programs(seed, n, grad=False):
@@ -50,3 +54,27 @@ def test_the_fuzzer_runs_values_programs_against_fusion_alias(_only_the_values_f
     report = fuzz.run_fuzz(seed=35001, only=[5, 7], generators=("modules",), do_shrink=False)
     assert not report.failures, report.summary()
     assert report.ok >= 2, report.summary()
+
+
+def test_the_hook_dict_form_is_drawn_and_changed(_only_the_values_form, monkeypatch):
+    monkeypatch.setattr(modules_hook_dicts, "P_HOOK_DICTS", 0.3)
+    ps = _module_programs(35003, 30)
+    holding = [p for p in ps if "def _fa_times3(mod, args, out):" in dict(p.tags)["module_src"]]
+    assert 2 <= len(holding) <= 20, len(holding)
+    changes = {st for p in holding for v in p.variants for st in v.state if st.startswith("m._forward")}
+    assert changes, changes
+    assert not any(st.startswith("m._forward") for p in ps if p not in holding for v in p.variants for st in v.state)
+
+
+def test_the_fuzzer_runs_hook_dict_programs_against_fusion_alias(monkeypatch):
+    """Seed 35101 #4, #7 and #15 with the form in every program (the other forms as drawn, the values form off):
+    the three of its first 20 that mismatched on the code before the fix (574fbaf: a hook dict set or cleared, the
+    old hooks ran)."""
+    from fusion_alias import fuzz
+
+    monkeypatch.setattr(source, "SPECIAL_VALUES", False)
+    monkeypatch.setattr(modules_values, "P_VALUES", 0.0)
+    monkeypatch.setattr(modules_hook_dicts, "P_HOOK_DICTS", 1.0)
+    report = fuzz.run_fuzz(seed=35101, only=[4, 7, 15], generators=("modules",), do_shrink=False)
+    assert not report.failures, report.summary()
+    assert report.ok >= 3, report.summary()
