@@ -22,6 +22,15 @@ layout), except for the functions whose meta kernel is known to disagree with ea
 (``_SUGGESTED_FORMAT``, ``_CONTIGUOUS``: session 35 probe of about 150 torch functions on five layouts). Where
 the function cannot run on meta (no torch counterpart, an operand of unknown layout, a meta kernel that raises, a
 result of another shape), the replay's layout stays. Checked on CPU; a CUDA kernel may allocate otherwise.
+
+Note [the strides of a view's size-1 dims]
+------------------------------------------
+A size-1 dim's stride addresses nothing, but eager's kernels read it when they choose a result's layout
+(``suggest_memory_format``, TensorIterator's ambiguity rules). ``b.unsqueeze(0)`` of a (1, 4, 6) ``b`` with strides
+(6, 6, 1) has strides (6, 6, 6, 1) in eager; the replay of its prim (``broadcast_in_dim``) gave (24, 6, 6, 1), so
+``F.rms_norm(b.unsqueeze(0).permute(0, 3, 1, 2), (4,))`` was given a channels_last result where eager's is
+contiguous, and a write through its ``flatten()`` was lost (session 35 fuzz, layout seed 35020 #18 with
+``P_KERNEL`` 1; plain ``thunder.jit`` wrong too). So views the program calls get their torch function's strides too.
 """
 
 from __future__ import annotations
@@ -68,7 +77,10 @@ def _function_of(b):
 
 
 _FUNCTIONS: dict | None = None
-_VIEWS = frozenset(getattr(s, "id", s) for s in (*ltorch._syms_returning_views, *ltorch._syms_that_may_return_views))
+# (a view's own torch function on meta gives eager's strides, those of its size-1 dims too, which the replay of its
+# prims (``broadcast_in_dim`` for ``unsqueeze``) does not: Note [the strides of a view's size-1 dims]; an op that
+# only may return a view, by layout, is the replay's business)
+_MAY_VIEW = frozenset(getattr(s, "id", s) for s in ltorch._syms_that_may_return_views)
 
 
 def result_symbols(*traces) -> dict:
@@ -82,7 +94,7 @@ def result_symbols(*traces) -> dict:
     out: dict = {}
     for b in (b for t in reversed(traces) if t is not None for b in t.bound_symbols):
         name = b.sym.name
-        if (name.endswith("_") or name in _NOT_HERE or b.sym.id in _VIEWS or _function_of(b) is None
+        if (name.endswith("_") or name in _NOT_HERE or b.sym.id in _MAY_VIEW or _function_of(b) is None
                 or not any(isinstance(a, TensorProxy) for a in b.flat_args)):
             continue
         tensors = [o for o in b.flat_outs if isinstance(o, TensorProxy)]

@@ -119,3 +119,24 @@ def test_the_layout_follows_the_call(schedule):
 @pytest.mark.parametrize("write", ["reshape", "view"])
 def test_avg_pool2d_of_a_channels_last_operand(write, schedule):
     test_a_write_through_a_reshape_of_the_result_is_eagers("avg_pool2d", channels_last, write, schedule)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("shape", [(4, 1, 6), (2, 3, 4)])
+def test_the_strides_of_an_unsqueezed_dim_are_eagers(shape, schedule):
+    """Note [the strides of a view's size-1 dims]: eager's ``rms_norm`` of ``b.unsqueeze(0).permute(0, 3, 1, 2)``
+    (b a (1, 4, 6) transpose, strides (6, 6, 1)) is contiguous, read from the size-1 dims' strides; the replay of
+    ``unsqueeze``'s prim gave other strides there, a channels_last result, and the write through ``flatten()`` was
+    lost (fuzz seed 35020 #18, layout, ``P_KERNEL`` 1, on this session's first fix; plain ``thunder.jit`` wrong)."""
+    def f(b):
+        t0 = F.rms_norm(b.unsqueeze(0).permute(0, 3, 1, 2), (b.shape[1],))
+        t1 = t0.flatten()
+        t0.tanh_()
+        return t1 + 0, t0
+
+    def make():
+        return (torch.arange(24.0).reshape(shape) / 7 - 1).transpose(0, 1)
+
+    got = fusion_alias.jit(f, backend="reference", schedule=schedule)(make())
+    for g, e in zip(got, f(make())):
+        torch.testing.assert_close(g, e)
