@@ -6,7 +6,10 @@ program is the one it was; the older tests that pin the layout, calls and dtype 
 * the calls generator's call orders that come back to an aliasing after others (fuzz/gen_aliasing.py, Note [calls
   that come back to an aliasing], ``P_REVISIT``);
 * the dtype generator's in-place scan given its own dtype (fuzz/dtype_spellings.py, Note [an in-place scan given its
-  own dtype in dtype programs], ``P_SCAN_DTYPE``).
+  own dtype in dtype programs], ``P_SCAN_DTYPE``);
+* the hidden generator's numbers kept in a global list, a global dict or a default argument's dict, another on each
+  call, sometimes changed by the function (fuzz/hidden_numbers.py, Note [a number kept outside the function, changed
+  between calls], ``P_NUMBER``): the class of mutable_defaults.py.
 """
 
 import hashlib
@@ -16,7 +19,7 @@ import warnings
 import pytest
 
 from fusion_alias import fuzz
-from fusion_alias.fuzz import dtype_spellings, gen_aliasing, kernel_layouts, oracle, source
+from fusion_alias.fuzz import dtype_spellings, gen_aliasing, hidden_numbers, kernel_layouts, oracle, source
 from fusion_alias.fuzz.generator import generate_program
 
 # (generators, grad, seed, programs) -> sha1 of the rendered programs, the three forms at their default probabilities
@@ -26,6 +29,8 @@ STREAMS = {
     (("dtype",), False, 35012, 30): "32de23170e65d65198e22661e5eea7c41a2daf64",
     (("dtype",), True, 35013, 15): "128f176b869cb09b434325e58834ab5e194ecfe6",
     (("layout",), True, 35014, 15): "3141a3a3fa66fb5a8e8e57c6174515161d5e2707",
+    (("hidden",), False, 35015, 30): "378e7e48268c76e63e6dba7fb79b55d7025ecd6e",  # (6 hold a number, 1 changes it)
+    (("hidden",), True, 35016, 12): "8467b278f9e32ea6a611dd1777b913cfb2d57a21",  # (3)
 }
 
 
@@ -96,3 +101,23 @@ def test_an_in_place_scan_keeps_its_own_dtype(monkeypatch):
     scans = [s.code for p in _programs(("dtype",), 35003, 20) for s in p.stmts if ".cumsum_(" in s.code]
     assert len(scans) >= 5
     assert all(re.search(r"\.cumsum_\((0|-1), dtype=torch\.\w+\)", c) for c in scans)
+
+
+def test_a_hidden_number_changes_from_call_to_call(monkeypatch):
+    monkeypatch.setattr(hidden_numbers, "P_NUMBER", 1.0)
+    kinds, changed = set(), 0
+    for p in _programs(("hidden",), 35050, 20):
+        (kind,) = [k for h, k, _ in p.hidden if h == hidden_numbers.NAME]
+        kinds.add(kind)
+        values = [dict(v.hidden)[hidden_numbers.NAME] for v in p.all_variants]
+        assert len(set(values)) == len(values), values
+        src = oracle.program_source(p)
+        assert f"    n0 = {hidden_numbers.access('n0', kind)}" in src and "t_n0 = " in src
+        assert ("opts=DEFAULTS" in src) == (kind == "number_default")
+        changed += any(s.must_refuse == hidden_numbers.CHANGED for s in p.stmts)
+    assert kinds == set(hidden_numbers.KINDS) and changed >= 2
+
+
+def test_the_number_form_off_draws_nothing(monkeypatch):
+    monkeypatch.setattr(hidden_numbers, "P_NUMBER", 0.0)
+    assert not any(hidden_numbers.is_number(k) for p in _programs(("hidden",), 35015, 20) for _, k, _ in p.hidden)

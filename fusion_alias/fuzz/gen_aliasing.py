@@ -29,8 +29,10 @@ shapes alone sees one program called with different memory sharing.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
+from fusion_alias.fuzz import hidden_numbers
 from fusion_alias.fuzz.program import ATTR_HOLDER, HIDDEN_KINDS, PARAM_NAMES, Variant
 
 HOST_SHAPE = (4, 4)
@@ -114,6 +116,17 @@ def calls_inputs(rng: random.Random) -> dict:
 
 
 def hidden_inputs(rng: random.Random) -> dict:
+    fields = _hidden_tensors(rng)
+    number = hidden_numbers.draw(rng, 1 + len(fields["variants"]))  # (Note [a number kept outside the function, ...])
+    if number is None:
+        return fields
+    kind, values = number
+    h = hidden_numbers.NAME
+    variants = tuple(dataclasses.replace(v, hidden=v.hidden + ((h, e),)) for v, e in zip(fields["variants"], values[1:]))
+    return {**fields, "hidden": fields["hidden"] + ((h, kind, values[0]),), "variants": variants}
+
+
+def _hidden_tensors(rng: random.Random) -> dict:
     nargs = rng.choice((1, 2, 2))
     nhidden = rng.choice((1, 1, 2))
     kinds = [rng.choice(HIDDEN_KINDS) for _ in range(nhidden)]

@@ -23,7 +23,8 @@ from typing import Sequence
 import torch
 
 from fusion_alias.fuzz import (gen_aliasing, gen_autocast, gen_dtype, gen_edges, gen_fresh, gen_item, gen_layout,
-                               gen_modules, gen_nograd, gen_order, gen_strided, gen_ties, gen_train, out_spellings)
+                               gen_modules, gen_nograd, gen_order, gen_strided, gen_ties, gen_train, hidden_numbers,
+                               out_spellings)
 from fusion_alias.fuzz.gen_basic import _gen_inputs, _Gen
 from fusion_alias.fuzz.hazard import _exec_stmt, _ill_defined, eager_env
 from fusion_alias.fuzz.program import GENERATORS, Program, Stmt
@@ -61,7 +62,7 @@ _MAKERS = {
     "ties": (gen_ties.ties_inputs, gen_ties.TiesGen, 1.0),
 }
 # a generator's last word on the program it grew (its documented refusals: gen_item.py, gen_ties.py)
-_FINISH = {"item": gen_item.finish, "ties": gen_ties.finish}
+_FINISH = {"item": gen_item.finish, "ties": gen_ties.finish, "hidden": hidden_numbers.finish}
 
 
 def generate_program(

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 
+from fusion_alias.fuzz import hidden_numbers
 from fusion_alias.fuzz.program import ATTR_HOLDER, CONSTANTS, Program
 
 _INT_DTYPES = ("int32", "int64", "int16", "int8", "uint8")
@@ -161,6 +162,7 @@ def _holders_source(p: Program) -> str:
     lines = []
     if "global_dict" in kinds:
         lines.append("G = {}")
+    lines += [hidden_numbers.holder(h, k) for h, k, _ in p.hidden if hidden_numbers.is_number(k)]  # (its Note)
     for h, k, _ in p.hidden:
         if k == "global":
             lines.append(f"GLOBAL_{h} = None")
@@ -195,11 +197,15 @@ def _holders_source(p: Program) -> str:
             body.append(f"    MOD_{h}.buf = hidden[{h!r}]")
         elif k == "closure":
             body.append(f"    SET_CLOSURE[{h!r}](hidden[{h!r}])")
+        elif hidden_numbers.is_number(k):
+            body.append(hidden_numbers.install(h, k))
     lines += body or ["    pass"]
     return "\n".join(lines).lstrip("\n") + "\n"
 
 
 def _hidden_access(h: str, kind: str) -> str:
+    if hidden_numbers.is_number(kind):
+        return hidden_numbers.access(h, kind)
     return {
         "global": f"GLOBAL_{h}",
         "global_dict": f"G[{h!r}]",
@@ -212,7 +218,8 @@ def _hidden_access(h: str, kind: str) -> str:
 def _prog_source(p: Program) -> str:
     closures = [h for h, k, _ in p.hidden if k == "closure"]
     pad = "    " if closures else ""
-    lines = [f"{pad}def prog({', '.join(p.params)}):"]
+    params = list(p.params) + ["opts=DEFAULTS" for _, k, _ in p.hidden if k == "number_default"][:1]
+    lines = [f"{pad}def prog({', '.join(params)}):"]
     lines += [f"{pad}    {h} = {_hidden_access(h, k)}" for h, k, _ in p.hidden]
     lines += [f"{pad}    {s.code}" for s in p.stmts]
     lines.append(f"{pad}    return ({''.join(r + ', ' for r in p.returns).rstrip()})")

@@ -1,0 +1,82 @@
+"""The hidden generator's numbers kept outside the function: in a global list, a global dict, or a dict that is a
+default argument, another number on each call.
+
+Note [a number kept outside the function, changed between calls]
+    Session 35 (mutable_defaults.py, Note [a number read from a default argument's container]; errors.py, Note [a
+    number the function changes and reads]): no generator read a Python number from a list or a dict that outlives
+    the call, changed between calls (the modules generator's ``cfg`` attribute aside), nor one the function changes
+    itself, and a default argument holding a dict was read as a constant, silently. With probability ``P_NUMBER`` a
+    hidden program holds a number ``n0``, rendered by kind (source.py installs each call's number before the call)::
+
+        number_list      NUMS_n0 = [0.0]     n0 = NUMS_n0[0]
+        number_dict      OPTS = {}           n0 = OPTS['n0']
+        number_default   DEFAULTS = {}       def prog(a, ..., opts=DEFAULTS): n0 = opts['n0']
+
+    another number on each aliasing variant (the calls come back to variant 0: a stale number shows), and the body
+    ends with statements reading it (``t = a * n0 + n0``, ``a.add_(n0)``); now and then (``P_CHANGED``) with one
+    that changes it in its holder, which fusion_alias must refuse by name (``Stmt.must_refuse``). Drawn from a stream
+    of its own seeded from ``rng``'s state without drawing from it: with ``P_NUMBER`` 0 every program is the one it
+    was (older tests pin that).
+"""
+
+from __future__ import annotations
+
+import random
+
+from fusion_alias.fuzz.program import ATTR_HOLDER, Program, Stmt
+
+P_NUMBER = 0.25
+P_CHANGED = 0.2
+KINDS = ("number_list", "number_dict", "number_default")
+NAME = "n0"
+_VALUES = ("0.5", "-1.5", "2.0", "0.25", "3.0", "-0.75")
+CHANGED = "the function changes a Python number it reads from an object that outlives the call"
+
+
+def draw(rng: random.Random, nvariants: int) -> tuple[str, list[str]] | None:
+    """(kind, the number of each variant) or None (module Note); ``rng`` is not drawn from."""
+    s = random.Random(str(rng.getstate()[1][:16]) + ":numbers")
+    if P_NUMBER <= 0 or s.random() >= P_NUMBER:
+        return None
+    values = s.sample(_VALUES, min(len(_VALUES), nvariants))
+    return s.choice(KINDS), values
+
+
+def is_number(kind: str) -> bool:
+    return kind in KINDS
+
+
+def access(h: str, kind: str) -> str:
+    """How the program reads number ``h`` of ``kind`` (source.py)."""
+    return {"number_list": f"NUMS_{h}[0]", "number_dict": f"OPTS[{h!r}]", "number_default": f"opts[{h!r}]"}[kind]
+
+
+def holder(h: str, kind: str) -> str:
+    """The module-level line of its holder (source.py)."""
+    return {"number_list": f"NUMS_{h} = [0.0]", "number_dict": "OPTS = {}", "number_default": "DEFAULTS = {}"}[kind]
+
+
+def install(h: str, kind: str) -> str:
+    """``install_hidden``'s line putting this call's number in its holder (source.py)."""
+    return {"number_list": f"    NUMS_{h}[0] = hidden[{h!r}]", "number_dict": f"    OPTS[{h!r}] = hidden[{h!r}]",
+            "number_default": f"    DEFAULTS[{h!r}] = hidden[{h!r}]"}[kind]
+
+
+def finish(p: Program) -> Program:
+    """``p`` with statements reading its number at the end (module Note); ``p`` where it holds none."""
+    kinds = [k for h, k, _ in p.hidden if h == NAME and is_number(k)]
+    tensors = [a for a in p.params if a != ATTR_HOLDER]
+    if not kinds or not tensors:
+        return p
+    s = random.Random(p.name + ":numbers")
+    x = s.choice(tensors)
+    stmts = list(p.stmts)
+    t = f"t_{NAME}"
+    stmts.append(Stmt(f"{t} = {x} * {NAME} + {NAME}", target=t, reads=(x,)))
+    returns = p.returns + (t,)
+    if s.random() < 0.5:
+        stmts.append(Stmt(f"{x}.add_({NAME})", reads=(x,), writes=x))
+        returns += (x,) if x not in returns else ()
+    if s.random() < P_CHANGED:
+        stmts.append(Stmt(f"{access(NAME, kinds[0])} = {NAME} + 1.0", must_refuse=CHANGED))
+    return p.replace(stmts=tuple(stmts), returns=returns)
