@@ -35,6 +35,8 @@ contiguous, and a write through its ``flatten()`` was lost (session 35 fuzz, lay
 
 from __future__ import annotations
 
+import inspect
+
 import torch
 import thunder.core.prims as prims
 import thunder.torch as ltorch
@@ -140,7 +142,7 @@ def eager_result_layout(b, index: int, p: TensorProxy, meta_of) -> torch.Tensor 
         args, kwargs = tree_map(meta_arg, (b.args, b.kwargs))
         if "device" in kwargs:
             kwargs["device"] = torch.device("meta")
-        result = _function_of(b)(*args, **kwargs)
+        result = _call(_function_of(b), b, args, kwargs)
     except Exception:  # noqa: BLE001 - no meta kernel, another signature: not told here
         return None
     outs = [t for t in tree_flatten(result)[0] if isinstance(t, torch.Tensor)]
@@ -148,6 +150,20 @@ def eager_result_layout(b, index: int, p: TensorProxy, meta_of) -> torch.Tensor 
         return None
     t = outs[index]
     return torch.empty_strided(tuple(t.shape), tuple(t.stride()), dtype=dtypes.to_torch_dtype(p.dtype), device="meta")
+
+
+def _call(fn, b, args: tuple, kwargs: dict):
+    """``fn(*args, **kwargs)``; where the torch function takes as keywords what Thunder's symbol takes by position
+    (``torch.sort(x, *, stable, dim, descending)``: ``ltorch.sort(a, dim, descending, stable)``), the first argument
+    by position and the others by the symbol's parameter names."""
+    try:
+        return fn(*args, **kwargs)
+    except TypeError:
+        if not args:
+            raise
+        params = list(inspect.signature(getattr(b.sym, "meta", None) or b.sym.__call__).parameters)
+        named = {**dict(zip(params[1:], args[1:])), **kwargs}
+        return fn(args[0], **named)
 
 
 def _empty(p: TensorProxy, fmt) -> torch.Tensor | None:

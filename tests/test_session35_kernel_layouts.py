@@ -140,3 +140,25 @@ def test_the_strides_of_an_unsqueezed_dim_are_eagers(shape, schedule):
     got = fusion_alias.jit(f, backend="reference", schedule=schedule)(make())
     for g, e in zip(got, f(make())):
         torch.testing.assert_close(g, e)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("grad", [False, True])
+def test_sort_values_in_a_call_that_computes_gradients(grad, schedule):
+    """``torch.sort``'s keyword-only ``stable`` took Thunder's positional arguments: its result's layout was not told
+    and the replay's guess (contiguous) made ``t0.reshape(-1)`` a view where eager's preserve_format result
+    (transposed) copies; with gradients the functional program wrote the negation back into ``t0`` (fuzz seed 35022
+    #14, layout, ``--grad``, ``P_KERNEL`` 1; wrong on 574fbaf too; plain ``thunder.jit`` raises at ``.values``)."""
+    def f(a):
+        t0 = torch.sort(a.transpose(0, 1), 0).values
+        t1 = t0.reshape(-1)
+        t1.neg_()
+        return t1, t0
+
+    def make():
+        leaf = (torch.arange(24.0).reshape(2, 3, 4) / 10 - 1).requires_grad_(grad)
+        return (leaf * 1).transpose(0, -1)
+
+    got = fusion_alias.jit(f, backend="reference", schedule=schedule)(make())
+    for g, e in zip(got, f(make())):
+        torch.testing.assert_close(g, e)
