@@ -13,7 +13,10 @@ import warnings
 import pytest
 import torch
 
-from fusion_alias.fuzz import dtype_rule_stmts, dtype_spellings, modules_code, modules_hooks, modules_process, oracle, source
+from fusion_alias.fuzz import (
+    dtype_rule_stmts, dtype_spellings, modules_code, modules_hook_dicts, modules_hooks, modules_process,
+    modules_values, oracle, source,
+)
 from fusion_alias.fuzz.generator import generate_program
 
 # (generators, grad, seed, programs) -> sha1 of the rendered programs, as drawn before session 32 (commit 2b76b93);
@@ -46,6 +49,8 @@ def test_streams_without_special_values_are_the_ones_they_were(case, monkeypatch
     monkeypatch.setattr(modules_process, "P_PROC", 0.0)  # (and its process form: test_session33_process_generator.py)
     monkeypatch.setattr(dtype_spellings, "P_REDUCTION_DTYPE", 0.0)  # (session 34's dtype= reductions: test_session34_reduction_dtypes.py)
     monkeypatch.setattr(modules_code, "P_CODE", 0.0)  # (session 34's code form: test_session34_code_changes.py)
+    monkeypatch.setattr(modules_values, "P_VALUES", 0.0)  # (session 35's forms: test_session35_module_forms.py)
+    monkeypatch.setattr(modules_hook_dicts, "P_HOOK_DICTS", 0.0)
     monkeypatch.setattr(dtype_spellings, "P_SCAN_DTYPE", 0.0)  # (session 35's in-place scans: test_session35_generators.py)
 
     def no_special(*a, **k):
@@ -113,6 +118,8 @@ def test_modules_number_operands_are_special_sometimes(monkeypatch):
     ``_Body.special``)."""
     monkeypatch.setattr(source, "SPECIAL_VALUES", True)
     monkeypatch.setattr(modules_code, "P_CODE", 0.0)  # (session 34's code form takes statements' places)
+    monkeypatch.setattr(modules_values, "P_VALUES", 0.0)  # (session 35's forms: test_session35_module_forms.py)
+    monkeypatch.setattr(modules_hook_dicts, "P_HOOK_DICTS", 0.0)
     found = set()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -13,7 +13,10 @@ import warnings
 import pytest
 
 from fusion_alias import fuzz
-from fusion_alias.fuzz import gen_modules, modules_code, modules_hooks, modules_outside, modules_process, oracle, source
+from fusion_alias.fuzz import (
+    gen_modules, modules_code, modules_hook_dicts, modules_hooks, modules_outside, modules_process, modules_values,
+    oracle, source,
+)
 from fusion_alias.fuzz.generator import generate_program
 
 # (seed, programs, grad) -> sha1 of the rendered modules programs at commit e48a912 (without --special-values)
@@ -104,6 +107,8 @@ def test_streams_without_the_forms_are_the_ones_they_were(case, monkeypatch):
     monkeypatch.setattr(modules_hooks, "P_SUB", 0.0)  # (session 33's submodule form: modules_hooks.py)
     monkeypatch.setattr(modules_process, "P_PROC", 0.0)  # (and its process form: modules_process.py)
     monkeypatch.setattr(modules_code, "P_CODE", 0.0)  # (session 34's code form: test_session34_code_changes.py)
+    monkeypatch.setattr(modules_values, "P_VALUES", 0.0)  # (session 35's forms: test_session35_module_forms.py)
+    monkeypatch.setattr(modules_hook_dicts, "P_HOOK_DICTS", 0.0)
     seed, n, grad = case
     h = hashlib.sha1()
     for p in _programs(seed, n, grad):

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from fusion_alias import fuzz
-from fusion_alias.fuzz import modules_code, modules_process, oracle, source
+from fusion_alias.fuzz import modules_code, modules_hook_dicts, modules_process, modules_values, oracle, source
 from fusion_alias.fuzz.generator import generate_program
 
 # (seed, programs, grad) -> sha1 of the rendered modules programs with the form at its default probability
@@ -41,6 +41,8 @@ def _process_state():
 def _no_special_values(monkeypatch):
     monkeypatch.setattr(source, "SPECIAL_VALUES", False)
     monkeypatch.setattr(modules_code, "P_CODE", 0.0)  # (session 34's code form: test_session34_code_changes.py)
+    monkeypatch.setattr(modules_values, "P_VALUES", 0.0)  # (session 35's forms: test_session35_module_forms.py)
+    monkeypatch.setattr(modules_hook_dicts, "P_HOOK_DICTS", 0.0)
     monkeypatch.setattr(modules_process, "P_BACKEND", 0.0)  # (session 34's backend flags: test_session34_backend_generator.py)
 
 

@@ -328,10 +328,12 @@ def _no_special_values(monkeypatch):
 def test_the_submodule_stream_is_pinned(case, _no_special_values, monkeypatch):
     import hashlib
 
-    from fusion_alias.fuzz import modules_code, modules_process, oracle
+    from fusion_alias.fuzz import modules_code, modules_hook_dicts, modules_process, modules_values, oracle
 
     monkeypatch.setattr(modules_process, "P_PROC", 0.0)  # (the process form: test_session33_process_generator.py)
     monkeypatch.setattr(modules_code, "P_CODE", 0.0)  # (session 34's code form: test_session34_code_changes.py)
+    monkeypatch.setattr(modules_values, "P_VALUES", 0.0)  # (session 35's forms: test_session35_module_forms.py)
+    monkeypatch.setattr(modules_hook_dicts, "P_HOOK_DICTS", 0.0)
     h = hashlib.sha1()
     for p in _module_programs(*case):
         h.update(oracle.program_source(p).encode())

@@ -13,7 +13,9 @@ import warnings
 import pytest
 
 from fusion_alias import fuzz
-from fusion_alias.fuzz import modules_code, modules_hooks, modules_process, oracle, source
+from fusion_alias.fuzz import (
+    modules_code, modules_hook_dicts, modules_hooks, modules_process, modules_values, oracle, source,
+)
 from fusion_alias.fuzz.generator import generate_program
 
 # (seed, programs, grad) -> sha1 of the rendered modules programs, session 33's forms and this one at their default
@@ -38,6 +40,8 @@ def _programs(seed, n, grad=False):
 def _no_special_values(monkeypatch):
     monkeypatch.setattr(source, "SPECIAL_VALUES", False)
     monkeypatch.setattr(modules_code, "P_CODE", 0.0)  # (session 34's code form: test_session34_code_changes.py)
+    monkeypatch.setattr(modules_values, "P_VALUES", 0.0)  # (session 35's forms: test_session35_module_forms.py)
+    monkeypatch.setattr(modules_hook_dicts, "P_HOOK_DICTS", 0.0)
 
 
 @pytest.mark.parametrize("case", list(BACKEND_STREAMS), ids=lambda c: f"{c[0]}-grad{c[2]}")

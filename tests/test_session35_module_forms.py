@@ -22,6 +22,12 @@ def _only_the_values_form(monkeypatch):
     monkeypatch.setattr(modules_hook_dicts, "P_HOOK_DICTS", 0.0)
 
 
+# (seed, programs, grad) -> sha1 of the rendered modules programs with the two forms at their defaults and the
+# session 33-34 forms off (their tests pin them with these off)
+FORM_STREAMS = {(35003, 30, False): "b37515d5cd85cbbded030c6239241d5b8dc0469a",
+                (35004, 12, True): "6f20574821f9050bfd7761f7a695b1d78895e80b"}
+
+
 def _module_programs(seed, n, grad=False):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -78,3 +84,22 @@ def test_the_fuzzer_runs_hook_dict_programs_against_fusion_alias(monkeypatch):
     report = fuzz.run_fuzz(seed=35101, only=[4, 7, 15], generators=("modules",), do_shrink=False)
     assert not report.failures, report.summary()
     assert report.ok >= 3, report.summary()
+
+
+@pytest.mark.parametrize("case", list(FORM_STREAMS), ids=lambda c: f"{c[0]}-grad{c[2]}")
+def test_the_form_streams_are_pinned(case, monkeypatch):
+    import hashlib
+
+    from fusion_alias.fuzz import oracle
+
+    monkeypatch.setattr(source, "SPECIAL_VALUES", False)
+    monkeypatch.setattr(modules_hooks, "P_SUB", 0.0)
+    monkeypatch.setattr(modules_process, "P_PROC", 0.0)
+    monkeypatch.setattr(modules_code, "P_CODE", 0.0)
+    h = hashlib.sha1()
+    for p in _module_programs(*case):
+        h.update(oracle.program_source(p).encode())
+    assert h.hexdigest() == FORM_STREAMS[case]
+    holding = [p for p in _module_programs(*case) if "_FaValues" in dict(p.tags)["module_src"]
+               or "_fa_times3" in dict(p.tags)["module_src"]]
+    assert holding  # (the pin covers the forms)

@@ -20,7 +20,7 @@ import random
 
 from fusion_alias.fuzz.own_stream_forms import OwnStreamForm
 
-P_HOOK_DICTS = 0.0  # the form's probability in a program (tests set it to 0: the streams before session 35)
+P_HOOK_DICTS = 0.08  # the form's probability in a program (tests set it to 0: the streams before session 35)
 PRELUDE = ["import collections", "", "",
            "def _fa_times3(mod, args, out):",
            "    return tuple(o * 3 for o in out) if isinstance(out, tuple) else out * 3", "", "",

@@ -22,7 +22,7 @@ import random
 from fusion_alias.fuzz.own_stream_forms import OwnStreamForm
 from fusion_alias.fuzz.program import Stmt
 
-P_VALUES = 0.0  # the form's probability in a program (tests set it to 0: the streams before session 35)
+P_VALUES = 0.08  # the form's probability in a program (tests set it to 0: the streams before session 35)
 P_STMT = 0.35  # a forward statement of the form, where a program holds it
 PRELUDE = ["class _FaValues:", "    pass", "", "",
            "_FA_V = _FaValues()", "_FA_V.span = range(2)", "_FA_V.tag = b'a'", "_FA_V.kinds = frozenset({'a'})",
