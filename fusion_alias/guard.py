@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import enum
 import functools
 from operator import itemgetter
 import types
@@ -14,7 +13,7 @@ from typing import Sequence
 import torch
 
 from fusion_alias.components import _file, _root, _unite
-from fusion_alias.object_shapes import Same, is_opaque_value, shape_of
+from fusion_alias.object_shapes import BY_IDENTITY, Same, is_opaque_value, shape_of
 from fusion_alias.overlap import (
     DEFAULT_MAX_WORK, _EMPTY, _UNKNOWN, _Parameter, _Tensor, _describe, _strided, _strided_description, _view_bits,
 )
@@ -121,8 +120,7 @@ _LEAF_TYPES = frozenset({int, float, bool, complex, str, type(None), torch.dtype
 # them by identity would compile again for each new object passed).
 _SAME_OBJECT = "is"
 _NUMBERS = frozenset({int, float, bool, complex, str})
-_BY_IDENTITY = (types.FunctionType, types.BuiltinFunctionType, type, torch.dtype, torch.device, enum.Enum,
-                functools.partial)
+_BY_IDENTITY = (*BY_IDENTITY, torch.device, functools.partial)  # (object_shapes's, a device and a partial too)
 
 
 def _leaf_key(t, tp):

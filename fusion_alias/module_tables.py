@@ -126,12 +126,7 @@ class ModuleTables(Live):
         self.modules.add(id(module))
         cls = type(module)
         self.forwards.append((module, cls, cls.forward))
-        tables = [getattr(module, name, None) for name in _HOOK_TABLES]
-        self.hold_hooks(tables)
-        for name, table in zip(_HOOK_TABLES, tables):  # Note [a hook dict replaced on the module]
-            self.owners.append(module.__dict__)
-            self.owned_names.append(name)
-            self.owned.append(table)
+        self.hold_hooks(module.__dict__, _HOOK_TABLES)
         for table in (module._modules, module.__dict__):
             self.sized.append(table)
             self.read[0].append(len(table))
@@ -140,8 +135,14 @@ class ModuleTables(Live):
             self.read[2].append(tuple(module._modules.values()))
         self.recorded.key = tuple(map(tuple, self.read))
 
-    def hold_hooks(self, tables) -> None:
-        for table in tables:
+    def hold_hooks(self, owner: dict, names) -> None:
+        """Hold the hook dicts ``owner`` (a module's ``__dict__``, torch's module globals) holds under ``names``, and
+        which dict each name held (Note [a hook dict replaced on the module])."""
+        for name in names:
+            table = owner.get(name)
+            self.owners.append(owner)
+            self.owned_names.append(name)
+            self.owned.append(table)
             if isinstance(table, dict):
                 self.sized.append(table)
                 self.hooks.append(table)
@@ -201,13 +202,7 @@ def note(module, record, ctx) -> bool:
     tables = ctx.module_tables
     if tables is None:
         tables = ctx.module_tables = ModuleTables(Shape(()))
-        globals_ = vars(torch.nn.modules.module)
-        held = [globals_.get(g) for g in _GLOBAL_TABLES]
-        tables.hold_hooks(held)
-        for name, table in zip(_GLOBAL_TABLES, held):  # (torch's global hook dicts, replaced likewise)
-            tables.owners.append(globals_)
-            tables.owned_names.append(name)
-            tables.owned.append(table)
+        tables.hold_hooks(vars(torch.nn.modules.module), _GLOBAL_TABLES)
         ctx.identity_records.append((_Held(tables), tables.recorded))
         _follow_replaced_modules(ctx.fn)
     if id(module) not in tables.modules:
