@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import random
 
+from fusion_alias.fuzz.own_stream_forms import own_stream
 from fusion_alias.fuzz.program import ATTR_HOLDER, Program, Stmt
 
 P_NUMBER = 0.25
@@ -35,7 +36,7 @@ CHANGED = "the function changes a Python number it reads from an object that out
 
 def draw(rng: random.Random, nvariants: int) -> tuple[str, list[str]] | None:
     """(kind, the number of each variant) or None (module Note); ``rng`` is not drawn from."""
-    s = random.Random(str(rng.getstate()[1][:16]) + ":numbers")
+    s = own_stream(rng, "numbers")
     if P_NUMBER <= 0 or s.random() >= P_NUMBER:
         return None
     values = s.sample(_VALUES, min(len(_VALUES), nvariants))

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import random
 
-from fusion_alias.fuzz.own_stream_forms import OwnStreamForm
+from fusion_alias.fuzz.own_stream_forms import OwnStreamForm, drawn
 from fusion_alias.fuzz.program import Stmt
 
 P_CODE = 0.08  # the form's probability in a program (tests set it to 0: the streams before session 34)
@@ -57,5 +57,4 @@ class Code(OwnStreamForm):
 def draw(rng: random.Random) -> Code | None:
     """The code form of one program (None: the program holds none), from a generator seeded from ``rng``'s state
     without drawing from it."""
-    s = random.Random(str(rng.getstate()[1][:16]) + ":code")
-    return Code(s) if P_CODE > 0 and s.random() < P_CODE else None
+    return drawn(Code, rng, "code", P_CODE)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import random
 
-from fusion_alias.fuzz.own_stream_forms import OwnStreamForm
+from fusion_alias.fuzz.own_stream_forms import OwnStreamForm, drawn
 
 P_HOOK_DICTS = 0.08  # the form's probability in a program (tests set it to 0: the streams before session 35)
 PRELUDE = ["import collections", "", "",
@@ -41,5 +41,4 @@ class HookDicts(OwnStreamForm):
 def draw(rng: random.Random) -> HookDicts | None:
     """The hook-dict form of one program (None: the program holds none), from a generator seeded from ``rng``'s
     state without drawing from it."""
-    s = random.Random(str(rng.getstate()[1][:16]) + ":hook dicts")
-    return HookDicts(s) if P_HOOK_DICTS > 0 and s.random() < P_HOOK_DICTS else None
+    return drawn(HookDicts, rng, "hook dicts", P_HOOK_DICTS)

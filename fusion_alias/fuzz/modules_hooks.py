@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import random
 
-from fusion_alias.fuzz.own_stream_forms import OwnStreamForm
+from fusion_alias.fuzz.own_stream_forms import OwnStreamForm, drawn
 from fusion_alias.fuzz.program import Stmt
 
 P_SUB = 0.1  # the form's probability in a program (tests set it to 0: the streams before session 33)
@@ -54,5 +54,4 @@ class Sub(OwnStreamForm):
 def draw(rng: random.Random) -> Sub | None:
     """The submodule form of one program (None: the program holds none), from a generator seeded from ``rng``'s
     state without drawing from it."""
-    s = random.Random(str(rng.getstate()[1][:16]) + ":sub")
-    return Sub(s) if P_SUB > 0 and s.random() < P_SUB else None
+    return drawn(Sub, rng, "sub", P_SUB)

@@ -41,7 +41,7 @@ from __future__ import annotations
 import random
 
 from fusion_alias.fuzz import modules_code, modules_hook_dicts, modules_hooks, modules_process, modules_values
-from fusion_alias.fuzz.own_stream_forms import OwnStreamForm
+from fusion_alias.fuzz.own_stream_forms import OwnStreamForm, own_stream
 from fusion_alias.fuzz.program import Stmt
 
 FORMS = ("extra", "cache", "hist", "act", "mode", "cfg")
@@ -134,7 +134,7 @@ class Outside:
 
 def draw(rng: random.Random) -> Outside:
     """The forms of one program, from a generator seeded from ``rng``'s state without drawing from it."""
-    out = Outside(random.Random(str(rng.getstate()[1][:16]) + ":outside"))
+    out = Outside(own_stream(rng, "outside"))
     out.own = [f for f in (modules_hooks.draw(rng), modules_process.draw(rng), modules_code.draw(rng),
                            modules_values.draw(rng), modules_hook_dicts.draw(rng)) if f is not None]
     return out

@@ -41,7 +41,7 @@ import random
 
 import torch
 
-from fusion_alias.fuzz.own_stream_forms import OwnStreamForm
+from fusion_alias.fuzz.own_stream_forms import OwnStreamForm, own_stream
 from fusion_alias.fuzz.program import Stmt
 
 P_PROC = 0.08  # the form's probability in a program (tests set it to 0: the streams before it)
@@ -117,11 +117,10 @@ class Proc(OwnStreamForm):
 def draw(rng: random.Random) -> Proc | None:
     """The process-setting form of one program (None: the program holds none), from a generator seeded from
     ``rng``'s state without drawing from it."""
-    seed = str(rng.getstate()[1][:16])
-    s = random.Random(seed + ":process")
+    s = own_stream(rng, "process")
     if not (P_PROC > 0 and s.random() < P_PROC):
         return None
-    b = random.Random(seed + ":backend")  # (Note [a backend flag in the deterministic-mode places])
+    b = own_stream(rng, "backend")  # (Note [a backend flag in the deterministic-mode places])
     return Proc(s, b.choice(sorted(BACKEND_FLAGS)) if P_BACKEND > 0 and b.random() < P_BACKEND else None)
 
 

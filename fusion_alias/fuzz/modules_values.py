@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import random
 
-from fusion_alias.fuzz.own_stream_forms import OwnStreamForm
+from fusion_alias.fuzz.own_stream_forms import OwnStreamForm, drawn
 from fusion_alias.fuzz.program import Stmt
 
 P_VALUES = 0.08  # the form's probability in a program (tests set it to 0: the streams before session 35)
@@ -51,5 +51,4 @@ class Values(OwnStreamForm):
 def draw(rng: random.Random) -> Values | None:
     """The values form of one program (None: the program holds none), from a generator seeded from ``rng``'s state
     without drawing from it."""
-    s = random.Random(str(rng.getstate()[1][:16]) + ":values")
-    return Values(s) if P_VALUES > 0 and s.random() < P_VALUES else None
+    return drawn(Values, rng, "values", P_VALUES)

@@ -1,6 +1,7 @@
 """What the ``modules`` generator's forms drawn from a stream of their own share (modules_hooks.py,
-modules_process.py, modules_code.py): the stream, the lines they add to the program, and how they draw a forward
-statement, the operands it reads and the statements that change them between calls (modules_outside.py asks)."""
+modules_process.py, modules_code.py, modules_values.py, modules_hook_dicts.py): the stream, the lines they add to
+the program, and how they draw a forward statement, the operands it reads and the statements that change them
+between calls (modules_outside.py asks)."""
 
 from __future__ import annotations
 
@@ -44,3 +45,15 @@ class OwnStreamForm:
         """A batch value and a vector (or the call's ``k``) of the program (``body``: ``gen_modules._Body``)."""
         s = self.s
         return s.choice(body.batch_vals), s.choice(body.mod.vecs() + ["k"])
+
+
+def own_stream(rng: random.Random, label: str) -> random.Random:
+    """A generator of its own for ``label``, seeded from ``rng``'s state without drawing from it: what is drawn from
+    it leaves every other draw of the program as it was."""
+    return random.Random(str(rng.getstate()[1][:16]) + ":" + label)
+
+
+def drawn(form, rng: random.Random, label: str, p: float):
+    """``form(s)`` of ``s = own_stream(rng, label)`` where the form is drawn (probability ``p``), else None."""
+    s = own_stream(rng, label)
+    return form(s) if p > 0 and s.random() < p else None
