@@ -90,7 +90,7 @@ def run(
             sizes,
             alias_pass_budget_s=6.0 if quick else 30.0,
             max_measure_s=30.0 if quick else 90.0,
-            repeat_below_s=0.5 if quick else 2.0,
+            repeat_below_s=0.5 if quick else 10.0,  # (scale.py, Note [every size measured alike])
             log=log,
         )
         md += [
@@ -106,7 +106,8 @@ def run(
             "cyclic GC paused: this is what collecting its objects costs), **total** = whole pass + that difference (the figure the targets use; "
             "aliased = every input may overlap every other, as when Thunder reports aliased arguments). The stages "
             "alone: *analysis* = alias analysis + read substitution + DCE, *graph* = dependency graph (as arrays, `graph.build_edges`), "
-            "*partition* = stage assignment. "
+            "*partition* = stage assignment. *runs* = first passes measured, each over a freshly built trace: "
+            "the row is the fastest, *first run* its first one's total (`scale.py`, Note [every size measured alike]). "
             "Thunder: `fuse_bound_symbols` on the same flattened trace (consecutive = `thunder.jit`'s default; "
             "dataflow only up to 20k), and Thunder's own alias pass `insert_alias_updates` on the aliased trace, "
             "measured while it fits its time budget and extrapolated (~) above.",
@@ -116,7 +117,8 @@ def run(
             f"Machine: {os.cpu_count()} CPUs; load average (1 min) {load_before:.2f} before these runs, "
             f"{_load_average():.2f} after (the figures are wall time: other work on the machine inflates them).",
             "",
-            "Growth exponents (log-log slope between the two largest sizes run):",
+            "Growth exponents (log-log slope between the two largest sizes run; *thunder consecutive*: Thunder's "
+            "grouping of the same trace, one walk that makes few objects, a reference for this machine's linear walk):",
             "",
             report.exponent_table(scale_rows),
         ]

@@ -143,8 +143,8 @@ def _variant(r: ScaleRow) -> str:
 def scale_table(rows: list[ScaleRow]) -> str:
     out = [
         "| trace | bsyms | top-level | regions | analysis s | graph s | partition s | whole pass s | gc after − before s | "
-        "**total s** | thunder consecutive s | thunder dataflow s | thunder alias pass s |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "**total s** | runs | first run s | thunder consecutive s | thunder dataflow s | thunder alias pass s |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         if r.skipped:
@@ -159,15 +159,16 @@ def scale_table(rows: list[ScaleRow]) -> str:
             ap = f"~{ap} (extrapolated)"
         out.append(
             f"| {_variant(r)} | {r.size} | {r.top_level or '–'} | {r.regions if not r.skipped else '–'} | {a} | {g} | {p} | "
-            f"{w} | {c} | {total} | {_fmt(r.thunder_consecutive)} | {_fmt(r.thunder_dataflow)} | {ap} |"
+            f"{w} | {c} | {total} | {'–' if r.skipped else r.runs} | {_fmt(r.first_total)} | "
+            f"{_fmt(r.thunder_consecutive)} | {_fmt(r.thunder_dataflow)} | {ap} |"
         )
     return "\n".join(out)
 
 
 def exponent_table(rows: list[ScaleRow]) -> str:
     out = [
-        "| trace | sizes | total | analysis | graph | partition | thunder alias pass |",
-        "|---|---|---:|---:|---:|---:|---:|",
+        "| trace | sizes | total | analysis | graph | partition | thunder consecutive | thunder alias pass |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for key in sorted({(r.kind, r.aliased) for r in rows}):
         pts = sorted((r for r in rows if (r.kind, r.aliased) == key and not r.skipped), key=lambda r: r.size)
@@ -178,6 +179,9 @@ def exponent_table(rows: list[ScaleRow]) -> str:
         for attr in ("total", "analysis", "graph", "partition"):
             k = slope(a.size, getattr(a, attr), b.size, getattr(b, attr))
             cells.append(_fmt(k, 3) if k is not None else "–")
+        k_tc = slope(a.size, a.thunder_consecutive, b.size, b.thunder_consecutive) if (
+            a.thunder_consecutive and b.thunder_consecutive) else None
+        cells.append(_fmt(k_tc, 3) if k_tc is not None else "–")
         k_ap = next((r.thunder_alias_pass_exponent for r in pts if r.thunder_alias_pass_exponent), None)
         out.append(
             f"| {_variant(a)} | {a.size}→{b.size} | {' | '.join(cells)} | {_fmt(k_ap) if k_ap else '–'} |"
