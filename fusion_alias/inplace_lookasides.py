@@ -44,7 +44,7 @@ from thunder.core.proxies import NumberProxy, Proxy, TensorProxy
 from thunder.core.symbol import Symbol
 import thunder.torch as ltorch
 
-from fusion_alias import clamp_ties, reduction_dtypes, return_types, saturated_sigmoid
+from fusion_alias import clamp_ties, dropout_checks, reduction_dtypes, return_types, saturated_sigmoid
 from fusion_alias.wrapped_lookasides import wrap_lookasides
 
 
@@ -382,6 +382,7 @@ def _dropout(a, p: float = 0.5, training: bool = True, inplace: bool = False):
     """``F.dropout``: Thunder's (eager's product with zero for ``p == 1``), and with ``inplace=True``
     (``nn.Dropout(inplace=True)``) its result stored into ``a`` (the same numbers: Thunder's generator draws
     the mask either way)."""
+    dropout_checks.check("dropout", a, p)  # (Note [a dropout's arguments are checked before the shortcut])
     if inplace and _dropout_leaves_input(a, p, training):
         return a  # eager's dropout_ returns its input untouched: no write (no leaf or saved-tensor error either)
     # eager's p == 1 is a product with zero (inf and nan give nan; a zero gradient): Thunder's gives zeros
@@ -410,6 +411,7 @@ def _feature_dropout(name: str, previous, default_training: bool):
     and left ``a`` as it was, so a later read of ``a`` saw the old values, silently (session 27 hand probe)."""
 
     def traced(a, p=0.5, training=default_training, inplace=False):
+        dropout_checks.check(name, a, p)  # (Note [a dropout's arguments are checked before the shortcut])
         if not inplace:
             return previous(a, p, training, False)
         if _dropout_leaves_input(a, p, training):
