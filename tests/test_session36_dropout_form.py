@@ -1,0 +1,85 @@
+"""Session 36 (helper): a last statement calling a dropout function in place or in evaluation mode, with arguments
+eager may refuse (fuzz/dropout_args.py, Note [a dropout's arguments in the fuzzer], ``P_DROPOUT``): the class of
+dropout_checks.py's Note [a dropout's arguments are checked before the shortcut], in the fuzzer. Drawn from a
+stream of its own, in the ``basic``, ``strided``, ``fresh`` and ``edges`` programs only (the generators whose
+streams no older test pins): with ``P_DROPOUT`` 0 every program is the one it was."""
+
+import hashlib
+import re
+import warnings
+
+import pytest
+
+from fusion_alias import fuzz
+from fusion_alias.fuzz import dropout_args, oracle, source
+from fusion_alias.fuzz.generator import generate_program
+
+# (generators, grad, seed, programs) -> sha1 of the rendered programs, the form at its default probability
+STREAMS = {
+    (None, False, 35401, 30): "8877789e968f3019ae8db7cc1012ef6df942a319",  # (2 hold the form)
+    (("basic",), False, 35402, 30): "b0c236517daf0d3c02bff3fd9601dd11e06537fd",
+    (("edges",), True, 35403, 12): "0ec8d37ffab6d883041a95cae36d0b9376045983",  # (1)
+}
+_FORM = re.compile(r"^t_drop = torch\.nn\.functional\.(\w+)\((\w+)(\.reshape\(-1\))?, (-?[\d.]+), "
+                   r"training=(True|False), inplace=(True|False)\)$")
+
+
+@pytest.fixture(autouse=True)
+def _no_special_values(monkeypatch):
+    monkeypatch.setattr(source, "SPECIAL_VALUES", False)
+
+
+def _programs(generators, seed, n, grad=False):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return [generate_program(seed, i, generators=generators or fuzz.GENERATORS, grad=grad) for i in range(n)]
+
+
+@pytest.mark.parametrize("case", list(STREAMS), ids=lambda c: f"{(c[0] or ('all',))[0]}-grad{c[1]}-{c[2]}")
+def test_the_streams_are_pinned(case):
+    generators, grad, seed, n = case
+    h = hashlib.sha1()
+    for p in _programs(generators, seed, n, grad):
+        h.update(oracle.program_source(p).encode())
+    assert h.hexdigest() == STREAMS[case]
+
+
+def test_the_form_is_a_last_statement_over_an_argument(monkeypatch):
+    monkeypatch.setattr(dropout_args, "P_DROPOUT", 1.0)
+    seen, refused_p, rank = set(), 0, 0
+    for p in _programs(None, 35404, 80):
+        forms = [s for s in p.stmts if s.target == dropout_args.NAME]
+        assert bool(forms) == (p.kind in dropout_args.KINDS), p.name
+        if forms:
+            (s,) = forms
+            assert s is p.stmts[-1] and p.returns[-1] == dropout_args.NAME
+            m = _FORM.match(s.code)
+            assert m and m.group(2) in p.params, s.code
+            seen.add(m.group(1))
+            refused_p += m.group(4) in ("-0.5", "1.5")
+            rank += bool(m.group(3))
+    assert seen == set(dropout_args._FUNCTIONS) and refused_p >= 5 and rank >= 1
+
+
+def test_the_form_off_draws_nothing_and_leaves_the_rest(monkeypatch):
+    monkeypatch.setattr(dropout_args, "P_DROPOUT", 1.0)
+    drawn = _programs(None, 35401, 20)
+    monkeypatch.setattr(dropout_args, "P_DROPOUT", 0.0)
+    for p, plain in zip(drawn, _programs(None, 35401, 20)):
+        assert not any(s.target == dropout_args.NAME for s in plain.stmts)
+        if p.kind in dropout_args.KINDS:
+            assert p.stmts[:-1] == plain.stmts and p.returns[:-1] == plain.returns and p.args == plain.args
+        else:
+            assert p == plain
+
+
+@pytest.mark.parametrize("index", [5, 11])
+def test_the_oracle_sees_the_missed_rejection_class(index, monkeypatch):
+    """Fuzz seed 35400 with the form in every program: #5 and #11 (``dropout1d(b, 1.5, training=False,
+    inplace=True)``) were missed rejections on d3acaad; both raise now."""
+    monkeypatch.setattr(dropout_args, "P_DROPOUT", 1.0)
+    (p,) = [generate_program(35400, i) for i in (index,)]
+    assert "dropout1d(b, 1.5, training=False, inplace=True)" in p.stmts[-1].code
+    for schedule in ("reads-first", "writes-first"):
+        status, detail = oracle.run_program(p, schedule)
+        assert status == "both-raised", detail
