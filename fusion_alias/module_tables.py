@@ -82,11 +82,13 @@ outside ``_modules`` costs a path followed (about 1 us).
 from __future__ import annotations
 
 from operator import is_
+from types import FunctionType
 
 import torch
 from thunder.core.interpreter import PseudoInst
 from torch.utils.hooks import RemovableHandle
 
+from fusion_alias.default_contents import default_contents
 from fusion_alias.object_shapes import Live, Shape
 
 # the hook dicts ``Module._call_impl`` reads of a module, and of torch.nn.modules.module's globals; the
@@ -105,7 +107,7 @@ class ModuleTables(Live):
     the ``_modules`` dicts that hold submodules by the modules they hold (Note [what the check compares])."""
 
     __slots__ = ("modules", "sized", "hooks", "parents", "read", "next_id", "recorded", "forwards", "owners",
-                 "owned_names", "owned")
+                 "owned_names", "owned", "forward_defaults")
 
     def __init__(self, recorded):
         self.modules: set = set()  # ids of the modules noted
@@ -116,6 +118,7 @@ class ModuleTables(Live):
         self.next_id = RemovableHandle.next_id  # (at the first read: a hook registered after it, even during
         # the compilation, sends every call to the comparison of keys)
         self.recorded = recorded  # an ``object_shapes.Shape`` of ``read``, compared with ``now()``
+        self.forward_defaults: list = []  # (a ``forward`` whose defaults hold containers, what they held)
         self.forwards: list = []  # (module, its class, the class's ``forward``): Note [forward replaced on the class]
         # each module's ``__dict__``, a hook dict's name, the dict it held: Note [a hook dict replaced on the module]
         self.owners: list = []
@@ -126,6 +129,9 @@ class ModuleTables(Live):
         self.modules.add(id(module))
         cls = type(module)
         self.forwards.append((module, cls, cls.forward))
+        contents = default_contents(cls.forward) if type(cls.forward) is FunctionType else ()
+        if contents:  # (default_contents.py, Note [a default container of a function the program calls])
+            self.forward_defaults.append((cls.forward, contents))
         self.hold_hooks(module.__dict__, _HOOK_TABLES)
         for table in (module._modules, module.__dict__):
             self.sized.append(table)
@@ -159,6 +165,9 @@ class ModuleTables(Live):
         for module, cls, forward in self.forwards:
             if type(module) is not cls or cls.forward is not forward:
                 return ("forward", id(module))
+        for forward, contents in self.forward_defaults:
+            if default_contents(forward) != contents:
+                return ("forward defaults", id(forward))
         if not all(map(is_, map(dict.get, self.owners, self.owned_names), self.owned)):
             return ("hook dict replaced",)
         hooks = read[1] if RemovableHandle.next_id == self.next_id else tuple(map(tuple, self.hooks))

@@ -18,9 +18,10 @@ string, None, a dtype, a tuple of those) and that the call leaves out as a keywo
 same object eager's call binds, now reached from the arguments, where the guard key and Thunder's prologue check
 what the program reads of it (its tensors' aliasing too). Positional-only parameters are left as they are. A
 replaced ``__defaults__`` compiles anew already (object_shapes.py, Note [a function's code and defaults]).
-A module's ``forward`` defaults are passed the same way (``m(x)`` called as ``m(x, s=S)``). Not covered: the
-defaults of a function the program calls inside (``helper(x)`` with ``def helper(x, s={...})``): Thunder reads
-them as constants there, and nothing here sees the call (docs/limits.md).
+A module's ``forward`` defaults are passed the same way (``m(x)`` called as ``m(x, s=S)``). The defaults of a
+function the program calls inside (``helper(x)`` with ``def helper(x, s={...})``) cannot be passed: Thunder reads
+them as constants there, and nothing here sees the call; the guard compares their contents instead
+(default_contents.py, Note [a default container of a function the program calls]).
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ import types
 
 import torch
 
+from fusion_alias.default_contents import default_contents
+
 NOT_PLAIN = (type, types.ModuleType, types.FunctionType, types.MethodType, types.BuiltinFunctionType,
              torch.nn.Module, torch.Tensor, torch.dtype, torch.device)
 
@@ -97,7 +99,7 @@ def shape_of(obj):
     if isinstance(obj, dict):
         return ("keys", tuple(_key_part(k) for k in obj))
     if tp is types.FunctionType:  # (Note [a function's code and defaults])
-        return ("function", Same(obj, *function_parts(obj)))
+        return ("function", Same(obj, *function_parts(obj)), default_contents(obj))  # (Note [a default container of a function the program calls])
     if isinstance(obj, BY_IDENTITY):
         return ("object", obj)
     if hasattr(obj, "__dict__") and not isinstance(obj, NOT_PLAIN) and not callable(obj):

@@ -11,12 +11,18 @@ Note [a number kept outside the function, changed between calls]
         number_list      NUMS_n0 = [0.0]     n0 = NUMS_n0[0]
         number_dict      OPTS = {}           n0 = OPTS['n0']
         number_default   DEFAULTS = {}       def prog(a, ..., opts=DEFAULTS): n0 = opts['n0']
+        number_helper    HELPER_DEFAULTS = {}; def read_n0(opts=HELPER_DEFAULTS): return opts['n0']
+                                             n0 = read_n0()
 
     another number on each aliasing variant (the calls come back to variant 0: a stale number shows), and the body
     ends with statements reading it (``t = a * n0 + n0``, ``a.add_(n0)``); now and then (``P_CHANGED``) with one
     that changes it in its holder, which fusion_alias must refuse by name (``Stmt.must_refuse``). Drawn from a stream
     of its own seeded from ``rng``'s state without drawing from it: with ``P_NUMBER`` 0 every program is the one it
     was (older tests pin that).
+
+    ``number_helper`` (session 36; default_contents.py, Note [a default container of a function the program
+    calls]): a ``number_default`` program becomes one with probability ``P_HELPER``, drawn last from the form's
+    stream (with it 0 every program is the one it was), and never changes its number itself.
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ from fusion_alias.fuzz.program import ATTR_HOLDER, Program, Stmt
 
 P_NUMBER = 0.25
 P_CHANGED = 0.2
+P_HELPER = 0.5
+HELPER = "number_helper"
 KINDS = ("number_list", "number_dict", "number_default")
 NAME = "n0"
 _VALUES = ("0.5", "-1.5", "2.0", "0.25", "3.0", "-0.75")
@@ -40,27 +48,32 @@ def draw(rng: random.Random, nvariants: int) -> tuple[str, list[str]] | None:
     if P_NUMBER <= 0 or s.random() >= P_NUMBER:
         return None
     values = s.sample(_VALUES, min(len(_VALUES), nvariants))
-    return s.choice(KINDS), values
+    kind = s.choice(KINDS)
+    if kind == "number_default" and P_HELPER > 0 and s.random() < P_HELPER:
+        kind = HELPER
+    return kind, values
 
 
 def is_number(kind: str) -> bool:
-    return kind in KINDS
+    return kind in KINDS or kind == HELPER
 
 
 def access(h: str, kind: str) -> str:
     """How the program reads number ``h`` of ``kind`` (source.py)."""
-    return {"number_list": f"NUMS_{h}[0]", "number_dict": f"OPTS[{h!r}]", "number_default": f"opts[{h!r}]"}[kind]
+    return {"number_list": f"NUMS_{h}[0]", "number_dict": f"OPTS[{h!r}]", "number_default": f"opts[{h!r}]",
+            HELPER: f"read_{h}()"}[kind]
 
 
 def holder(h: str, kind: str) -> str:
     """The module-level line of its holder (source.py)."""
-    return {"number_list": f"NUMS_{h} = [0.0]", "number_dict": "OPTS = {}", "number_default": "DEFAULTS = {}"}[kind]
+    return {"number_list": f"NUMS_{h} = [0.0]", "number_dict": "OPTS = {}", "number_default": "DEFAULTS = {}",
+            HELPER: f"HELPER_DEFAULTS = {{}}\n\n\ndef read_{h}(opts=HELPER_DEFAULTS):\n    return opts[{h!r}]\n"}[kind]
 
 
 def install(h: str, kind: str) -> str:
     """``install_hidden``'s line putting this call's number in its holder (source.py)."""
     return {"number_list": f"    NUMS_{h}[0] = hidden[{h!r}]", "number_dict": f"    OPTS[{h!r}] = hidden[{h!r}]",
-            "number_default": f"    DEFAULTS[{h!r}] = hidden[{h!r}]"}[kind]
+            "number_default": f"    DEFAULTS[{h!r}] = hidden[{h!r}]", HELPER: f"    HELPER_DEFAULTS[{h!r}] = hidden[{h!r}]"}[kind]
 
 
 def finish(p: Program) -> Program:
@@ -78,6 +91,6 @@ def finish(p: Program) -> Program:
     if s.random() < 0.5:
         stmts.append(Stmt(f"{x}.add_({NAME})", reads=(x,), writes=x))
         returns += (x,) if x not in returns else ()
-    if s.random() < P_CHANGED:
+    if s.random() < P_CHANGED and kinds[0] != HELPER:
         stmts.append(Stmt(f"{access(NAME, kinds[0])} = {NAME} + 1.0", must_refuse=CHANGED))
     return p.replace(stmts=tuple(stmts), returns=returns)

@@ -1,0 +1,126 @@
+"""What a called function's container defaults hold, as a guard compares it.
+
+Note [a default container of a function the program calls]
+----------------------------------------------------------
+Thunder 0.2.6's interpreter binds a parameter's default value as a constant: what the program reads of a
+default list, dict or object (``cfg["k"]``, ``ks[0]``, ``o.lr``) is baked into the trace, and the prologue
+checks none of it. ``fusion_alias.jit`` passes the jitted function's own such defaults as arguments
+(mutable_defaults.py), but a function the program calls inside binds its defaults where nothing sees the
+call, so once the user changed the container the compiled program kept the first call's number, silently
+(session 35 probe, plain ``thunder.jit`` too)::
+
+    def helper(x, cfg={"k": 2.0}):
+        return x * cfg["k"]
+    def f(x):
+        return helper(x).add_(1)       # f(x); helper.__defaults__[0]["k"] = 3.0; f(x)
+                                       # eager: x * 3 + 1;  was: x * 2 + 1
+
+The interpreter does see ``helper`` itself: it reads it from ``f``'s globals (or a closure, or a module's
+class), and outside_reads.py records it with its shape (object_shapes.py, Note [a function's code and
+defaults]). So a function's shape now also holds :func:`default_contents`: the contents of each default
+that is not a plain constant, taken down to numbers, strings and identities, and compared at each call
+like the rest of the shape. A call after ``cfg["k"] = 3.0`` finds another shape and compiles its own
+program, in which the interpreter reads 3.0. Example: ``default_contents(helper)`` is ``(("dict",
+(("k", (float, "0x1.0000000000000p+1")),)),)`` (a float by its hex spelling: ``nan`` equals itself, and
+``2`` and ``2.0`` and ``True`` differ, as they may in the program).
+
+Taken, per default: numbers, strings, bytes and None by type and value; tuples, lists and dicts entry by
+entry (a dict's keys in order); sets by their elements; a plain object by its attribute names and values;
+a tensor, a module, a function, a class, a dtype, a device or an enum member by identity (a tensor's
+values are the program's input, read at run time: Thunder keeps a tensor constant as the object). Past
+``_MAX_DEPTH`` levels or ``_MAX_ITEMS`` entries the contents are a fresh object that equals nothing, so
+each call compiles anew: slow, never a stale number. A function with no default or only constant ones
+(the common case) costs one tuple test.
+"""
+
+from __future__ import annotations
+
+import enum
+import types
+
+import torch
+
+from fusion_alias.mutable_defaults import _constant
+
+_MAX_DEPTH = 8
+_MAX_ITEMS = 10_000
+_SCALARS = (int, float, complex, bool, str, bytes, type(None))
+_BY_IDENTITY = (torch.Tensor, torch.nn.Module, types.FunctionType, types.BuiltinFunctionType, types.MethodType,
+                type, torch.dtype, torch.device, enum.Enum, types.ModuleType)
+
+
+class _Unknown:
+    """Contents too large or too deep to take: equal to nothing, itself included (each call compiles anew)."""
+
+    __slots__ = ()
+
+    def __eq__(self, other):
+        return False
+
+    def __hash__(self):
+        return id(self)
+
+
+class _Held:
+    """An object compared by identity and held (so that its id is not reused while a program keys by it)."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __eq__(self, other):
+        return isinstance(other, _Held) and other.obj is self.obj
+
+    def __hash__(self):
+        return id(self.obj)
+
+
+class _TooBig(Exception):
+    pass
+
+
+def default_contents(fn: types.FunctionType) -> tuple:
+    """The contents of ``fn``'s defaults that are not plain constants, positional then keyword (module Note);
+    ``()`` where there are none."""
+    defaults, kwdefaults = fn.__defaults__, fn.__kwdefaults__
+    if not defaults and not kwdefaults:
+        return ()
+    containers = [v for v in (defaults or ())] + [v for v in (kwdefaults or {}).values()]
+    containers = [v for v in containers if not _constant(v)]
+    if not containers:
+        return ()
+    budget = [_MAX_ITEMS]
+    try:
+        return tuple(_contents(v, _MAX_DEPTH, budget) for v in containers)
+    except _TooBig:
+        return (_Unknown(),)
+
+
+def _contents(v, depth: int, budget: list):
+    budget[0] -= 1
+    if budget[0] < 0 or depth < 0:
+        raise _TooBig
+    tp = type(v)
+    if tp is float:
+        return (float, v.hex())
+    if isinstance(v, _SCALARS):
+        return (tp, v)
+    if isinstance(v, _BY_IDENTITY):
+        return _Held(v)
+    if tp is list or tp is tuple:
+        return (tp, tuple(_contents(e, depth - 1, budget) for e in v))
+    if isinstance(v, dict):
+        return (tp, tuple((_contents(k, depth - 1, budget), _contents(e, depth - 1, budget)) for k, e in v.items()))
+    if isinstance(v, (set, frozenset)):
+        return (tp, tuple(sorted((_contents(e, depth - 1, budget) for e in v), key=repr)))
+    if isinstance(v, (list, tuple)):  # (a namedtuple, a list subclass)
+        return (tp, tuple(_contents(e, depth - 1, budget) for e in v))
+    attributes = getattr(v, "__dict__", None)
+    if isinstance(attributes, dict) and not callable(v):
+        return (tp, tuple((k, _contents(e, depth - 1, budget)) for k, e in sorted(attributes.items())))
+    try:
+        hash(v)
+    except TypeError:
+        return _Held(v)
+    return (tp, v)
