@@ -1,4 +1,4 @@
-"""What a called function's container defaults hold, as a guard compares it.
+"""What a called function's container defaults and a numpy array hold, as a guard compares them.
 
 Note [a default container of a function the program calls]
 ----------------------------------------------------------
@@ -119,8 +119,42 @@ def _contents(v, depth: int, budget: list):
     attributes = getattr(v, "__dict__", None)
     if isinstance(attributes, dict) and not callable(v):
         return (tp, tuple((k, _contents(e, depth - 1, budget)) for k, e in sorted(attributes.items())))
+    if is_numpy_array(v):
+        return array_contents(v)
     try:
         hash(v)
     except TypeError:
         return _Held(v)
     return (tp, v)
+
+
+# Note [a numpy array changed in place]
+# -------------------------------------
+# A numpy array the program reads (``float(ARR[0])``, ``a[0].item()``, of a global, an attribute or an argument)
+# is read while tracing: Thunder 0.2.6 bakes the number into the trace and its prologue checks nothing of the
+# array, and the guard compared the array by identity, so a change in place between calls ran the old number,
+# silently (session 36 probe; plain ``thunder.jit`` too)::
+#
+#     LR = numpy.array([0.1])
+#     def f(x): return x.mul_(float(LR[0]))      # f(x); LR[0] = 0.05; f(x)   eager: x * 0.05;  was: x * 0.1
+#
+# So an array's shape is the array (held) with its dtype, shape, strides and contents: its bytes up to
+# ``_ARRAY_BYTES``, a digest of them above (a pass over the array at each call: large arrays belong in tensors).
+_ARRAY_BYTES = 4096
+
+
+def is_numpy_array(obj) -> bool:
+    tp = type(obj)
+    return tp.__name__ == "ndarray" and tp.__module__ == "numpy"
+
+
+def array_contents(arr) -> tuple:
+    """``("ndarray", held array, dtype, shape, strides, contents)`` (Note [a numpy array changed in place])."""
+    if arr.dtype.hasobject:  # (Python objects inside: compared by identity of the array alone)
+        return ("ndarray", _Held(arr), _Unknown())
+    data = arr.tobytes()
+    if len(data) > _ARRAY_BYTES:
+        import hashlib
+
+        data = hashlib.blake2b(data, digest_size=16).digest()
+    return ("ndarray", _Held(arr), arr.dtype.str, arr.shape, arr.strides, data)

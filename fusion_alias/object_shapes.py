@@ -9,7 +9,7 @@ import types
 
 import torch
 
-from fusion_alias.default_contents import default_contents
+from fusion_alias.default_contents import array_contents, default_contents, is_numpy_array
 
 NOT_PLAIN = (type, types.ModuleType, types.FunctionType, types.MethodType, types.BuiltinFunctionType,
              torch.nn.Module, torch.Tensor, torch.dtype, torch.device)
@@ -105,6 +105,8 @@ def shape_of(obj):
     if hasattr(obj, "__dict__") and not isinstance(obj, NOT_PLAIN) and not callable(obj):
         return ("attributes", tuple(sorted(vars(obj))))
     if is_opaque_value(obj):  # Note [a value Thunder's prologue does not check]
+        if is_numpy_array(obj):  # (default_contents.py, Note [a numpy array changed in place])
+            return array_contents(obj)
         if tp is set:
             try:
                 return ("set", frozenset(obj))
@@ -130,7 +132,8 @@ def shape_of(obj):
 #     def f(x): return x.mul_(int(N))     # f(x); N = numpy.int64(3); f(x)   eager: x * 3;  was: x * 2
 #
 # Such a value's shape is the value itself (compared with ``==``, its type too), a set's its elements, and one
-# that cannot be hashed is compared by identity (a numpy array changed in place is not seen).
+# that cannot be hashed is compared by identity (a numpy array by its contents too: default_contents.py, Note [a
+# numpy array changed in place]).
 def is_opaque_value(obj) -> bool:
     """Whether ``obj`` is a value Thunder's prologue does not check and ``shape_of`` keys by value (Note [a value
     Thunder's prologue does not check])."""

@@ -13,6 +13,7 @@ Note [a number kept outside the function, changed between calls]
         number_default   DEFAULTS = {}       def prog(a, ..., opts=DEFAULTS): n0 = opts['n0']
         number_helper    HELPER_DEFAULTS = {}; def read_n0(opts=HELPER_DEFAULTS): return opts['n0']
                                              n0 = read_n0()
+        number_array     ARR_n0 = numpy.array([0.0])     n0 = float(ARR_n0[0])
 
     another number on each aliasing variant (the calls come back to variant 0: a stale number shows), and the body
     ends with statements reading it (``t = a * n0 + n0``, ``a.add_(n0)``); now and then (``P_CHANGED``) with one
@@ -22,7 +23,9 @@ Note [a number kept outside the function, changed between calls]
 
     ``number_helper`` (session 36; default_contents.py, Note [a default container of a function the program
     calls]): a ``number_default`` program becomes one with probability ``P_HELPER``, drawn last from the form's
-    stream (with it 0 every program is the one it was), and never changes its number itself.
+    stream (with it 0 every program is the one it was), and never changes its number itself. ``number_array``
+    (session 36; default_contents.py, Note [a numpy array changed in place]) likewise, of a ``number_list``
+    program with probability ``P_ARRAY``.
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ P_NUMBER = 0.25
 P_CHANGED = 0.2
 P_HELPER = 0.5
 HELPER = "number_helper"
+P_ARRAY = 0.5
+ARRAY = "number_array"
 KINDS = ("number_list", "number_dict", "number_default")
 NAME = "n0"
 _VALUES = ("0.5", "-1.5", "2.0", "0.25", "3.0", "-0.75")
@@ -51,29 +56,33 @@ def draw(rng: random.Random, nvariants: int) -> tuple[str, list[str]] | None:
     kind = s.choice(KINDS)
     if kind == "number_default" and P_HELPER > 0 and s.random() < P_HELPER:
         kind = HELPER
+    elif kind == "number_list" and P_ARRAY > 0 and s.random() < P_ARRAY:
+        kind = ARRAY
     return kind, values
 
 
 def is_number(kind: str) -> bool:
-    return kind in KINDS or kind == HELPER
+    return kind in KINDS or kind == HELPER or kind == ARRAY
 
 
 def access(h: str, kind: str) -> str:
     """How the program reads number ``h`` of ``kind`` (source.py)."""
     return {"number_list": f"NUMS_{h}[0]", "number_dict": f"OPTS[{h!r}]", "number_default": f"opts[{h!r}]",
-            HELPER: f"read_{h}()"}[kind]
+            HELPER: f"read_{h}()", ARRAY: f"float(ARR_{h}[0])"}[kind]
 
 
 def holder(h: str, kind: str) -> str:
     """The module-level line of its holder (source.py)."""
     return {"number_list": f"NUMS_{h} = [0.0]", "number_dict": "OPTS = {}", "number_default": "DEFAULTS = {}",
-            HELPER: f"HELPER_DEFAULTS = {{}}\n\n\ndef read_{h}(opts=HELPER_DEFAULTS):\n    return opts[{h!r}]\n"}[kind]
+            HELPER: f"HELPER_DEFAULTS = {{}}\n\n\ndef read_{h}(opts=HELPER_DEFAULTS):\n    return opts[{h!r}]\n",
+            ARRAY: f"import numpy\nARR_{h} = numpy.array([0.0])"}[kind]
 
 
 def install(h: str, kind: str) -> str:
     """``install_hidden``'s line putting this call's number in its holder (source.py)."""
     return {"number_list": f"    NUMS_{h}[0] = hidden[{h!r}]", "number_dict": f"    OPTS[{h!r}] = hidden[{h!r}]",
-            "number_default": f"    DEFAULTS[{h!r}] = hidden[{h!r}]", HELPER: f"    HELPER_DEFAULTS[{h!r}] = hidden[{h!r}]"}[kind]
+            "number_default": f"    DEFAULTS[{h!r}] = hidden[{h!r}]", HELPER: f"    HELPER_DEFAULTS[{h!r}] = hidden[{h!r}]",
+            ARRAY: f"    ARR_{h}[0] = hidden[{h!r}]"}[kind]
 
 
 def finish(p: Program) -> Program:
@@ -91,6 +100,6 @@ def finish(p: Program) -> Program:
     if s.random() < 0.5:
         stmts.append(Stmt(f"{x}.add_({NAME})", reads=(x,), writes=x))
         returns += (x,) if x not in returns else ()
-    if s.random() < P_CHANGED and kinds[0] != HELPER:
+    if s.random() < P_CHANGED and kinds[0] not in (HELPER, ARRAY):
         stmts.append(Stmt(f"{access(NAME, kinds[0])} = {NAME} + 1.0", must_refuse=CHANGED))
     return p.replace(stmts=tuple(stmts), returns=returns)

@@ -1,0 +1,118 @@
+"""Session 36: a numpy array the program reads, changed in place between calls (default_contents.py, Note [a numpy
+array changed in place]).
+
+Thunder 0.2.6 reads a numpy array while tracing (``float(LR[0])`` becomes a number in the trace) and its prologue
+checks nothing of it; the guard compared the array by identity, so an in-place change ran the old number, silently
+(plain ``thunder.jit`` too; session 36 probe). Each test calls with the first contents, the changed ones, then the
+first again, against eager on fresh inputs each call, the written input too, under both reference schedules.
+"""
+
+import types
+
+import pytest
+import thunder
+import torch
+
+import fusion_alias
+
+np = pytest.importorskip("numpy")
+
+SCHEDULES = ["reads-first", "writes-first"]
+
+ARR = np.array([2.0, 1.0])
+NS = types.SimpleNamespace(a=np.array([2.0]))
+BIG = np.ones(10_000)
+MATRIX = np.array([[2.0, 1.0], [0.0, 0.0]])
+INTS = np.array([2, 1], dtype=np.int64)
+
+
+def _helper(x, a=np.array([2.0])):
+    return x * float(a[0])
+
+
+ARG = np.array([2.0])
+
+# name -> (function of x and the extra arguments, the extra arguments, setter of the number read)
+CASES = {
+    "global": (lambda x: x.mul_(float(ARR[0])), (), lambda v: ARR.__setitem__(0, v)),
+    "global-sum": (lambda x: x.add_(float(ARR.sum())), (), lambda v: ARR.__setitem__(0, v)),
+    "attribute": (lambda x: x.mul_(NS.a[0].item()), (), lambda v: NS.a.__setitem__(0, v)),
+    "argument": (lambda x, a: x.mul_(float(a[0])), (ARG,), lambda v: ARG.__setitem__(0, v)),
+    "in-a-list-argument": (lambda x, lst: x.mul_(float(lst[0][0])), ([ARG],), lambda v: ARG.__setitem__(0, v)),
+    "in-a-dict-argument": (lambda x, d: x.mul_(float(d["a"].sum())), ({"a": ARG},), lambda v: ARG.__setitem__(0, v)),
+    "large": (lambda x: x.mul_(float(BIG[5])), (), lambda v: BIG.__setitem__(5, v)),
+    "transposed": (lambda x: x.mul_(float(MATRIX.T[0, 0])), (), lambda v: MATRIX.__setitem__((0, 0), v)),
+    "int64": (lambda x: x.mul_(int(INTS[0])), (), lambda v: INTS.__setitem__(0, int(v))),
+    "helper-default": (lambda x: _helper(x).add_(1), (), lambda v: _helper.__defaults__[0].__setitem__(0, v)),
+}
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_an_array_changed_in_place(case, schedule):
+    fn, extra, set_value = CASES[case]
+    jitted = fusion_alias.jit(fn, backend="reference", schedule=schedule)
+    try:
+        for v in (2.0, 3.0, 2.0):
+            set_value(v)
+            xe, xj = torch.ones(3), torch.ones(3)
+            torch.testing.assert_close(jitted(xj, *extra), fn(xe, *extra))
+            torch.testing.assert_close(xj, xe)
+    finally:
+        set_value(2.0)
+    assert thunder.cache_misses(jitted) == 2  # (the third call runs the first call's program again)
+
+
+def test_an_array_the_program_changes_itself():
+    """``ARR[0] += 1`` inside: each call finds other contents and compiles anew; the results are eager's."""
+    arr = np.array([2.0])
+
+    def fn(x):
+        r = x * float(arr[0])
+        arr[0] += 1
+        return r
+
+    jitted = fusion_alias.jit(fn, backend="reference")
+    got = [jitted(torch.ones(1)).item() for _ in range(3)]
+    arr[0] = 2.0
+    assert got == [fn(torch.ones(1)).item() for _ in range(3)]
+
+
+def test_an_unchanged_array_reuses_the_program():
+    arr = np.array([2.0, np.nan])
+
+    def fn(x):
+        return x.mul_(float(arr[0]))
+
+    jitted = fusion_alias.jit(fn, backend="reference")
+    for _ in range(3):
+        jitted(torch.ones(3))
+    assert (thunder.cache_hits(jitted), thunder.cache_misses(jitted)) == (2, 1)
+
+
+# The generator form (fuzz/hidden_numbers.py, ``number_array``): with P_NUMBER and P_ARRAY 1, seed 36003 (40
+# programs, reference backend, 3 schedules): 3 mismatches (#1, #5, #11) on the code before the fix, 0 after.
+
+
+def test_the_hidden_generator_reads_a_number_from_an_array(monkeypatch):
+    import warnings
+
+    from fusion_alias.fuzz import hidden_numbers, oracle
+    from fusion_alias.fuzz.generator import generate_program
+
+    monkeypatch.setattr(hidden_numbers, "P_NUMBER", 1.0)
+    monkeypatch.setattr(hidden_numbers, "P_ARRAY", 1.0)
+    arrays = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        programs = [generate_program(36003, i, generators=("hidden",)) for i in range(20)]
+    for p in programs:
+        (kind,) = [k for h, k, _ in p.hidden if h == hidden_numbers.NAME]
+        assert kind != "number_list"
+        if kind == hidden_numbers.ARRAY:
+            arrays += 1
+            src = oracle.program_source(p)
+            assert "ARR_n0 = numpy.array([0.0])" in src and "    n0 = float(ARR_n0[0])" in src
+            assert "    ARR_n0[0] = hidden['n0']" in src
+            assert not any(s.must_refuse == hidden_numbers.CHANGED for s in p.stmts)
+    assert arrays >= 4
