@@ -14,7 +14,7 @@ from fusion_alias.autograd_functionalize import FunctionalizeForAutograd, Writte
 from fusion_alias.backends.reference import SCHEDULES
 from fusion_alias.errors import default_dtype_error, number_changed_while_tracing
 from fusion_alias.executor import BACKENDS, AliasInputError, executor
-from fusion_alias.guard import flat_sequences, guard_key
+from fusion_alias.guard import deque_numbers, flat_sequences, guard_key
 from fusion_alias.leaked_proxies import proxy_left_in, refuse_leak
 from fusion_alias.module_state import follow_rebound_state, trains_parameters
 from fusion_alias.mutable_defaults import default_filler
@@ -266,7 +266,7 @@ class AliasSpecializedFunction:
             if flat is None:
                 flat, spec = tree_flatten((args, kwargs))
             key, grad = guard_key(flat)
-            key = (spec, key)
+            key = (spec, key, deque_numbers(spec, flat))  # (guard.py, Note [numbers inside a deque argument])
         needs_grad = grad and torch.is_grad_enabled()
         slot = (key, needs_grad)
         jfn = self._by_key.get(slot)

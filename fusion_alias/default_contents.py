@@ -35,6 +35,8 @@ each call compiles anew: slow, never a stale number. A function with no default 
 
 from __future__ import annotations
 
+import array
+import collections
 import enum
 import types
 
@@ -119,11 +121,12 @@ def _contents(v, depth: int, budget: list):
     attributes = getattr(v, "__dict__", None)
     if isinstance(attributes, dict) and not callable(v):
         return (tp, tuple((k, _contents(e, depth - 1, budget)) for k, e in sorted(attributes.items())))
-    if is_numpy_array(v):
-        return array_contents(v)
+    contents = mutable_contents(v)
+    if contents is not None:
+        return contents
     try:
         hash(v)
-    except TypeError:
+    except (TypeError, ValueError):
         return _Held(v)
     return (tp, v)
 
@@ -141,6 +144,38 @@ def _contents(v, depth: int, budget: list):
 # So an array's shape is the array (held) with its dtype, shape, strides and contents: its bytes up to
 # ``_ARRAY_BYTES``, a digest of them above (a pass over the array at each call: large arrays belong in tensors).
 _ARRAY_BYTES = 4096
+
+
+# Note [a mutable sequence Thunder does not unpack]
+# -------------------------------------------------
+# The same holds for the other mutable sequences Thunder's prologue neither checks nor unpacks, a
+# ``bytearray``, a ``memoryview``, an ``array.array`` and a ``collections.deque`` (``x.mul_(DQ[0])``,
+# ``DQ[0] = 3.0`` between calls: the old number, silently, in plain ``thunder.jit`` too; a writable
+# ``memoryview`` raised "cannot hash" in the guard): each is compared by its contents, as
+# :func:`mutable_contents` takes them. (``list`` and ``dict`` subclasses, ``OrderedDict``, ``Counter``,
+# dataclasses and namedtuples holding lists are unpacked and checked by the prologue: right already.)
+def mutable_contents(obj):
+    """The contents of a numpy array, a ``bytearray``, a ``memoryview``, an ``array.array`` or a ``deque``, as a
+    guard compares them (Note [a numpy array changed in place], Note [a mutable sequence Thunder does not
+    unpack]); None for any other object."""
+    tp = type(obj)
+    if tp is bytearray:
+        return ("bytearray", bytes(obj))
+    if tp is memoryview:
+        try:
+            return ("memoryview", _Held(obj.obj), obj.format, obj.shape, obj.tobytes())
+        except ValueError:  # (released)
+            return ("memoryview", _Held(obj))
+    if tp is array.array:
+        return ("array", obj.typecode, obj.tobytes())
+    if tp is collections.deque:
+        try:
+            return ("deque", obj.maxlen, tuple(_contents(e, _MAX_DEPTH, [_MAX_ITEMS]) for e in obj))
+        except _TooBig:
+            return ("deque", _Unknown())
+    if is_numpy_array(obj):
+        return array_contents(obj)
+    return None
 
 
 def is_numpy_array(obj) -> bool:

@@ -260,6 +260,21 @@ def guard_key(items: Sequence[object], *, max_work: int | None = DEFAULT_MAX_WOR
 # member's offset entry carries both tensors' (conj, neg) bits where any is set; the common key is unchanged.
 
 
+# Note [numbers inside a deque argument]
+# --------------------------------------
+# Thunder's ``tree_flatten`` flattens a ``collections.deque`` like a list, so the guard took a number in one for a
+# leaf Thunder's prologue checks; the prologue does not unpack a deque, and the number read from it was baked into
+# the trace: ``f(x, deque([2.0]))`` then ``f(x, deque([3.0]))`` multiplied by 2 again, silently (session 36 probe;
+# plain ``thunder.jit`` too; a tensor in a deque is checked). Where the flattened call holds a deque, the key holds
+# every number of the call by type and value (a float by its hex spelling, so that a NaN equals itself).
+def deque_numbers(spec, flat) -> tuple:
+    """The numbers among ``flat`` by type and value where ``spec`` (``tree_flatten``'s) holds a deque, else ``()``
+    (Note [numbers inside a deque argument])."""
+    if "deque(" not in repr(spec):
+        return ()
+    return tuple((float, x.hex()) if type(x) is float else (type(x), x) for x in flat if type(x) in _NUMBERS)
+
+
 def flat_sequences(args: tuple):
     """``(leaves, structure)`` when every argument is a tensor or a plain list or tuple of tensors
     (an optimizer step's ``(params, grads)``), in ``tree_flatten``'s order; else ``(None, None)``.

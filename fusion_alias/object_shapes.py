@@ -9,7 +9,7 @@ import types
 
 import torch
 
-from fusion_alias.default_contents import array_contents, default_contents, is_numpy_array
+from fusion_alias.default_contents import default_contents, mutable_contents
 
 NOT_PLAIN = (type, types.ModuleType, types.FunctionType, types.MethodType, types.BuiltinFunctionType,
              torch.nn.Module, torch.Tensor, torch.dtype, torch.device)
@@ -105,8 +105,9 @@ def shape_of(obj):
     if hasattr(obj, "__dict__") and not isinstance(obj, NOT_PLAIN) and not callable(obj):
         return ("attributes", tuple(sorted(vars(obj))))
     if is_opaque_value(obj):  # Note [a value Thunder's prologue does not check]
-        if is_numpy_array(obj):  # (default_contents.py, Note [a numpy array changed in place])
-            return array_contents(obj)
+        contents = mutable_contents(obj)  # (default_contents.py, Note [a numpy array changed in place])
+        if contents is not None:
+            return contents
         if tp is set:
             try:
                 return ("set", frozenset(obj))
@@ -114,7 +115,7 @@ def shape_of(obj):
                 return ("object", Same(obj))
         try:
             hash(obj)
-        except TypeError:
+        except (TypeError, ValueError):  # (a writable memoryview raises ValueError; mutable_contents takes it first)
             return ("object", Same(obj))
         return ("value", tp, obj)
     return None

@@ -1,5 +1,7 @@
 """Session 36: a numpy array the program reads, changed in place between calls (default_contents.py, Note [a numpy
-array changed in place]).
+array changed in place]); likewise a ``bytearray``, a ``memoryview``, an ``array.array`` and a ``deque`` (Note [a
+mutable sequence Thunder does not unpack]), and numbers in a deque given as an argument (guard.py, Note [numbers
+inside a deque argument]).
 
 Thunder 0.2.6 reads a numpy array while tracing (``float(LR[0])`` becomes a number in the trace) and its prologue
 checks nothing of it; the guard compared the array by identity, so an in-place change ran the old number, silently
@@ -7,6 +9,8 @@ checks nothing of it; the guard compared the array by identity, so an in-place c
 first again, against eager on fresh inputs each call, the written input too, under both reference schedules.
 """
 
+import array
+import collections
 import types
 
 import pytest
@@ -31,6 +35,10 @@ def _helper(x, a=np.array([2.0])):
 
 
 ARG = np.array([2.0])
+BYTES = bytearray([2])
+VIEW = memoryview(bytearray([2]))
+DOUBLES = array.array("d", [2.0])
+QUEUE = collections.deque([2.0])
 
 # name -> (function of x and the extra arguments, the extra arguments, setter of the number read)
 CASES = {
@@ -44,6 +52,11 @@ CASES = {
     "transposed": (lambda x: x.mul_(float(MATRIX.T[0, 0])), (), lambda v: MATRIX.__setitem__((0, 0), v)),
     "int64": (lambda x: x.mul_(int(INTS[0])), (), lambda v: INTS.__setitem__(0, int(v))),
     "helper-default": (lambda x: _helper(x).add_(1), (), lambda v: _helper.__defaults__[0].__setitem__(0, v)),
+    "bytearray": (lambda x: x.mul_(BYTES[0]), (), lambda v: BYTES.__setitem__(0, int(v))),
+    "memoryview": (lambda x: x.mul_(VIEW[0]), (), lambda v: VIEW.__setitem__(0, int(v))),
+    "array.array": (lambda x: x.mul_(DOUBLES[0]), (), lambda v: DOUBLES.__setitem__(0, v)),
+    "deque": (lambda x: x.mul_(QUEUE[0]), (), lambda v: QUEUE.__setitem__(0, v)),
+    "deque-argument": (lambda x, q: x.mul_(q[0]), (QUEUE,), lambda v: QUEUE.__setitem__(0, v)),
 }
 
 
