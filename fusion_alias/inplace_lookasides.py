@@ -44,7 +44,8 @@ from thunder.core.proxies import NumberProxy, Proxy, TensorProxy
 from thunder.core.symbol import Symbol
 import thunder.torch as ltorch
 
-from fusion_alias import clamp_ties, dropout_checks, reduction_dtypes, return_types, saturated_sigmoid
+from fusion_alias import clamp_ties, complex_fill_values, dropout_checks, reduction_dtypes, return_types
+from fusion_alias import saturated_sigmoid
 from fusion_alias.wrapped_lookasides import wrap_lookasides
 
 
@@ -109,7 +110,7 @@ copy_ = Symbol(name="copy_", meta=langctx(Languages.TORCH)(_copy_meta), id="fusi
 
 
 def _tensor_fill_(a, value, /):
-    return fill_(a, value)
+    return fill_(a, complex_fill_values.real_value(a, value))  # (its Note)
 
 
 def _tensor_copy_(a, src, non_blocking: bool = False):
@@ -448,6 +449,7 @@ def register(executor) -> None:
         wrap_lookasides(executor, getattr(torch.nn.functional, name), partial(_feature_dropout, name,
                                                                                  default_training=training))
     executor._lookasides[torch.Tensor.unfold] = _tensor_unfold
+    complex_fill_values.register(executor)  # x.masked_fill(m, 1 + 0j): eager's dtype or error
     executor._lookasides[ltorch.to] = _tensor_to  # (``x.to`` resolves to Thunder's symbol on the proxy)
     executor._lookasides[torch.Tensor.to] = _tensor_to
     executor._lookasides[TensorProxy.__mod__] = _mod  # (Note [``x % y`` as eager's remainder])
