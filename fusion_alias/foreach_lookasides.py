@@ -53,6 +53,13 @@ _PER_TENSOR_METHOD = {"maximum": "clamp_min", "maximum_": "clamp_min_",
 
 def _foreach(method: str, tensors, *args, **kwargs):
     """Note [a foreach op as one op per tensor]."""
+    # Note [an empty foreach list]: eager raises "Tensor list must have at least one tensor." for every foreach op
+    # (``torch._foreach_mul_([], 2.0)``, ``_foreach_pow(2.0, [])``); one op per tensor in turn ran nothing and
+    # returned, a missed rejection (session 36 hand probe; plain ``thunder.jit`` raises its own error)
+    listed = tensors if isinstance(tensors, (list, tuple)) else args[0] if method == "pow" and args else None
+    if isinstance(listed, (list, tuple)) and not listed:
+        raise RuntimeError(f"torch._foreach_{method}: Tensor list must have at least one tensor. (eager PyTorch "
+                           "rejects this too)")
     if not isinstance(tensors, (list, tuple)):  # ``_foreach_pow(2.0, exponents)``: a number's powers
         if method == "pow" and len(args) == 1 and isinstance(args[0], (list, tuple)):
             return tuple(ltorch.pow(tensors, e) for e in args[0])
