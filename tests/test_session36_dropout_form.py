@@ -1,8 +1,9 @@
 """Session 36 (helper): a last statement calling a dropout function in place or in evaluation mode, with arguments
 eager may refuse (fuzz/dropout_args.py, Note [a dropout's arguments in the fuzzer], ``P_DROPOUT``): the class of
 dropout_checks.py's Note [a dropout's arguments are checked before the shortcut], in the fuzzer. Drawn from a
-stream of its own, in the ``basic``, ``strided``, ``fresh`` and ``edges`` programs only (the generators whose
-streams no older test pins): with ``P_DROPOUT`` 0 every program is the one it was."""
+stream of its own, in the ``basic`` and ``fresh`` programs only (the generators whose streams no older test
+pins): with ``P_DROPOUT`` 0 every program is the one it was. (The streams pinned here are of one generator each:
+the default mix holds ``hidden`` programs, whose generator another session changes.)"""
 
 import hashlib
 import re
@@ -11,14 +12,14 @@ import warnings
 import pytest
 
 from fusion_alias import fuzz
-from fusion_alias.fuzz import dropout_args, oracle, source
+from fusion_alias.fuzz import complex_fills, dropout_args, oracle, source
 from fusion_alias.fuzz.generator import generate_program
 
 # (generators, grad, seed, programs) -> sha1 of the rendered programs, the form at its default probability
 STREAMS = {
-    (None, False, 35401, 30): "8877789e968f3019ae8db7cc1012ef6df942a319",  # (2 hold the form)
-    (("basic",), False, 35402, 30): "b0c236517daf0d3c02bff3fd9601dd11e06537fd",
-    (("edges",), True, 35403, 12): "0ec8d37ffab6d883041a95cae36d0b9376045983",  # (1)
+    (("basic",), False, 35401, 40): "a9583071c3256072720f834ddb3f28b1f05217f0",  # (4 hold the form)
+    (("fresh",), False, 35402, 30): "0a4ca7689040bc3a32bf098907316d8add12616b",
+    (("basic",), True, 35403, 12): "338cea0cdd4ad35e696d0dbf87f4b9e6a80849bc",  # (1)
 }
 _FORM = re.compile(r"^t_drop = torch\.nn\.functional\.(\w+)\((\w+)(\.reshape\(-1\))?, (-?[\d.]+), "
                    r"training=(True|False), inplace=(True|False)\)$")
@@ -27,6 +28,7 @@ _FORM = re.compile(r"^t_drop = torch\.nn\.functional\.(\w+)\((\w+)(\.reshape\(-1
 @pytest.fixture(autouse=True)
 def _no_special_values(monkeypatch):
     monkeypatch.setattr(source, "SPECIAL_VALUES", False)
+    monkeypatch.setattr(complex_fills, "P_COMPLEX_FILL", 0.0)  # (a later form: its own test pins it)
 
 
 def _programs(generators, seed, n, grad=False):
@@ -73,10 +75,11 @@ def test_the_form_off_draws_nothing_and_leaves_the_rest(monkeypatch):
             assert p == plain
 
 
-@pytest.mark.parametrize("index", [5, 11])
+@pytest.mark.parametrize("index", [11])
 def test_the_oracle_sees_the_missed_rejection_class(index, monkeypatch):
-    """Fuzz seed 35400 with the form in every program: #5 and #11 (``dropout1d(b, 1.5, training=False,
-    inplace=True)``) were missed rejections on d3acaad; both raise now."""
+    """Fuzz seed 35400 with the form in every program: #11 (``dropout1d(b, 1.5, training=False, inplace=True)``) was
+    a missed rejection on d3acaad (and #5, an ``edges`` program, before the form left that generator); it raises
+    now."""
     monkeypatch.setattr(dropout_args, "P_DROPOUT", 1.0)
     (p,) = [generate_program(35400, i) for i in (index,)]
     assert "dropout1d(b, 1.5, training=False, inplace=True)" in p.stmts[-1].code
