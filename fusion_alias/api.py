@@ -263,10 +263,12 @@ class AliasSpecializedFunction:
             key, grad = got
         else:
             flat, spec = (None, None) if kwargs else flat_sequences(args)
+            numbers = ()
             if flat is None:
                 flat, spec = tree_flatten((args, kwargs))
+                numbers = deque_numbers(spec, flat)  # (guard.py, Note [numbers inside a deque argument])
             key, grad = guard_key(flat)
-            key = (spec, key, deque_numbers(spec, flat))  # (guard.py, Note [numbers inside a deque argument])
+            key = (spec, key, numbers)
         needs_grad = grad and torch.is_grad_enabled()
         slot = (key, needs_grad)
         jfn = self._by_key.get(slot)
