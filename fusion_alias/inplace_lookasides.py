@@ -450,6 +450,7 @@ def register(executor) -> None:
                                                                                  default_training=training))
     executor._lookasides[torch.Tensor.unfold] = _tensor_unfold
     complex_fill_values.register(executor)  # x.masked_fill(m, 1 + 0j): eager's dtype or error
+    dropout_checks.register(executor)  # F.rrelu(x, 0.5, 0.1): eager's error (its Note)
     executor._lookasides[ltorch.to] = _tensor_to  # (``x.to`` resolves to Thunder's symbol on the proxy)
     executor._lookasides[torch.Tensor.to] = _tensor_to
     executor._lookasides[TensorProxy.__mod__] = _mod  # (Note [``x % y`` as eager's remainder])

@@ -85,3 +85,49 @@ def test_dropouts_eager_runs_keep_eagers_values(name, p, training, inplace, sche
     assert expected[0] == got[0] == "ok"
     for e, g in zip((*expected[1], expected[2]), (*got[1], got[2])):
         torch.testing.assert_close(g, e, equal_nan=True)
+
+
+# Note [rrelu's arguments, checked as eager checks them] (dropout_checks.py): evaluation-mode rrelu ran without
+# eager's bound check and of dtypes eager has no kernel for
+RRELU_REFUSED = {
+    "F.rrelu lower > upper": lambda y: F.rrelu(y, 0.5, 0.1, training=False),
+    "F.rrelu_ lower > upper": lambda y: F.rrelu_(y, 0.5, 0.1, training=False),
+    "inplace, keywords": lambda y: F.rrelu(y, upper=0.05, lower=0.2, inplace=True),
+    "torch.rrelu NaN lower": lambda y: torch.rrelu(y, float("nan"), 0.1),
+    "torch.rrelu_ lower > upper": lambda y: torch.rrelu_(y, 0.5, 0.1),
+    "int64 in place": lambda y: F.rrelu(y.long(), training=False, inplace=True),
+    "bool": lambda y: F.rrelu(y > 0),
+    "int64 training": lambda y: F.rrelu(y.long(), training=True),
+}
+RRELU_RUN = {
+    "eval": lambda y: F.rrelu(y, 0.1, 0.3, training=False),
+    "eval in place": lambda y: F.rrelu(y, 0.1, 0.3, training=False, inplace=True),
+    "equal bounds, training": lambda y: F.rrelu(y, 0.2, 0.2, training=True),
+    "float16 in place": lambda y: F.rrelu_(y.half()),
+}
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("case", list(RRELU_REFUSED) + list(RRELU_RUN))
+def test_rrelu_checks_its_arguments_as_eager(case, schedule):
+    fn = {**RRELU_REFUSED, **RRELU_RUN}[case]
+
+    def f(x, y):
+        return fn(y[1:]), x * 2
+
+    expected, got = _outcome_of(f), _outcome_of(f, schedule)
+    assert got[0] == expected[0] == ("raised" if case in RRELU_REFUSED else "ok"), (expected, got)
+    if expected[0] == "raised":
+        assert got[1] is expected[1] and got[2].endswith(expected[2]) or expected[2] in got[2], (expected, got)
+    else:
+        for e, g in zip((*expected[1], expected[2]), (*got[1], got[2])):
+            torch.testing.assert_close(g, e)
+
+
+def _outcome_of(f, schedule=None):
+    x = _base()
+    g = f if schedule is None else fusion_alias.jit(f, schedule=schedule)
+    try:
+        return ("ok", g(x, x[0]), x)
+    except (RuntimeError, NotImplementedError) as e:
+        return ("raised", type(e), str(e).split("\n")[0].removesuffix(" (eager PyTorch rejects this too)"))
