@@ -45,7 +45,7 @@ import torch
 from fusion_alias.mutable_defaults import _constant
 
 _MAX_DEPTH = 8
-_MAX_ITEMS = 10_000
+_MAX_ITEMS = 100_000  # (about 50 ms a call to take; past it, compiling at each call)
 _SCALARS = (int, float, complex, bool, str, bytes, type(None))
 _BY_IDENTITY = (torch.Tensor, torch.nn.Module, types.FunctionType, types.BuiltinFunctionType, types.MethodType,
                 type, torch.dtype, torch.device, enum.Enum, types.ModuleType)

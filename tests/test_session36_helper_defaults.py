@@ -203,8 +203,24 @@ def test_a_default_the_program_appends_to():
     assert got == [1.0, 2.0, 3.0] and len(helper.__defaults__[0]) == 3
 
 
+def test_a_large_default_read_only_reuses_the_program():
+    table = list(range(20_000))
+
+    def helper(x, table=table):
+        return x * table[2]
+
+    def fn(x):
+        return x.add_(helper(x))
+
+    jitted = fusion_alias.jit(fn, backend="reference")
+    for _ in range(3):
+        xe, xj = torch.ones(3), torch.ones(3)
+        torch.testing.assert_close(jitted(xj), fn(xe))
+    assert (thunder.cache_hits(jitted), thunder.cache_misses(jitted)) == (2, 1)
+
+
 def test_a_default_too_large_to_take_compiles_at_each_call():
-    big = list(range(20_000))
+    big = list(range(200_000))
 
     def helper(x, table=big):
         return x * table[1]
