@@ -136,6 +136,7 @@ class _GuardedPrologue:
 
 
 _PLAIN_CONTAINERS = (tuple, list, dict)
+_SEQUENCES = (list, tuple)  # (a call whose first argument is one: flattened at once, no flat-only try; __call__)
 
 
 def _reads_beyond_arguments(prologue_trace, args: tuple, kwargs: dict) -> bool:
@@ -257,7 +258,7 @@ class AliasSpecializedFunction:
             self._fill = default_filler(self._fn)
         if self._fill is not None:
             args, kwargs = self._fill(args, kwargs)
-        got = None if kwargs else guard_key(args, flat_only=True)
+        got = None if kwargs or (args and type(args[0]) in _SEQUENCES) else guard_key(args, flat_only=True)
         if got is not None:
             flat = args
             key, grad = got
@@ -315,12 +316,13 @@ class AliasSpecializedFunction:
                 if refusal is not None:
                     raise refusal from e
                 raise
-            with grad_mode_exit.leave_as_traced(jfn, len(cache) != compiled, ctx.grad_at_entry or needs_grad):
-                if ctx.writebacks is not None:
-                    result = write_back(result, ctx.writebacks)
-                if needs_grad and self._options.get("is_differentiable_outputs") is not None:
-                    result = _mark_non_differentiable(result, self._options["is_differentiable_outputs"])
-                result = argument_views_outside_function(result, flat) if needs_grad else result  # (its Note)
+            entry = ctx.grad_at_entry or needs_grad
+            left = grad_mode_exit.mode_left(jfn, len(cache) != compiled)  # (its Note)
+            if left is entry and torch.is_grad_enabled() is entry:
+                result = self._after_call(result, ctx, needs_grad, flat)
+            else:
+                with grad_mode_exit.entered(entry, left):
+                    result = self._after_call(result, ctx, needs_grad, flat)
         finally:
             context.reset(token)
             self._last = jfn
@@ -331,6 +333,14 @@ class AliasSpecializedFunction:
             self._entries_seen[id(jfn)] = len(cache)
             refuse_leak(*leak)
         return result
+
+    def _after_call(self, result, ctx, needs_grad: bool, flat):
+        """What runs after the Thunder function returned, under the call's entry grad mode (api's ``_run``)."""
+        if ctx.writebacks is not None:
+            result = write_back(result, ctx.writebacks)
+        if needs_grad and self._options.get("is_differentiable_outputs") is not None:
+            result = _mark_non_differentiable(result, self._options["is_differentiable_outputs"])
+        return argument_views_outside_function(result, flat) if needs_grad else result  # (its Note)
 
     @staticmethod
     def _compiled_inputs(needs_grad: bool):

@@ -33,27 +33,30 @@ import torch
 _LEFT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # prologue -> the grad mode its call leaves
 
 
-@contextlib.contextmanager
-def leave_as_traced(jitted, compiled: bool, entry: bool):
-    """Around what runs after a call of the Thunder function ``jitted`` has returned: that runs under the grad mode
-    ``entry`` (the mode the call came in with, or on where the call computes gradients: the mode Thunder's autograd
-    Function ran under; api.py), and the call then leaves
-    the mode its cache entry leaves: recorded on the call that compiled it (``compiled``), set on later calls.
+def mode_left(jitted, compiled: bool) -> bool:
+    """The grad mode a call of the Thunder function ``jitted`` that has just returned leaves: the mode its cache
+    entry leaves, recorded on the call that compiled it (``compiled``), set on later calls (module Note).
 
-    Views of arguments remade after the call (view_outputs.py), and the caller's written inputs' views replayed
-    (input_outputs.py), are made in that entry mode: made in the mode the function left, ``y = x.t();
-    torch.set_grad_enabled(False); return y`` came back with no history and ``x``'s gradient was lost (session 30)."""
+    What runs after the call runs under the mode ``entry`` it came in with, or on where the call computes
+    gradients (the mode Thunder's autograd Function ran under; api.py), then the call leaves this one
+    (:func:`entered`, where the two differ, or the mode now is not ``entry``). Views of arguments remade after
+    the call (view_outputs.py), and the caller's written inputs' views replayed (input_outputs.py), are made in
+    that entry mode: made in the mode the function left, ``y = x.t(); torch.set_grad_enabled(False); return y``
+    came back with no history and ``x``'s gradient was lost (session 30). (A plain function, not a context
+    manager: the common call, whose modes all agree, costs no generator; api.py.)"""
     prologue = jitted._lc_cs.last_prologue
     if compiled:
         left = torch.is_grad_enabled()
         if prologue is not None:
             _LEFT[prologue] = left
-    else:
-        left = _LEFT.get(prologue) if prologue is not None else None
-        left = torch.is_grad_enabled() if left is None else left
-    if left is entry and torch.is_grad_enabled() is entry:
-        yield
-        return
+        return left
+    left = _LEFT.get(prologue) if prologue is not None else None
+    return torch.is_grad_enabled() if left is None else left
+
+
+@contextlib.contextmanager
+def entered(entry: bool, left: bool):
+    """Run the block under grad mode ``entry``, then leave mode ``left`` (:func:`mode_left`)."""
     torch.set_grad_enabled(entry)
     try:
         yield
