@@ -17,11 +17,11 @@ from fusion_alias.fuzz.generator import generate_program
 
 # (generators, grad, seed, programs) -> sha1 of the rendered programs, the form at its default probability
 STREAMS = {
-    (("basic",), False, 35401, 40): "a9583071c3256072720f834ddb3f28b1f05217f0",  # (4 hold the form)
+    (("basic",), False, 35401, 40): "6e3e513d648b37285cba106fd839786ad52ff978",  # (4 hold the form, 1 an rrelu)
     (("fresh",), False, 35402, 30): "0a4ca7689040bc3a32bf098907316d8add12616b",
-    (("basic",), True, 35403, 12): "338cea0cdd4ad35e696d0dbf87f4b9e6a80849bc",  # (1)
+    (("basic",), True, 35403, 12): "ecd1c4c65950b5979a6fc6221a4bba6e882c63d8",  # (1, an rrelu)
 }
-_FORM = re.compile(r"^t_drop = torch\.nn\.functional\.(\w+)\((\w+)(\.reshape\(-1\))?, (-?[\d.]+), "
+_FORM = re.compile(r"^t_drop = torch\.nn\.functional\.(\w+)\((\w+)(\.reshape\(-1\))?, (-?[\d.]+), (?:[\d.]+, )?"
                    r"training=(True|False), inplace=(True|False)\)$")
 
 
@@ -60,7 +60,7 @@ def test_the_form_is_a_last_statement_over_an_argument(monkeypatch):
             seen.add(m.group(1))
             refused_p += m.group(4) in ("-0.5", "1.5")
             rank += bool(m.group(3))
-    assert seen == set(dropout_args._FUNCTIONS) and refused_p >= 5 and rank >= 1
+    assert seen == {*dropout_args._FUNCTIONS, "rrelu"} and refused_p >= 5 and rank >= 1
 
 
 def test_the_form_off_draws_nothing_and_leaves_the_rest(monkeypatch):
@@ -83,6 +83,19 @@ def test_the_oracle_sees_the_missed_rejection_class(index, monkeypatch):
     monkeypatch.setattr(dropout_args, "P_DROPOUT", 1.0)
     (p,) = [generate_program(35400, i) for i in (index,)]
     assert "dropout1d(b, 1.5, training=False, inplace=True)" in p.stmts[-1].code
+    for schedule in ("reads-first", "writes-first"):
+        status, detail = oracle.run_program(p, schedule)
+        assert status == "both-raised", detail
+
+
+@pytest.mark.parametrize("index", [12, 25])
+def test_the_oracle_sees_the_rrelu_class(index, monkeypatch):
+    """Fuzz seed 35411 with the form in every program and every statement an rrelu (``P_RRELU`` 1): #12 and #25
+    (``rrelu(x, 0.5, 0.1, training=False, ...)``) were missed rejections on d3acaad; both raise now."""
+    monkeypatch.setattr(dropout_args, "P_DROPOUT", 1.0)
+    monkeypatch.setattr(dropout_args, "P_RRELU", 1.0)
+    p = generate_program(35411, index)
+    assert "rrelu(" in p.stmts[-1].code and ", 0.5, 0.1, training=False" in p.stmts[-1].code
     for schedule in ("reads-first", "writes-first"):
         status, detail = oracle.run_program(p, schedule)
         assert status == "both-raised", detail

@@ -16,6 +16,8 @@ Note [a dropout's arguments in the fuzzer]
 
     (a probability of -0.5 or 1.5, or one of 0, 0.3, 1 with ``training=False`` or 0 with ``training=True``, where
     eager returns ``x`` untouched; ``dropout1d`` of ``x`` runs or raises by ``x``'s rank), and returns ``t_drop``.
+    With probability ``P_RRELU`` the statement is instead ``F.rrelu(x, lower, upper, training=False, ...)`` (Note
+    [rrelu's arguments, checked as eager checks them]: ``lower > upper``, or an integer ``x``, eager refuses).
     Where eager raises, the jitted program must raise too (the oracle's rule for a program eager rejects). Drawn from
     a stream of its own seeded from ``rng``'s state without drawing from it: with ``P_DROPOUT`` 0 every program is
     the one it was (older tests pin that).
@@ -34,6 +36,8 @@ NAME = "t_drop"
 _FUNCTIONS = ("dropout", "alpha_dropout", "feature_alpha_dropout", "dropout1d", "dropout2d", "dropout3d")
 _BAD = ("-0.5", "1.5")
 _RUNS = (("0.0", "False"), ("0.3", "False"), ("1.0", "False"), ("0.0", "True"))
+P_RRELU = 0.25  # of the form's statements: an evaluation-mode rrelu instead (lower > upper: eager refuses)
+_RRELU_BOUNDS = (("0.5", "0.1"), ("0.1", "0.3"), ("0.2", "0.2"))
 
 
 def statement(s: random.Random, x: str) -> str:
@@ -45,6 +49,9 @@ def statement(s: random.Random, x: str) -> str:
         (p, training), inplace = s.choice(_RUNS), "True"
     if fn == "dropout1d" and s.random() < 0.3:  # a rank eager refuses (1-D)
         x = f"{x}.reshape(-1)"
+    if s.random() < P_RRELU:  # (drawn last: the dropout statements are the ones they were)
+        lower, upper = s.choice(_RRELU_BOUNDS)
+        return f"{NAME} = torch.nn.functional.rrelu({x}, {lower}, {upper}, training=False, inplace={inplace})"
     return f"{NAME} = torch.nn.functional.{fn}({x}, {p}, training={training}, inplace={inplace})"
 
 
