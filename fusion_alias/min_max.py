@@ -45,6 +45,22 @@ def _by_dim(dim) -> bool:
     return isinstance(dim, (Number, NumberProxy)) and not isinstance(dim, bool)
 
 
+# Note [a max's dim is checked as eager checks it]
+#     ``_along`` wrapped its ``dim`` (``dim % a.ndim``) and took a float one for an int, so ``torch.max(x, 5)`` of a
+#     3-d float ``x`` reduced dim 2 and ``x.min(dim=-4)`` dim 2, where eager raises "Dimension out of range
+#     (expected to be in range of [-3, 2], but got 5)", and ``torch.max(x, 1.5)`` reduced dim 1 where eager's
+#     argument parser raises TypeError (session 36 hand probe; plain ``thunder.jit`` raises): missed rejections.
+#     ``_checked_dim`` raises eager's errors first (a number proxy's value is not known while tracing: not checked).
+def _checked_dim(name: str, a, dim):
+    if isinstance(dim, float) or (isinstance(dim, Number) and not isinstance(dim, int)):
+        raise TypeError(f"{name}() received an invalid combination of arguments - got (Tensor, "
+                        f"{type(dim).__name__}) (eager PyTorch rejects this too)")
+    n = max(a.ndim, 1)
+    if isinstance(dim, int) and not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim
+
+
 def _may_carry_a_gradient(a) -> bool:
     return _is_tensor(a) and a.ndim > 0 and dtypes.is_float_dtype(a.dtype)
 
@@ -57,6 +73,8 @@ def _is_tensor(x) -> bool:
 
 def torch_max(a, /, dim=None, keepdim=False):
     """``torch.max`` (Note [max along a dim hands its gradient to the index it returns])."""
+    if _by_dim(dim) and _is_tensor(a):
+        dim = _checked_dim("max", a, dim)  # (Note [a max's dim is checked as eager checks it])
     if _by_dim(dim) and _may_carry_a_gradient(a):
         return _along(a, int(dim), bool(keepdim), ltorch.argmax)
     return ltorch.torch_max(a, dim, keepdim)
@@ -72,6 +90,8 @@ def torch_min(a, /, dim=None, keepdim=False):
         if keepdim:
             raise RuntimeError("keepdim=True is invalid for torch.min(a) overload.")
         return ltorch.amin(a, list(range(a.ndim)), False)
+    if _by_dim(dim) and _is_tensor(a):
+        dim = _checked_dim("min", a, dim)  # (Note [a max's dim is checked as eager checks it])
     if _may_carry_a_gradient(a):  # (Thunder's ``argmin`` has no gradient rule, ``argmax`` has: the first
         # minimum is the first maximum of ``-a``, NaN included; ``a`` is floating point)
         return _along(a, int(dim), bool(keepdim), lambda x, d, k: ltorch.argmax(ltorch.neg(x), d, k))
