@@ -12,7 +12,7 @@ import warnings
 import pytest
 
 from fusion_alias import fuzz
-from fusion_alias.fuzz import complex_fills, dropout_args, oracle, source
+from fusion_alias.fuzz import complex_fills, dropout_args, max_dims, oracle, source
 from fusion_alias.fuzz.generator import generate_program
 
 # (generators, grad, seed, programs) -> sha1 of the rendered programs, the form at its default probability
@@ -29,6 +29,7 @@ _FORM = re.compile(r"^t_drop = torch\.nn\.functional\.(\w+)\((\w+)(\.reshape\(-1
 def _no_special_values(monkeypatch):
     monkeypatch.setattr(source, "SPECIAL_VALUES", False)
     monkeypatch.setattr(complex_fills, "P_COMPLEX_FILL", 0.0)  # (a later form: its own test pins it)
+    monkeypatch.setattr(max_dims, "P_MAX_DIM", 0.0)  # (a later form: its own test pins it)
 
 
 def _programs(generators, seed, n, grad=False):

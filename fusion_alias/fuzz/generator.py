@@ -25,7 +25,7 @@ import torch
 from fusion_alias.fuzz import (gen_aliasing, gen_autocast, gen_dtype, gen_edges, gen_fresh, gen_item, gen_layout,
                                gen_modules, gen_nograd, gen_order, gen_strided, gen_ties, gen_train, hidden_numbers,
                                out_spellings)
-from fusion_alias.fuzz import complex_fills, dropout_args
+from fusion_alias.fuzz import complex_fills, dropout_args, max_dims
 from fusion_alias.fuzz.gen_basic import _gen_inputs, _Gen
 from fusion_alias.fuzz.hazard import _exec_stmt, _ill_defined, eager_env
 from fusion_alias.fuzz.program import GENERATORS, Program, Stmt
@@ -120,7 +120,8 @@ def _program_of_kind(kind: str, seed: int, index: int, rng: random.Random, max_s
         p = _grow(p, rng, gen_class, max_stmts, min(1.0, error_rate * bad_factor))
     p = _FINISH[kind](p) if kind in _FINISH else p
     p = dropout_args.finish(p, rng)  # (dropout_args.py, Note [a dropout's arguments in the fuzzer])
-    return complex_fills.finish(p, rng)  # (complex_fills.py, Note [a complex fill value in the fuzzer])
+    p = complex_fills.finish(p, rng)  # (complex_fills.py, Note [a complex fill value in the fuzzer])
+    return max_dims.finish(p, rng)  # (max_dims.py, Note [a max's dim in the fuzzer])
 
 
 def _grow(p: Program, rng: random.Random, gen_class: type, max_stmts: int, error_rate: float) -> Program:
