@@ -12,7 +12,7 @@ from thunder.core.trace import is_tracing
 from fusion_alias import context, grad_mode_exit, tensor_identity
 from fusion_alias.autograd_functionalize import FunctionalizeForAutograd, WrittenInputs, write_back
 from fusion_alias.backends.reference import SCHEDULES
-from fusion_alias.errors import default_dtype_error, number_changed_while_tracing
+from fusion_alias.errors import default_dtype_error, number_changed_while_tracing, refusal_inside
 from fusion_alias.executor import BACKENDS, AliasInputError, executor
 from fusion_alias.guard import deque_numbers, flat_sequences, guard_key
 from fusion_alias.leaked_proxies import proxy_left_in, refuse_leak
@@ -315,6 +315,9 @@ class AliasSpecializedFunction:
                 refusal = number_changed_while_tracing(e)
                 if refusal is not None:
                     raise refusal from e
+                inside = refusal_inside(e)  # (a refusal from inside Thunder's interpreter, as itself)
+                if inside is not None:
+                    raise inside from None
                 raise
             entry = ctx.grad_at_entry or needs_grad
             left = grad_mode_exit.mode_left(jfn, len(cache) != compiled)  # (its Note)

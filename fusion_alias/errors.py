@@ -23,6 +23,17 @@ class OutArgumentError(NotImplementedError):
     """An ``out=`` argument fusion_alias cannot trace as eager runs it (out_arguments.py)."""
 
 
+class TracingRefusal(NotImplementedError):
+    """A refusal raised where Thunder's interpreter wraps what it raises (a wrap callback: outside_reads.py):
+    ``fusion_alias.jit`` raises it as itself, not as the ``InterpreterError`` around it (api.py)."""
+
+
+def refusal_inside(error: Exception) -> TracingRefusal | None:
+    """The :class:`TracingRefusal` Thunder's interpreter wrapped in ``error``, or None."""
+    cause = error.__cause__
+    return cause if isinstance(cause, TracingRefusal) else None
+
+
 def out_refusal(name: str) -> OutArgumentError:
     """The refusal of ``torch.<name>(..., out=o)`` for a function whose ``out`` fusion_alias does not trace
     (out_arguments.py, Note [out= of other functions])."""

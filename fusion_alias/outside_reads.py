@@ -50,12 +50,14 @@ path already recorded. Each recorded path costs about a microsecond a call.
 from __future__ import annotations
 
 import types
+from collections.abc import Iterator
 
 import torch
 from thunder.core import jit_ext
 from thunder.core.interpreter import INTERPRETER_CALLBACKS, PseudoInst
 
 from fusion_alias import context, module_tables, tensor_identity
+from fusion_alias.errors import TracingRefusal
 from fusion_alias.object_shapes import BY_IDENTITY, NOT_PLAIN, Shape, is_opaque_value, shape_of
 from fusion_alias.trace_time_queries import _covered_by_arguments
 
@@ -163,9 +165,36 @@ def _guarded_method(record, obj, ctx) -> bool:
             and "forward" not in vars(module))
 
 
+# Note [an iterator that outlives the call]
+# -----------------------------------------
+# An iterator the program reaches from outside (a global generator, ``itertools.count()``, ``iter(LIST)``
+# kept in a global or an attribute, an iterator given as an argument) is advanced while tracing: Thunder's
+# interpreter runs ``next(IT)`` (or a ``for`` over it) once, the trace keeps the value, and every later call
+# returned it again, silently (session 36 probe; plain ``thunder.jit`` too)::
+#
+#     COUNTER = itertools.count()
+#     def f(x): return x.add_(next(COUNTER))      # eager: + 0, + 1, + 2, ...;  was: + 0 at every call
+#
+# Nothing outside can be guarded into being advanced, so such an iterator is refused as it is read, with what
+# to do instead. An iterator the function makes itself (``iter(LIST)``, ``zip(a, b)``) is a new one at each
+# call, as in eager: it is not read from outside, and runs.
+def _refuse_iterator(obj) -> None:
+    raise TracingRefusal(
+        f"fusion_alias: the function reads an iterator that outlives the call (a {type(obj).__name__} from a "
+        "global, a closure, an attribute or an argument): not supported. Thunder 0.2.6 advances it once, while "
+        "tracing, and every later call would reuse the values of that first call (Note [an iterator that "
+        "outlives the call], outside_reads.py). Draw the values outside and pass them as arguments, or pass the "
+        "container and iterate it inside."
+    )
+
+
 def _wrap_callback(value):
     result = _thunder_wrap_callback(value)  # (first: it respells a module's ``__dict__[k]`` as its attribute)
     obj = value.value
+    if isinstance(obj, Iterator) and not isinstance(obj, torch.Tensor):
+        ctx = context.current()
+        if ctx.has_call and _from_the_call(value.provenance) and not _is_table(value.provenance, ctx):
+            _refuse_iterator(obj)
     if (obj is None or type(obj) in (list, tuple, dict) or isinstance(obj, BY_IDENTITY)
             or (hasattr(obj, "__dict__") and not isinstance(obj, NOT_PLAIN)) or is_opaque_value(obj)):
         ctx = context.current()

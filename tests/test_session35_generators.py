@@ -49,6 +49,7 @@ def _programs(generators, seed, n, grad=False):
 def test_the_streams_are_pinned(case, monkeypatch):
     monkeypatch.setattr(hidden_numbers, "P_HELPER", 0.0)  # (session 36's forms: test_session36_*.py)
     monkeypatch.setattr(hidden_numbers, "P_ARRAY", 0.0)
+    monkeypatch.setattr(hidden_numbers, "P_ITERATOR", 0.0)
     generators, grad, seed, n = case
     h = hashlib.sha1()
     for p in _programs(generators, seed, n, grad):
@@ -109,6 +110,7 @@ def test_a_hidden_number_changes_from_call_to_call(monkeypatch):
     monkeypatch.setattr(hidden_numbers, "P_NUMBER", 1.0)
     monkeypatch.setattr(hidden_numbers, "P_HELPER", 0.0)  # (session 36's forms: test_session36_*.py)
     monkeypatch.setattr(hidden_numbers, "P_ARRAY", 0.0)
+    monkeypatch.setattr(hidden_numbers, "P_ITERATOR", 0.0)
     kinds, changed = set(), 0
     for p in _programs(("hidden",), 35050, 20):
         (kind,) = [k for h, k, _ in p.hidden if h == hidden_numbers.NAME]

@@ -279,6 +279,7 @@ def test_the_helper_form_off_leaves_the_programs_as_they_were(monkeypatch):
     monkeypatch.setattr(hidden_numbers, "P_NUMBER", 1.0)
     monkeypatch.setattr(hidden_numbers, "P_HELPER", 0.0)
     monkeypatch.setattr(hidden_numbers, "P_ARRAY", 0.0)  # (test_session36_numpy_arrays.py)
+    monkeypatch.setattr(hidden_numbers, "P_ITERATOR", 0.0)  # (test_session36_outside_iterators.py)
     h = hashlib.sha1()
     for p in _hidden_programs(36002, 12):
         assert all(k != hidden_numbers.HELPER for _, k, _ in p.hidden)

@@ -282,10 +282,10 @@ def _documented_refusal(p: Program, detail: str) -> bool:
 
 # fusion_alias.AliasInputError and its subclasses, autocast_dtypes.AutocastDtypeError, item_branches.
 # DataDependentBranchError (a NotImplementedError named otherwise: gen_item.py) and inplace_lookasides.
-# UnsupportedMethodError (an AttributeError: Tensor.exponential_, gen_edges.py's rng class) (the traceback names the
-# class raised)
+# UnsupportedMethodError (an AttributeError: Tensor.exponential_, gen_edges.py's rng class), errors.TracingRefusal
+# (a NotImplementedError named otherwise: outside_reads.py's iterators) (the traceback names the class raised)
 _REFUSAL_TYPES = ("AliasInputError", "WriteIntoGradInput", "ViewLayoutError", "AutocastDtypeError",
-                  "DataDependentBranchError", "UnsupportedMethodError")
+                  "DataDependentBranchError", "UnsupportedMethodError", "TracingRefusal")
 
 
 def _is_refusal(detail: str) -> bool:

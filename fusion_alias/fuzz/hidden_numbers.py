@@ -14,6 +14,7 @@ Note [a number kept outside the function, changed between calls]
         number_helper    HELPER_DEFAULTS = {}; def read_n0(opts=HELPER_DEFAULTS): return opts['n0']
                                              n0 = read_n0()
         number_array     ARR_n0 = numpy.array([0.0])     n0 = float(ARR_n0[0])
+        number_iterator  ITERS = {}; ITERS['n0'] = iter([this call's number])    n0 = next(ITERS['n0'])
 
     another number on each aliasing variant (the calls come back to variant 0: a stale number shows), and the body
     ends with statements reading it (``t = a * n0 + n0``, ``a.add_(n0)``); now and then (``P_CHANGED``) with one
@@ -25,7 +26,9 @@ Note [a number kept outside the function, changed between calls]
     calls]): a ``number_default`` program becomes one with probability ``P_HELPER``, drawn last from the form's
     stream (with it 0 every program is the one it was), and never changes its number itself. ``number_array``
     (session 36; default_contents.py, Note [a numpy array changed in place]) likewise, of a ``number_list``
-    program with probability ``P_ARRAY``.
+    program with probability ``P_ARRAY``. ``number_iterator`` (session 36; outside_reads.py, Note [an iterator that
+    outlives the call]), of a ``number_dict`` program with probability ``P_ITERATOR``: a program fusion_alias must
+    refuse by name (its ``t_n0`` statement carries ``ITERATOR``).
 """
 
 from __future__ import annotations
@@ -41,6 +44,9 @@ P_HELPER = 0.5
 HELPER = "number_helper"
 P_ARRAY = 0.5
 ARRAY = "number_array"
+P_ITERATOR = 0.25
+ITERATOR = "number_iterator"
+ITERATOR_REFUSAL = "iterator that outlives the call"
 KINDS = ("number_list", "number_dict", "number_default")
 NAME = "n0"
 _VALUES = ("0.5", "-1.5", "2.0", "0.25", "3.0", "-0.75")
@@ -58,31 +64,33 @@ def draw(rng: random.Random, nvariants: int) -> tuple[str, list[str]] | None:
         kind = HELPER
     elif kind == "number_list" and P_ARRAY > 0 and s.random() < P_ARRAY:
         kind = ARRAY
+    elif kind == "number_dict" and P_ITERATOR > 0 and s.random() < P_ITERATOR:
+        kind = ITERATOR
     return kind, values
 
 
 def is_number(kind: str) -> bool:
-    return kind in KINDS or kind == HELPER or kind == ARRAY
+    return kind in KINDS or kind in (HELPER, ARRAY, ITERATOR)
 
 
 def access(h: str, kind: str) -> str:
     """How the program reads number ``h`` of ``kind`` (source.py)."""
     return {"number_list": f"NUMS_{h}[0]", "number_dict": f"OPTS[{h!r}]", "number_default": f"opts[{h!r}]",
-            HELPER: f"read_{h}()", ARRAY: f"float(ARR_{h}[0])"}[kind]
+            HELPER: f"read_{h}()", ARRAY: f"float(ARR_{h}[0])", ITERATOR: f"next(ITERS[{h!r}])"}[kind]
 
 
 def holder(h: str, kind: str) -> str:
     """The module-level line of its holder (source.py)."""
     return {"number_list": f"NUMS_{h} = [0.0]", "number_dict": "OPTS = {}", "number_default": "DEFAULTS = {}",
             HELPER: f"HELPER_DEFAULTS = {{}}\n\n\ndef read_{h}(opts=HELPER_DEFAULTS):\n    return opts[{h!r}]\n",
-            ARRAY: f"import numpy\nARR_{h} = numpy.array([0.0])"}[kind]
+            ARRAY: f"import numpy\nARR_{h} = numpy.array([0.0])", ITERATOR: "ITERS = {}"}[kind]
 
 
 def install(h: str, kind: str) -> str:
     """``install_hidden``'s line putting this call's number in its holder (source.py)."""
     return {"number_list": f"    NUMS_{h}[0] = hidden[{h!r}]", "number_dict": f"    OPTS[{h!r}] = hidden[{h!r}]",
             "number_default": f"    DEFAULTS[{h!r}] = hidden[{h!r}]", HELPER: f"    HELPER_DEFAULTS[{h!r}] = hidden[{h!r}]",
-            ARRAY: f"    ARR_{h}[0] = hidden[{h!r}]"}[kind]
+            ARRAY: f"    ARR_{h}[0] = hidden[{h!r}]", ITERATOR: f"    ITERS[{h!r}] = iter([hidden[{h!r}]])"}[kind]
 
 
 def finish(p: Program) -> Program:
@@ -95,11 +103,12 @@ def finish(p: Program) -> Program:
     x = s.choice(tensors)
     stmts = list(p.stmts)
     t = f"t_{NAME}"
-    stmts.append(Stmt(f"{t} = {x} * {NAME} + {NAME}", target=t, reads=(x,)))
+    stmts.append(Stmt(f"{t} = {x} * {NAME} + {NAME}", target=t, reads=(x,),
+                      must_refuse=ITERATOR_REFUSAL if kinds[0] == ITERATOR else None))
     returns = p.returns + (t,)
     if s.random() < 0.5:
         stmts.append(Stmt(f"{x}.add_({NAME})", reads=(x,), writes=x))
         returns += (x,) if x not in returns else ()
-    if s.random() < P_CHANGED and kinds[0] not in (HELPER, ARRAY):
+    if s.random() < P_CHANGED and kinds[0] not in (HELPER, ARRAY, ITERATOR):
         stmts.append(Stmt(f"{access(NAME, kinds[0])} = {NAME} + 1.0", must_refuse=CHANGED))
     return p.replace(stmts=tuple(stmts), returns=returns)
