@@ -9,7 +9,7 @@ import traceback
 from typing import Callable, Sequence
 
 from fusion_alias.fuzz import modules_process
-from fusion_alias.fuzz.gen_edges import GRAD_REFUSALS
+from fusion_alias.fuzz.gen_edges import GRAD_REFUSALS, IDENTITY_REFUSALS
 from fusion_alias.fuzz.generator import generate_program
 from fusion_alias.fuzz.hazard import has_alias_hazard
 from fusion_alias.fuzz.oracle import SCHEDULES, MakeJit, _is_unsupported, exception_type, repro_source, run_program
@@ -275,7 +275,7 @@ def _documented_refusal(p: Program, detail: str) -> bool:
     that compute gradients). Note [one class per program, and the refusals it may get] (gen_edges.py)."""
     if p.refusals is None:
         return True
-    allowed = p.refusals + (GRAD_REFUSALS if p.grad else ())
+    allowed = p.refusals + IDENTITY_REFUSALS + (GRAD_REFUSALS if p.grad else ())
     message = _message(detail)
     return any(piece in message for piece in allowed)
 

@@ -88,6 +88,11 @@ REFUSALS = {
     "rng": tuple(dict.fromkeys(f"tensor.{m.split('(')[0]} is not supported" for m in RNG_METHODS)),
 }
 GRAD_REFUSALS = ("computes gradients", "require grad")
+# ... and in every class, the documented refusal of an identity test of ``contiguous()`` (or ``resolve_neg()``, a
+# complex ``resolve_conj()``; docs/limits.md), whose answer follows the call's layout: the identity spelling
+# (dtype_spellings.identity_factor) is drawn in every edges program (session 36: ``--grad`` seed 31056 #17,
+# ``a is not t0.real`` of ``t0 = a.contiguous(memory_format=torch.channels_last)``, counted as a jit error)
+IDENTITY_REFUSALS = ("an identity test (`is`, `id()`) of",)
 
 _SMALL_INT = ("int8", "uint8", "int16")
 _INT = ("int8", "int16", "int32", "int64")
