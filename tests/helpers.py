@@ -33,3 +33,27 @@ def assert_same(got, expected, state_jit, state_eager):
 
 def region_count(jitted) -> int:
     return len(fusion_alias.regions(jitted))
+
+
+def generated_programs(generators, seed, n, grad=False):
+    """The fuzzer's programs ``0..n-1`` of ``seed`` (``generators`` None: the default mix), warnings silenced."""
+    import warnings
+
+    from fusion_alias import fuzz
+    from fusion_alias.fuzz.generator import generate_program
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return [generate_program(seed, i, generators=generators or fuzz.GENERATORS, grad=grad) for i in range(n)]
+
+
+def stream_digest(generators, seed, n, grad=False) -> str:
+    """sha1 of the rendered programs of :func:`generated_programs`: what a test pins a fuzz stream by."""
+    import hashlib
+
+    from fusion_alias.fuzz import oracle
+
+    h = hashlib.sha1()
+    for p in generated_programs(generators, seed, n, grad):
+        h.update(oracle.program_source(p).encode())
+    return h.hexdigest()

@@ -3,15 +3,13 @@ Note [a complex fill value in the fuzzer], ``P_COMPLEX_FILL``): the class of com
 fill value of a real tensor], in the fuzzer. Drawn from a stream of its own, in the ``basic`` and ``fresh``
 programs only: with ``P_COMPLEX_FILL`` 0 every program is the one it was."""
 
-import hashlib
 import re
-import warnings
 
 import pytest
 
-from fusion_alias import fuzz
 from fusion_alias.fuzz import complex_fills, dropout_args, max_dims, oracle, source
 from fusion_alias.fuzz.generator import generate_program
+from helpers import generated_programs, stream_digest
 
 # (generators, grad, seed, programs) -> sha1 of the rendered programs, both session 36 forms at their defaults
 STREAMS = {
@@ -27,19 +25,13 @@ def _no_special_values(monkeypatch):
     monkeypatch.setattr(max_dims, "P_MAX_DIM", 0.0)  # (a later form: its own test pins it)
 
 
-def _programs(generators, seed, n, grad=False):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return [generate_program(seed, i, generators=generators or fuzz.GENERATORS, grad=grad) for i in range(n)]
+_programs = generated_programs
 
 
 @pytest.mark.parametrize("case", list(STREAMS), ids=lambda c: f"{(c[0] or ('all',))[0]}-grad{c[1]}-{c[2]}")
 def test_the_streams_are_pinned(case):
     generators, grad, seed, n = case
-    h = hashlib.sha1()
-    for p in _programs(generators, seed, n, grad):
-        h.update(oracle.program_source(p).encode())
-    assert h.hexdigest() == STREAMS[case]
+    assert stream_digest(generators, seed, n, grad) == STREAMS[case]
 
 
 def test_the_form_is_a_last_statement_over_an_argument(monkeypatch):

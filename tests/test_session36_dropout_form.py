@@ -5,15 +5,13 @@ stream of its own, in the ``basic`` and ``fresh`` programs only (the generators 
 pins): with ``P_DROPOUT`` 0 every program is the one it was. (The streams pinned here are of one generator each:
 the default mix holds ``hidden`` programs, whose generator another session changes.)"""
 
-import hashlib
 import re
-import warnings
 
 import pytest
 
-from fusion_alias import fuzz
 from fusion_alias.fuzz import complex_fills, dropout_args, max_dims, oracle, source
 from fusion_alias.fuzz.generator import generate_program
+from helpers import generated_programs, stream_digest
 
 # (generators, grad, seed, programs) -> sha1 of the rendered programs, the form at its default probability
 STREAMS = {
@@ -32,19 +30,13 @@ def _no_special_values(monkeypatch):
     monkeypatch.setattr(max_dims, "P_MAX_DIM", 0.0)  # (a later form: its own test pins it)
 
 
-def _programs(generators, seed, n, grad=False):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return [generate_program(seed, i, generators=generators or fuzz.GENERATORS, grad=grad) for i in range(n)]
+_programs = generated_programs
 
 
 @pytest.mark.parametrize("case", list(STREAMS), ids=lambda c: f"{(c[0] or ('all',))[0]}-grad{c[1]}-{c[2]}")
 def test_the_streams_are_pinned(case):
     generators, grad, seed, n = case
-    h = hashlib.sha1()
-    for p in _programs(generators, seed, n, grad):
-        h.update(oracle.program_source(p).encode())
-    assert h.hexdigest() == STREAMS[case]
+    assert stream_digest(generators, seed, n, grad) == STREAMS[case]
 
 
 def test_the_form_is_a_last_statement_over_an_argument(monkeypatch):

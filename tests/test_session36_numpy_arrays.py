@@ -18,6 +18,7 @@ import thunder
 import torch
 
 import fusion_alias
+from helpers import generated_programs
 
 np = pytest.importorskip("numpy")
 
@@ -108,17 +109,12 @@ def test_an_unchanged_array_reuses_the_program():
 
 
 def test_the_hidden_generator_reads_a_number_from_an_array(monkeypatch):
-    import warnings
-
     from fusion_alias.fuzz import hidden_numbers, oracle
-    from fusion_alias.fuzz.generator import generate_program
 
     monkeypatch.setattr(hidden_numbers, "P_NUMBER", 1.0)
     monkeypatch.setattr(hidden_numbers, "P_ARRAY", 1.0)
     arrays = 0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        programs = [generate_program(36003, i, generators=("hidden",)) for i in range(20)]
+    programs = generated_programs(("hidden",), 36003, 20)
     for p in programs:
         (kind,) = [k for h, k, _ in p.hidden if h == hidden_numbers.NAME]
         assert kind != "number_list"

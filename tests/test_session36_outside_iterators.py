@@ -13,6 +13,7 @@ import pytest
 import torch
 
 import fusion_alias
+from helpers import generated_programs
 from fusion_alias.errors import TracingRefusal
 
 SCHEDULES = ["reads-first", "writes-first"]
@@ -133,16 +134,11 @@ def test_a_module_iterating_its_layers_runs():
 
 
 def test_the_hidden_generator_reads_a_number_from_an_outside_iterator(monkeypatch):
-    import warnings
-
     from fusion_alias.fuzz import hidden_numbers, oracle
-    from fusion_alias.fuzz.generator import generate_program
 
     monkeypatch.setattr(hidden_numbers, "P_NUMBER", 1.0)
     monkeypatch.setattr(hidden_numbers, "P_ITERATOR", 1.0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        programs = [generate_program(36004, i, generators=("hidden",)) for i in range(20)]
+    programs = generated_programs(("hidden",), 36004, 20)
     iterators = 0
     for p in programs:
         (kind,) = [k for h, k, _ in p.hidden if h == hidden_numbers.NAME]
