@@ -151,11 +151,13 @@ _ARRAY_BYTES = 4096
 # The same holds for the other mutable sequences Thunder's prologue neither checks nor unpacks, a
 # ``bytearray``, a ``memoryview``, an ``array.array`` and a ``collections.deque`` (``x.mul_(DQ[0])``,
 # ``DQ[0] = 3.0`` between calls: the old number, silently, in plain ``thunder.jit`` too; a writable
-# ``memoryview`` raised "cannot hash" in the guard): each is compared by its contents, as
-# :func:`mutable_contents` takes them. (``list`` and ``dict`` subclasses, ``OrderedDict``, ``Counter``,
+# ``memoryview`` raised "cannot hash" in the guard), and the live views of a dict kept apart from it (a
+# ``types.MappingProxyType``, ``D.keys()``, ``D.values()``, ``D.items()``: ``D`` changes, the view with it): each
+# is compared by its contents, as :func:`mutable_contents` takes them. (``list`` and ``dict`` subclasses, ``OrderedDict``, ``Counter``,
 # dataclasses and namedtuples holding lists are unpacked and checked by the prologue: right already.)
 def mutable_contents(obj):
-    """The contents of a numpy array, a ``bytearray``, a ``memoryview``, an ``array.array`` or a ``deque``, as a
+    """The contents of a numpy array, a ``bytearray``, a ``memoryview``, an ``array.array``, a ``deque``, a
+    ``mappingproxy`` or a dict's keys, values or items view, as a
     guard compares them (Note [a numpy array changed in place], Note [a mutable sequence Thunder does not
     unpack]); None for any other object."""
     tp = type(obj)
@@ -168,14 +170,22 @@ def mutable_contents(obj):
             return ("memoryview", _Held(obj))
     if tp is array.array:
         return ("array", obj.typecode, obj.tobytes())
-    if tp is collections.deque:
+    if tp is collections.deque or tp in _DICT_VIEWS:
         try:
-            return ("deque", obj.maxlen, tuple(_contents(e, _MAX_DEPTH, [_MAX_ITEMS]) for e in obj))
+            return (tp, getattr(obj, "maxlen", None), tuple(_contents(e, _MAX_DEPTH, [_MAX_ITEMS]) for e in obj))
         except _TooBig:
-            return ("deque", _Unknown())
+            return (tp, _Unknown())
+    if tp is types.MappingProxyType:
+        try:
+            return (tp, _contents(dict(obj), _MAX_DEPTH, [_MAX_ITEMS]))
+        except _TooBig:
+            return (tp, _Unknown())
     if is_numpy_array(obj):
         return array_contents(obj)
     return None
+
+
+_DICT_VIEWS = (type({}.keys()), type({}.values()), type({}.items()))
 
 
 def is_numpy_array(obj) -> bool:

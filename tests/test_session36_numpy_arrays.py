@@ -1,6 +1,6 @@
 """Session 36: a numpy array the program reads, changed in place between calls (default_contents.py, Note [a numpy
 array changed in place]); likewise a ``bytearray``, a ``memoryview``, an ``array.array`` and a ``deque`` (Note [a
-mutable sequence Thunder does not unpack]), and numbers in a deque given as an argument (guard.py, Note [numbers
+mutable sequence Thunder does not unpack]; a ``mappingproxy`` and a dict's views likewise), and numbers in a deque given as an argument (guard.py, Note [numbers
 inside a deque argument]).
 
 Thunder 0.2.6 reads a numpy array while tracing (``float(LR[0])`` becomes a number in the trace) and its prologue
@@ -40,6 +40,9 @@ BYTES = bytearray([2])
 VIEW = memoryview(bytearray([2]))
 DOUBLES = array.array("d", [2.0])
 QUEUE = collections.deque([2.0])
+STATE = {"k": 2.0}
+READ_ONLY = types.MappingProxyType(STATE)
+VALUES, ITEMS, KEYS = STATE.values(), STATE.items(), STATE.keys()
 
 # name -> (function of x and the extra arguments, the extra arguments, setter of the number read)
 CASES = {
@@ -58,6 +61,11 @@ CASES = {
     "array.array": (lambda x: x.mul_(DOUBLES[0]), (), lambda v: DOUBLES.__setitem__(0, v)),
     "deque": (lambda x: x.mul_(QUEUE[0]), (), lambda v: QUEUE.__setitem__(0, v)),
     "deque-argument": (lambda x, q: x.mul_(q[0]), (QUEUE,), lambda v: QUEUE.__setitem__(0, v)),
+    "mappingproxy": (lambda x: x.mul_(READ_ONLY["k"]), (), lambda v: STATE.__setitem__("k", v)),
+    "dict-values": (lambda x: x.mul_(list(VALUES)[0]), (), lambda v: STATE.__setitem__("k", v)),
+    "dict-items": (lambda x: x.mul_(dict(ITEMS)["k"]), (), lambda v: STATE.__setitem__("k", v)),
+    "dict-keys": (lambda x: x.mul_(float(len(KEYS))), (), lambda v: STATE.__setitem__("extra", v) if v != 2.0
+                  else STATE.pop("extra", None)),
 }
 
 
