@@ -14,6 +14,7 @@ Note [a number kept outside the function, changed between calls]
         number_helper    HELPER_DEFAULTS = {}; def read_n0(opts=HELPER_DEFAULTS): return opts['n0']
                                              n0 = read_n0()
         number_array     ARR_n0 = numpy.array([0.0])     n0 = float(ARR_n0[0])
+                         (or an ``array.array``, a ``deque``, a ``mappingproxy`` of a dict: ``CONTAINERS``)
         number_iterator  ITERS = {}; ITERS['n0'] = iter([this call's number])    n0 = next(ITERS['n0'])
 
     another number on each aliasing variant (the calls come back to variant 0: a stale number shows), and the body
@@ -44,6 +45,15 @@ P_HELPER = 0.5
 HELPER = "number_helper"
 P_ARRAY = 0.5
 ARRAY = "number_array"
+# the containers Thunder's prologue does not unpack (default_contents.py, Note [a mutable sequence Thunder does not
+# unpack]): kind -> (holder lines, the line installing this call's number), each read as ``float(ARR_n0[0])``
+CONTAINERS = {
+    ARRAY: ("import numpy\nARR_{h} = numpy.array([0.0])", "    ARR_{h}[0] = hidden[{h!r}]"),
+    "number_array_module": ("import array\nARR_{h} = array.array('d', [0.0])", "    ARR_{h}[0] = hidden[{h!r}]"),
+    "number_deque": ("import collections\nARR_{h} = collections.deque([0.0])", "    ARR_{h}[0] = hidden[{h!r}]"),
+    "number_mappingproxy": ("import types\nARR_DICT_{h} = {{0: 0.0}}\nARR_{h} = types.MappingProxyType(ARR_DICT_{h})",
+                            "    ARR_DICT_{h}[0] = hidden[{h!r}]"),
+}
 P_ITERATOR = 0.25
 ITERATOR = "number_iterator"
 ITERATOR_REFUSAL = "iterator that outlives the call"
@@ -63,34 +73,41 @@ def draw(rng: random.Random, nvariants: int) -> tuple[str, list[str]] | None:
     if kind == "number_default" and P_HELPER > 0 and s.random() < P_HELPER:
         kind = HELPER
     elif kind == "number_list" and P_ARRAY > 0 and s.random() < P_ARRAY:
-        kind = ARRAY
+        kind = s.choice(tuple(CONTAINERS))
     elif kind == "number_dict" and P_ITERATOR > 0 and s.random() < P_ITERATOR:
         kind = ITERATOR
     return kind, values
 
 
 def is_number(kind: str) -> bool:
-    return kind in KINDS or kind in (HELPER, ARRAY, ITERATOR)
+    return kind in KINDS or kind in (HELPER, ITERATOR) or kind in CONTAINERS
 
 
 def access(h: str, kind: str) -> str:
     """How the program reads number ``h`` of ``kind`` (source.py)."""
+    if kind in CONTAINERS:
+        return f"float(ARR_{h}[0])"
     return {"number_list": f"NUMS_{h}[0]", "number_dict": f"OPTS[{h!r}]", "number_default": f"opts[{h!r}]",
-            HELPER: f"read_{h}()", ARRAY: f"float(ARR_{h}[0])", ITERATOR: f"next(ITERS[{h!r}])"}[kind]
+            HELPER: f"read_{h}()", ITERATOR: f"next(ITERS[{h!r}])"}[kind]
 
 
 def holder(h: str, kind: str) -> str:
     """The module-level line of its holder (source.py)."""
+    if kind in CONTAINERS:
+        return CONTAINERS[kind][0].format(h=h)
     return {"number_list": f"NUMS_{h} = [0.0]", "number_dict": "OPTS = {}", "number_default": "DEFAULTS = {}",
             HELPER: f"HELPER_DEFAULTS = {{}}\n\n\ndef read_{h}(opts=HELPER_DEFAULTS):\n    return opts[{h!r}]\n",
-            ARRAY: f"import numpy\nARR_{h} = numpy.array([0.0])", ITERATOR: "ITERS = {}"}[kind]
+            ITERATOR: "ITERS = {}"}[kind]
 
 
 def install(h: str, kind: str) -> str:
     """``install_hidden``'s line putting this call's number in its holder (source.py)."""
+    if kind in CONTAINERS:
+        return CONTAINERS[kind][1].format(h=h)
     return {"number_list": f"    NUMS_{h}[0] = hidden[{h!r}]", "number_dict": f"    OPTS[{h!r}] = hidden[{h!r}]",
-            "number_default": f"    DEFAULTS[{h!r}] = hidden[{h!r}]", HELPER: f"    HELPER_DEFAULTS[{h!r}] = hidden[{h!r}]",
-            ARRAY: f"    ARR_{h}[0] = hidden[{h!r}]", ITERATOR: f"    ITERS[{h!r}] = iter([hidden[{h!r}]])"}[kind]
+            "number_default": f"    DEFAULTS[{h!r}] = hidden[{h!r}]",
+            HELPER: f"    HELPER_DEFAULTS[{h!r}] = hidden[{h!r}]",
+            ITERATOR: f"    ITERS[{h!r}] = iter([hidden[{h!r}]])"}[kind]
 
 
 def finish(p: Program) -> Program:
@@ -109,6 +126,6 @@ def finish(p: Program) -> Program:
     if s.random() < 0.5:
         stmts.append(Stmt(f"{x}.add_({NAME})", reads=(x,), writes=x))
         returns += (x,) if x not in returns else ()
-    if s.random() < P_CHANGED and kinds[0] not in (HELPER, ARRAY, ITERATOR):
+    if s.random() < P_CHANGED and kinds[0] not in (HELPER, ITERATOR) and kinds[0] not in CONTAINERS:
         stmts.append(Stmt(f"{access(NAME, kinds[0])} = {NAME} + 1.0", must_refuse=CHANGED))
     return p.replace(stmts=tuple(stmts), returns=returns)
