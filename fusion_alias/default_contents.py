@@ -63,19 +63,22 @@ class _Unknown:
         return id(self)
 
 
-class _Held:
-    """An object compared by identity and held (so that its id is not reused while a program keys by it)."""
+class Same:
+    """Objects compared by identity, and held, so that an id is never reused while a program keys by it (a
+    function's defaults may hold tensors, which ``==`` would compare elementwise: object_shapes.py, Note [a
+    function's code and defaults]; and what this module takes by identity)."""
 
-    __slots__ = ("obj",)
+    __slots__ = ("objs",)
 
-    def __init__(self, obj):
-        self.obj = obj
+    def __init__(self, *objs):
+        self.objs = objs
 
     def __eq__(self, other):
-        return isinstance(other, _Held) and other.obj is self.obj
+        return (isinstance(other, Same) and len(self.objs) == len(other.objs)
+                and all(a is b for a, b in zip(self.objs, other.objs)))
 
     def __hash__(self):
-        return id(self.obj)
+        return hash(tuple(id(o) for o in self.objs))
 
 
 class _TooBig(Exception):
@@ -88,8 +91,7 @@ def default_contents(fn: types.FunctionType) -> tuple:
     defaults, kwdefaults = fn.__defaults__, fn.__kwdefaults__
     if not defaults and not kwdefaults:
         return ()
-    containers = [v for v in (defaults or ())] + [v for v in (kwdefaults or {}).values()]
-    containers = [v for v in containers if not _constant(v)]
+    containers = [v for v in (*(defaults or ()), *(kwdefaults or {}).values()) if not _constant(v)]
     if not containers:
         return ()
     budget = [_MAX_ITEMS]
@@ -109,7 +111,7 @@ def _contents(v, depth: int, budget: list):
     if isinstance(v, _SCALARS):
         return (tp, v)
     if isinstance(v, _BY_IDENTITY):
-        return _Held(v)
+        return Same(v)
     if tp is list or tp is tuple:
         return (tp, tuple(_contents(e, depth - 1, budget) for e in v))
     if isinstance(v, dict):
@@ -127,7 +129,7 @@ def _contents(v, depth: int, budget: list):
     try:
         hash(v)
     except (TypeError, ValueError):
-        return _Held(v)
+        return Same(v)
     return (tp, v)
 
 
@@ -165,9 +167,9 @@ def mutable_contents(obj):
         return ("bytearray", bytes(obj))
     if tp is memoryview:
         try:
-            return ("memoryview", _Held(obj.obj), obj.format, obj.shape, obj.tobytes())
+            return ("memoryview", Same(obj.obj), obj.format, obj.shape, obj.tobytes())
         except ValueError:  # (released)
-            return ("memoryview", _Held(obj))
+            return ("memoryview", Same(obj))
     if tp is array.array:
         return ("array", obj.typecode, obj.tobytes())
     if tp is collections.deque or tp in _DICT_VIEWS:
@@ -196,10 +198,10 @@ def is_numpy_array(obj) -> bool:
 def array_contents(arr) -> tuple:
     """``("ndarray", held array, dtype, shape, strides, contents)`` (Note [a numpy array changed in place])."""
     if arr.dtype.hasobject:  # (Python objects inside: compared by identity of the array alone)
-        return ("ndarray", _Held(arr), _Unknown())
+        return ("ndarray", Same(arr), _Unknown())
     data = arr.tobytes()
     if len(data) > _ARRAY_BYTES:
         import hashlib
 
         data = hashlib.blake2b(data, digest_size=16).digest()
-    return ("ndarray", _Held(arr), arr.dtype.str, arr.shape, arr.strides, data)
+    return ("ndarray", Same(arr), arr.dtype.str, arr.shape, arr.strides, data)

@@ -9,7 +9,7 @@ import types
 
 import torch
 
-from fusion_alias.default_contents import default_contents, mutable_contents
+from fusion_alias.default_contents import Same, default_contents, mutable_contents  # (Same: re-exported)
 
 NOT_PLAIN = (type, types.ModuleType, types.FunctionType, types.MethodType, types.BuiltinFunctionType,
              torch.nn.Module, torch.Tensor, torch.dtype, torch.device)
@@ -26,23 +26,6 @@ class Live:
 
     def now(self):
         raise NotImplementedError
-
-
-class Same:
-    """Objects compared by identity, and held (a function's defaults may hold tensors, which ``==`` would
-    compare elementwise): Note [a function's code and defaults]."""
-
-    __slots__ = ("objs",)
-
-    def __init__(self, *objs):
-        self.objs = objs
-
-    def __eq__(self, other):
-        return (isinstance(other, Same) and len(self.objs) == len(other.objs)
-                and all(a is b for a, b in zip(self.objs, other.objs)))
-
-    def __hash__(self):
-        return hash(tuple(id(o) for o in self.objs))
 
 
 # Note [a function's code and defaults]
