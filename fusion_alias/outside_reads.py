@@ -191,7 +191,7 @@ def _refuse_iterator(obj) -> None:
 def _wrap_callback(value):
     result = _thunder_wrap_callback(value)  # (first: it respells a module's ``__dict__[k]`` as its attribute)
     obj = value.value
-    if isinstance(obj, Iterator) and not isinstance(obj, torch.Tensor):
+    if isinstance(obj, Iterator):
         ctx = context.current()
         if ctx.has_call and _from_the_call(value.provenance) and not _is_table(value.provenance, ctx):
             _refuse_iterator(obj)
