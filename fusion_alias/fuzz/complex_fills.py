@@ -21,8 +21,8 @@ from __future__ import annotations
 import random
 
 from fusion_alias.fuzz.dropout_args import KINDS
-from fusion_alias.fuzz.own_stream_forms import own_stream
-from fusion_alias.fuzz.program import ATTR_HOLDER, Program, Stmt
+from fusion_alias.fuzz.own_stream_forms import drawn_operand
+from fusion_alias.fuzz.program import Program, Stmt
 
 P_COMPLEX_FILL = 0.1
 NAME = "t_cfill"
@@ -34,11 +34,10 @@ _FORMS = (("{x}.masked_fill({x} != {x}, {v})", False), ("{x}.masked_fill({x} == 
 
 def finish(p: Program, rng: random.Random) -> Program:
     """``p`` with the form's last statement (module Note), or ``p``; ``rng`` is not drawn from."""
-    s = own_stream(rng, "complex fill")
-    tensors = [a for a in p.params if a != ATTR_HOLDER]
-    if p.kind not in KINDS or P_COMPLEX_FILL <= 0 or s.random() >= P_COMPLEX_FILL or not tensors:
+    got = drawn_operand(p, rng, "complex fill", P_COMPLEX_FILL, KINDS)
+    if got is None:
         return p
-    x = s.choice(tensors)
+    s, x = got
     form, writes = s.choice(_FORMS)
     code = f"{NAME} = " + form.format(x=x, v=s.choice(_VALUES))
     stmt = Stmt(code, target=NAME, reads=(x,), writes=x if writes else None, inplace_result=writes)

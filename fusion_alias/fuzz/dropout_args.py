@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import random
 
-from fusion_alias.fuzz.own_stream_forms import own_stream
-from fusion_alias.fuzz.program import ATTR_HOLDER, Program, Stmt
+from fusion_alias.fuzz.own_stream_forms import drawn_operand
+from fusion_alias.fuzz.program import Program, Stmt
 
 P_DROPOUT = 0.1
 KINDS = ("basic", "fresh")
@@ -57,10 +57,9 @@ def statement(s: random.Random, x: str) -> str:
 
 def finish(p: Program, rng: random.Random) -> Program:
     """``p`` with the form's last statement (module Note), or ``p``; ``rng`` is not drawn from."""
-    s = own_stream(rng, "dropout args")
-    tensors = [a for a in p.params if a != ATTR_HOLDER]
-    if p.kind not in KINDS or P_DROPOUT <= 0 or s.random() >= P_DROPOUT or not tensors:
+    got = drawn_operand(p, rng, "dropout args", P_DROPOUT, KINDS)
+    if got is None:
         return p
-    x = s.choice(tensors)
+    s, x = got
     stmt = Stmt(statement(s, x), target=NAME, reads=(x,))
     return p.replace(stmts=p.stmts + (stmt,), returns=p.returns + (NAME,))

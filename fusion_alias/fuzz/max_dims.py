@@ -18,8 +18,8 @@ from __future__ import annotations
 import random
 
 from fusion_alias.fuzz.dropout_args import KINDS
-from fusion_alias.fuzz.own_stream_forms import own_stream
-from fusion_alias.fuzz.program import ATTR_HOLDER, Program, Stmt
+from fusion_alias.fuzz.own_stream_forms import drawn_operand
+from fusion_alias.fuzz.program import Program, Stmt
 
 P_MAX_DIM = 0.1
 NAME = "t_max"
@@ -29,10 +29,9 @@ _FORMS = ("torch.max({x}, {d})", "{x}.max({d})", "torch.min({x}, {d})", "{x}.min
 
 def finish(p: Program, rng: random.Random) -> Program:
     """``p`` with the form's last statement (module Note), or ``p``; ``rng`` is not drawn from."""
-    s = own_stream(rng, "max dim")
-    tensors = [a for a in p.params if a != ATTR_HOLDER]
-    if p.kind not in KINDS or P_MAX_DIM <= 0 or s.random() >= P_MAX_DIM or not tensors:
+    got = drawn_operand(p, rng, "max dim", P_MAX_DIM, KINDS)
+    if got is None:
         return p
-    x = s.choice(tensors)
+    s, x = got
     e = s.choice(_FORMS).format(x=x, d=s.choice(_DIMS)) + s.choice((".values", ".indices"))
     return p.replace(stmts=p.stmts + (Stmt(f"{NAME} = {e}", target=NAME, reads=(x,)),), returns=p.returns + (NAME,))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 
-from fusion_alias.fuzz.program import Stmt
+from fusion_alias.fuzz.program import ATTR_HOLDER, Program, Stmt
 
 
 class OwnStreamForm:
@@ -57,3 +57,14 @@ def drawn(form, rng: random.Random, label: str, p: float):
     """``form(s)`` of ``s = own_stream(rng, label)`` where the form is drawn (probability ``p``), else None."""
     s = own_stream(rng, label)
     return form(s) if p > 0 and s.random() < p else None
+
+
+def drawn_operand(p: Program, rng: random.Random, label: str, prob: float, kinds) -> tuple[random.Random, str] | None:
+    """``(s, x)`` for a last statement of ``p`` drawn from ``s = own_stream(rng, label)`` with probability ``prob``, in
+    programs of ``kinds`` that have a tensor parameter ``x`` (drawn from ``s``); None otherwise (the ``basic``/``fresh``
+    forms: dropout_args.py, complex_fills.py, max_dims.py)."""
+    s = own_stream(rng, label)
+    tensors = [a for a in p.params if a != ATTR_HOLDER]
+    if p.kind not in kinds or prob <= 0 or s.random() >= prob or not tensors:
+        return None
+    return s, s.choice(tensors)
