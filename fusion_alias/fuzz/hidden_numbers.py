@@ -30,12 +30,24 @@ Note [a number kept outside the function, changed between calls]
     program with probability ``P_ARRAY``. ``number_iterator`` (session 36; outside_reads.py, Note [an iterator that
     outlives the call]), of a ``number_dict`` program with probability ``P_ITERATOR``: a program fusion_alias must
     refuse by name (its ``t_n0`` statement carries ``ITERATOR``).
+
+    Session 37 (helper) nests four more forms under these, each drawn last from a stream of its own (``_extra``;
+    with its probability 0 every program is the one it was): a ``bytearray``, a writable ``memoryview`` or a
+    dict's view in place of a ``number_array`` container (hidden_views.py), a ``deque`` given as an argument
+    (hidden_deque_args.py), a method's, a static or class method's or a module ``forward``'s default in place of
+    ``number_helper``'s function (hidden_methods.py), an iterator in an attribute, an argument or the function's
+    closure in place of ``number_iterator``'s global dict (hidden_iterators.py). Such a program ends its calls
+    with one more variant, the first one's aliasing with another number (``_with_extra``): another aliasing compiles
+    anew, so only a call that reuses a program shows a stale number (with it, 16 to 27 of 30 programs of each
+    form were wrong on 495c3bb; without it, 1 of 20 of the views form, seed 37001).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
+from fusion_alias.fuzz import hidden_deque_args, hidden_iterators, hidden_methods, hidden_views
 from fusion_alias.fuzz.own_stream_forms import own_stream
 from fusion_alias.fuzz.program import ATTR_HOLDER, Program, Stmt
 
@@ -76,15 +88,36 @@ def draw(rng: random.Random, nvariants: int) -> tuple[str, list[str]] | None:
         kind = s.choice(tuple(CONTAINERS))
     elif kind == "number_dict" and P_ITERATOR > 0 and s.random() < P_ITERATOR:
         kind = ITERATOR
+    kind = hidden_views.redraw(rng, kind, CONTAINERS)  # (session 37: the module Note's last paragraph)
+    kind = hidden_deque_args.redraw(rng, kind, CONTAINERS)
+    kind = hidden_methods.redraw(rng, kind, (HELPER,))
+    kind = hidden_iterators.redraw(rng, kind, (ITERATOR,))
     return kind, values
 
 
+def _extra(h: str, kind: str) -> tuple[str, str, str, str | None] | None:
+    """(holder lines, install line, access, argument or None) of a session 37 kind; None for any other."""
+    if kind in hidden_methods.KINDS:
+        return (hidden_methods.holder(h, kind), hidden_methods.INSTALL.format(h=h),
+                hidden_methods.KINDS[kind][-1].format(h=h), None)
+    for form in (hidden_views, hidden_deque_args, hidden_iterators):
+        if kind in form.KINDS:
+            return tuple(None if part is None else part.format(h=h) for part in form.KINDS[kind])
+    return None
+
+
+CLOSURE_KINDS = ("closure", hidden_iterators.CLOSURE)  # the hidden kinds held in a cell of ``_make_prog()``
+
+
 def is_number(kind: str) -> bool:
-    return kind in KINDS or kind in (HELPER, ITERATOR) or kind in CONTAINERS
+    return kind in KINDS or kind in (HELPER, ITERATOR) or kind in CONTAINERS or _extra(NAME, kind) is not None
 
 
 def access(h: str, kind: str) -> str:
     """How the program reads number ``h`` of ``kind`` (source.py)."""
+    extra = _extra(h, kind)
+    if extra:
+        return extra[2]
     if kind in CONTAINERS:
         return f"float(ARR_{h}[0])"
     return {"number_list": f"NUMS_{h}[0]", "number_dict": f"OPTS[{h!r}]", "number_default": f"opts[{h!r}]",
@@ -93,6 +126,9 @@ def access(h: str, kind: str) -> str:
 
 def holder(h: str, kind: str) -> str:
     """The module-level line of its holder (source.py)."""
+    extra = _extra(h, kind)
+    if extra:
+        return extra[0]
     if kind in CONTAINERS:
         return CONTAINERS[kind][0].format(h=h)
     return {"number_list": f"NUMS_{h} = [0.0]", "number_dict": "OPTS = {}", "number_default": "DEFAULTS = {}",
@@ -102,6 +138,9 @@ def holder(h: str, kind: str) -> str:
 
 def install(h: str, kind: str) -> str:
     """``install_hidden``'s line putting this call's number in its holder (source.py)."""
+    extra = _extra(h, kind)
+    if extra:
+        return extra[1]
     if kind in CONTAINERS:
         return CONTAINERS[kind][1].format(h=h)
     return {"number_list": f"    NUMS_{h}[0] = hidden[{h!r}]", "number_dict": f"    OPTS[{h!r}] = hidden[{h!r}]",
@@ -120,12 +159,28 @@ def finish(p: Program) -> Program:
     x = s.choice(tensors)
     stmts = list(p.stmts)
     t = f"t_{NAME}"
-    stmts.append(Stmt(f"{t} = {x} * {NAME} + {NAME}", target=t, reads=(x,),
-                      must_refuse=ITERATOR_REFUSAL if kinds[0] == ITERATOR else None))
+    refusal = {ITERATOR: ITERATOR_REFUSAL, **dict.fromkeys(hidden_iterators.KINDS, hidden_iterators.REFUSAL)}
+    stmts.append(Stmt(f"{t} = {x} * {NAME} + {NAME}", target=t, reads=(x,), must_refuse=refusal.get(kinds[0])))
     returns = p.returns + (t,)
     if s.random() < 0.5:
         stmts.append(Stmt(f"{x}.add_({NAME})", reads=(x,), writes=x))
         returns += (x,) if x not in returns else ()
-    if s.random() < P_CHANGED and kinds[0] not in (HELPER, ITERATOR) and kinds[0] not in CONTAINERS:
+    if s.random() < P_CHANGED and kinds[0] in KINDS:
         stmts.append(Stmt(f"{access(NAME, kinds[0])} = {NAME} + 1.0", must_refuse=CHANGED))
-    return p.replace(stmts=tuple(stmts), returns=returns)
+    p = p.replace(stmts=tuple(stmts), returns=returns)
+    extra = _extra(NAME, kinds[0])
+    return p if extra is None else _with_extra(p, kinds[0], extra[3])
+
+
+def _with_extra(p: Program, kind: str, argument: str | None) -> Program:
+    """A session 37 kind's program: its holder given as the last argument where it is one, and a last variant
+    that is the first one's aliasing with another number, so that a stale number reuses the first call's program
+    and shows (the number of each other variant comes with another aliasing, which compiles anew)."""
+    if argument:
+        arg = ((hidden_iterators.PARAM if kind in hidden_iterators.KINDS else hidden_deque_args.PARAM, argument),)
+        p = p.replace(args=p.args + arg, variants=tuple(dataclasses.replace(v, args=v.args + arg) for v in p.variants))
+    first = p.all_variants[0]
+    used = {e for v in p.all_variants for h, e in v.hidden if h == NAME}
+    other = next(e for e in _VALUES if e not in used)
+    hidden = tuple((h, other if h == NAME else e) for h, e in first.hidden)
+    return p.replace(variants=p.variants + (dataclasses.replace(first, hidden=hidden),))

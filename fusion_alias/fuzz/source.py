@@ -216,7 +216,7 @@ def _hidden_access(h: str, kind: str) -> str:
 
 
 def _prog_source(p: Program) -> str:
-    closures = [h for h, k, _ in p.hidden if k == "closure"]
+    closures = [h for h, k, _ in p.hidden if k in hidden_numbers.CLOSURE_KINDS]
     pad = "    " if closures else ""
     params = list(p.params) + ["opts=DEFAULTS" for _, k, _ in p.hidden if k == "number_default"][:1]
     lines = [f"{pad}def prog({', '.join(params)}):"]
