@@ -38,8 +38,8 @@ Note [a number kept outside the function, changed between calls]
     ``number_helper``'s function (hidden_methods.py), an iterator in an attribute, an argument or the function's
     closure in place of ``number_iterator``'s global dict (hidden_iterators.py). Such a program ends its calls
     with one more variant, the first one's aliasing with another number (``_with_extra``): another aliasing compiles
-    anew, so only a call that reuses a program shows a stale number (with it, 16 to 27 of 30 programs of each
-    form were wrong on 495c3bb; without it, 1 of 20 of the views form, seed 37001).
+    anew, so only a call that reuses a program shows a stale number (with it, 26 to 30 of 30 programs of each
+    form failed on 495c3bb; without it, 1 of 20 of the views form, seed 37001).
 """
 
 from __future__ import annotations
