@@ -46,6 +46,7 @@ import thunder.torch as ltorch
 
 from fusion_alias import clamp_ties, complex_fill_values, dropout_checks, reduction_dtypes, return_types
 from fusion_alias import saturated_sigmoid
+from fusion_alias.unsupported_methods import UnsupportedMethodError, unsupported_method_message  # (re-exported)
 from fusion_alias.wrapped_lookasides import wrap_lookasides
 
 
@@ -109,15 +110,23 @@ fill_ = Symbol(name="fill_", meta=langctx(Languages.TORCH)(_fill_meta), id="fusi
 copy_ = Symbol(name="copy_", meta=langctx(Languages.TORCH)(_copy_meta), id="fusion_alias.copy_")
 
 
-def _tensor_fill_(a, value, /):
+# Note [eager's keywords for fill_ and copy_]: each lookaside takes its arguments under eager's names, so a
+# call eager runs runs (``x.fill_(value=2.0)``, ``torch.fill_(input=x, value=2.0)``, ``x.copy_(other=y)``) and one
+# it refuses is refused (``x.copy_(src=y)``: eager's binding calls the source ``other``, whatever its docstring
+# says). The method's tensor is positional only, as eager's ``self``.
+def _tensor_fill_(a, /, value):
     return fill_(a, complex_fill_values.real_value(a, value))  # (its Note)
 
 
-def _tensor_copy_(a, src, non_blocking: bool = False):
+def _torch_fill_(input, value):
+    return _tensor_fill_(input, value)
+
+
+def _tensor_copy_(a, /, other, non_blocking: bool = False):
     """``Tensor.copy_``: ``non_blocking`` changes when the copy runs, not what it writes."""
-    if isinstance(src, TensorProxy) and tuple(src.shape) == tuple(a.shape):
-        return ltorch.copy_(a, src)  # (Thunder's own, as plain thunder.jit traces it)
-    return copy_(a, src)
+    if isinstance(other, TensorProxy) and tuple(other.shape) == tuple(a.shape):
+        return ltorch.copy_(a, other)  # (Thunder's own, as plain thunder.jit traces it)
+    return copy_(a, other)
 
 
 # Note [an in-place op as its out-of-place op and a copy_]
@@ -301,7 +310,7 @@ def _getattr(self, attr: str, /):
         if attr in _OUT_OF_PLACE:
             return partial(_inplace_symbol(attr), self)
         if attr.endswith("_") and not attr.startswith("_") and callable(getattr(torch.Tensor, attr, None)):
-            raise UnsupportedMethodError(_unsupported_method_message(self, attr)) from None
+            raise UnsupportedMethodError(unsupported_method_message(self, attr, _proxy_getattr)) from None
         raise
 
 
@@ -318,49 +327,6 @@ def _tensor_where(self, condition, other):
     (plain ``thunder.jit`` too; session 27 hand probe), otherwise Thunder's "Expected pred to be a tensor with
     dtype bool". Eager's method is ``torch.where(condition, self, other)``."""
     return ltorch.where(condition, self, other)
-
-
-class UnsupportedMethodError(AttributeError):
-    """An in-place ``Tensor`` method Thunder 0.2.6 does not trace (an ``AttributeError``, as Thunder's
-    own, so that ``hasattr`` still answers False), with a message that names it and a workaround."""
-
-
-# Note [in-place methods Thunder lacks]
-# -------------------------------------
-# Thunder's proxies answer an in-place method they do not have with ``AttributeError: Unknown
-# attribute t_``, which reads like a typo in the program (session 17 hand probe: ``t_``,
-# ``transpose_``, ``squeeze_``, ``unsqueeze_``, ``as_strided_``, ``resize_``, ``fill_diagonal_``,
-# ``put_``, ``addmm_``). The ones that change a tensor's shape or strides in place have a rebinding
-# out-of-place form; the others compute a value that ``copy_`` can write back.
-_SHAPE_METHODS = {
-    "t_": "x = x.t()", "transpose_": "x = x.transpose(d0, d1)", "swapdims_": "x = x.swapdims(d0, d1)",
-    "swapaxes_": "x = x.swapaxes(d0, d1)", "squeeze_": "x = x.squeeze(...)", "unsqueeze_": "x = x.unsqueeze(d)",
-    "as_strided_": "x = x.as_strided(...)", "resize_": "x = x.new_empty(shape) or x.reshape(shape)",
-    "resize_as_": "x = x.new_empty(other.shape)", "set_": "x = other",
-}
-
-
-# in-place methods that change no values: what to do instead
-_FLAG_METHODS = {
-    "requires_grad_": "set requires_grad on the tensor before the call", "detach_": "x = x.detach()",
-    "share_memory_": "call it before the call",
-}
-
-
-def _unsupported_method_message(proxy: TensorProxy, attr: str) -> str:
-    if attr in _FLAG_METHODS:
-        return (f"fusion_alias: Tensor.{attr} is not supported: Thunder 0.2.6 does not trace it. "
-                f"Workaround: {_FLAG_METHODS[attr]}")
-    if attr in _SHAPE_METHODS:
-        return (f"fusion_alias: Tensor.{attr} changes a tensor's shape or strides in place, which Thunder 0.2.6 "
-                f"does not trace: not supported. Workaround: rebind the name instead ({_SHAPE_METHODS[attr]})")
-    try:
-        _proxy_getattr(proxy, attr[:-1])
-        workaround = f"x.copy_(x.{attr[:-1]}(...))"
-    except AttributeError:  # (Thunder lacks the out-of-place method too: put_, fill_diagonal_)
-        workaround = "compute the value with ops Thunder traces and write it back with x.copy_(value)"
-    return (f"fusion_alias: the in-place method Tensor.{attr} is not supported: Thunder 0.2.6 does not trace it. "
-            f"Workaround: {workaround}")
 
 
 def proxy_method(proxy: TensorProxy, name: str):
@@ -432,7 +398,7 @@ def _dropout_leaves_input(a, p, training) -> bool:
 def register(executor) -> None:
     """Lend ``executor``'s lookasides for ``fill_`` and ``copy_`` to ``thunder.jit``'s interpreter."""
     executor._lookasides[torch.Tensor.fill_] = _tensor_fill_
-    executor._lookasides[torch.fill_] = _tensor_fill_
+    executor._lookasides[torch.fill_] = _torch_fill_
     executor._lookasides[torch.Tensor.copy_] = _tensor_copy_
     executor._lookasides[ltorch.copy_] = _tensor_copy_  # (``x.copy_`` resolves to Thunder's symbol on the proxy)
     executor._lookasides[_proxy_getattr] = _getattr
