@@ -34,11 +34,26 @@ def _walk(x, where: str, depth: int) -> str | None:
         return where
     if depth > _DEPTH:
         return None
-    items = x.items() if isinstance(x, dict) else enumerate(x) if isinstance(x, (list, tuple)) else ()
-    for k, v in items:
-        if (found := _walk(v, f"{where}[{k!r}]", depth + 1)) is not None:
+    if isinstance(x, dict):
+        items = ((f"[{k!r}]", v) for k, v in x.items())
+    elif isinstance(x, (list, tuple)):
+        items = ((f"[{i}]", v) for i, v in enumerate(x))
+    elif _plain_object(x):  # (an argument's attributes: ``cfg.state["m"] = t`` with ``cfg`` a namespace)
+        items = ((f".{k}", v) for k, v in vars(x).items())
+    else:
+        return None
+    for step, v in items:
+        if (found := _walk(v, where + step, depth + 1)) is not None:
             return found
     return None
+
+
+def _plain_object(x) -> bool:
+    """Whether ``x`` is an object of the program's whose attributes a store could reach: one with a
+    ``__dict__`` that is not a tensor, a module (walked by ``_module_attributes``), a class, a function or
+    a Python module."""
+    return (hasattr(x, "__dict__") and not isinstance(x, (torch.Tensor, torch.nn.Module, type, types.ModuleType))
+            and not callable(x))
 
 
 def _module_attributes(module):
@@ -78,12 +93,13 @@ def _outliving(fn):
 
 
 def proxy_in_arguments(args: tuple, kwargs: dict) -> str | None:
-    """Where a list or dict among the arguments holds a ``TensorProxy`` (``args[1][0]``), or None."""
+    """Where a list, dict or object among the arguments holds a ``TensorProxy`` (``args[1][0]``,
+    ``args[1].state['m']``), or None."""
     for i, a in enumerate(args):
-        if isinstance(a, (list, tuple, dict)) and (found := _walk(a, f"args[{i}]", 0)) is not None:
+        if (isinstance(a, (list, tuple, dict)) or _plain_object(a)) and (found := _walk(a, f"args[{i}]", 0)) is not None:
             return found
     for k, v in kwargs.items():
-        if isinstance(v, (list, tuple, dict)) and (found := _walk(v, k, 0)) is not None:
+        if (isinstance(v, (list, tuple, dict)) or _plain_object(v)) and (found := _walk(v, k, 0)) is not None:
             return found
     return None
 
@@ -103,7 +119,7 @@ def refuse_leak(where: str, is_argument: bool) -> None:
     """Raise for a tensor stored at ``where`` (Note [a tensor stored into an object that outlives the call])."""
     raise NotImplementedError(
         "fusion_alias: the function stores a tensor into "
-        + (f"its argument {where} (a list or dict it was given)" if is_argument else f"{where}, which outlives the call")
+        + (f"its argument {where} (a list, dict or object it was given)" if is_argument else f"{where}, which outlives the call")
         + ": not supported. Thunder 0.2.6 leaves a TensorProxy there instead of the tensor, and "
         "later calls do not run the store at all, so the caller would silently keep the stale entry "
         "(torch.optim's functional sgd with momentum_buffer_list=[None] loses its momentum). Return "
