@@ -118,6 +118,13 @@ _LEAF_TYPES = frozenset({int, float, bool, complex, str, type(None), torch.dtype
 # takes it (its value, a set's elements; by identity where it cannot be hashed). Not keyed: a plain object and a
 # module, whose attributes the program reads through paths Thunder's prologue and outside_reads.py check (keying
 # them by identity would compile again for each new object passed).
+#
+# A Python function is the same object after its code or defaults are replaced or its default dict is changed in
+# place, and Thunder's interpreter read them while tracing: ``f(x, helper)``, then ``helper.__defaults__[0]["k"] =
+# 3.0``, then ``f(x, helper)`` ran the first ``k`` again, silently (session 37 probe; plain ``thunder.jit`` too; a
+# function read from a global was right: object_shapes.py, Note [a function's code and defaults]). So a function
+# leaf is keyed as ``shape_of`` takes it there: itself, its code and defaults, and its defaults' contents
+# (default_contents.py, Note [a default container of a function the program calls]).
 _SAME_OBJECT = "is"
 _NUMBERS = frozenset({int, float, bool, complex, str})
 _BY_IDENTITY = (*BY_IDENTITY, torch.device, functools.partial)  # (object_shapes's, a device and a partial too)
@@ -128,6 +135,8 @@ def _leaf_key(t, tp):
     given as an argument]); None for one whose parts are checked elsewhere."""
     if isinstance(t, (int, float, complex, str)):
         return None  # (a subclass: Thunder's prologue checks its value)
+    if tp is types.FunctionType:  # (its code and defaults too: the Note's last paragraph)
+        return shape_of(t)
     if isinstance(t, _BY_IDENTITY):
         return Same(t)
     if tp is types.MethodType:

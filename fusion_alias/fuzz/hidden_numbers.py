@@ -31,15 +31,16 @@ Note [a number kept outside the function, changed between calls]
     outlives the call]), of a ``number_dict`` program with probability ``P_ITERATOR``: a program fusion_alias must
     refuse by name (its ``t_n0`` statement carries ``ITERATOR``).
 
-    Session 37 (helper) nests four more forms under these, each drawn last from a stream of its own (``_extra``;
+    Session 37 (helper) nests five more forms under these, each drawn last from a stream of its own (``_extra``;
     with its probability 0 every program is the one it was): a ``bytearray``, a writable ``memoryview`` or a
     dict's view in place of a ``number_array`` container (hidden_views.py), a ``deque`` given as an argument
     (hidden_deque_args.py), a method's, a static or class method's or a module ``forward``'s default in place of
     ``number_helper``'s function (hidden_methods.py), an iterator in an attribute, an argument or the function's
-    closure in place of ``number_iterator``'s global dict (hidden_iterators.py). Such a program ends its calls
-    with one more variant, the first one's aliasing with another number (``_with_extra``): another aliasing compiles
-    anew, so only a call that reuses a program shows a stale number (with it, 26 to 30 of 30 programs of each
-    form failed on 495c3bb; without it, 1 of 20 of the views form, seed 37001).
+    closure in place of ``number_iterator``'s global dict (hidden_iterators.py); and, in place of a method, a
+    function given as an argument (hidden_function_args.py, the class of a fix of that session). Such a program
+    ends its calls with one more variant, the first one's aliasing with another number (``_with_extra``): another
+    aliasing compiles anew, so only a call that reuses a program shows a stale number (with it, 26 to 30 of 30
+    programs of each form failed on 495c3bb; without it, 1 of 20 of the views form, seed 37001).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ from __future__ import annotations
 import dataclasses
 import random
 
-from fusion_alias.fuzz import hidden_deque_args, hidden_iterators, hidden_methods, hidden_views
+from fusion_alias.fuzz import hidden_deque_args, hidden_function_args, hidden_iterators, hidden_methods, hidden_views
 from fusion_alias.fuzz.own_stream_forms import own_stream
 from fusion_alias.fuzz.program import ATTR_HOLDER, Program, Stmt
 
@@ -92,6 +93,7 @@ def draw(rng: random.Random, nvariants: int) -> tuple[str, list[str]] | None:
     kind = hidden_deque_args.redraw(rng, kind, CONTAINERS)
     kind = hidden_methods.redraw(rng, kind, (HELPER,))
     kind = hidden_iterators.redraw(rng, kind, (ITERATOR,))
+    kind = hidden_function_args.redraw(rng, kind, hidden_methods.KINDS)
     return kind, values
 
 
@@ -100,12 +102,13 @@ def _extra(h: str, kind: str) -> tuple[str, str, str, str | None] | None:
     if kind in hidden_methods.KINDS:
         return (hidden_methods.holder(h, kind), hidden_methods.INSTALL.format(h=h),
                 hidden_methods.KINDS[kind][-1].format(h=h), None)
-    for form in (hidden_views, hidden_deque_args, hidden_iterators):
+    for form in _FORMS:
         if kind in form.KINDS:
             return tuple(None if part is None else part.format(h=h) for part in form.KINDS[kind])
     return None
 
 
+_FORMS = (hidden_views, hidden_deque_args, hidden_iterators, hidden_function_args)  # (their KINDS: 4-tuples)
 CLOSURE_KINDS = ("closure", hidden_iterators.CLOSURE)  # the hidden kinds held in a cell of ``_make_prog()``
 
 
@@ -177,7 +180,7 @@ def _with_extra(p: Program, kind: str, argument: str | None) -> Program:
     that is the first one's aliasing with another number, so that a stale number reuses the first call's program
     and shows (the number of each other variant comes with another aliasing, which compiles anew)."""
     if argument:
-        arg = ((hidden_iterators.PARAM if kind in hidden_iterators.KINDS else hidden_deque_args.PARAM, argument),)
+        arg = ((next(form.PARAM for form in _FORMS if kind in form.KINDS), argument),)
         p = p.replace(args=p.args + arg, variants=tuple(dataclasses.replace(v, args=v.args + arg) for v in p.variants))
     first = p.all_variants[0]
     used = {e for v in p.all_variants for h, e in v.hidden if h == NAME}
