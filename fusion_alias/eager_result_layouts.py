@@ -5,7 +5,7 @@ Note [a torch function's result has the layout eager's kernel gives it]
 ``layouts._Layouts`` replays the flattened trace's prims on meta tensors: an elementwise prim keeps its operand's
 layout, as eager's TensorIterator does. But many of eager's kernels allocate their result themselves, and the
 decomposition Thunder traces does not say how: ``masked_fill`` clones its operand contiguous, ``batch_norm``,
-``group_norm`` and ``roll`` allocate in the operand's suggested memory format (channels_last for a channels_last
+``group_norm`` allocate in the operand's suggested memory format (channels_last for a channels_last
 operand, else contiguous), ``softmax`` contiguous, ``avg_pool2d``, ``F.pad`` and ``rms_norm`` of a channels_last
 operand keep channels_last. Where the replay gives another layout, a ``reshape``/``flatten`` of the result is taken
 for a view where eager copies (or the reverse), and a write through it reaches the result where eager's does not,
@@ -47,7 +47,7 @@ from torch.utils._pytree import tree_flatten, tree_map
 
 # meta kernels that differ from eager's CPU kernel (session 35 probe): the result is contiguous in the operand's
 # suggested memory format (channels_last of a 4-D channels_last operand) ...
-_SUGGESTED_FORMAT = frozenset({"batch_norm", "group_norm", "roll"})
+_SUGGESTED_FORMAT = frozenset({"batch_norm", "group_norm"})
 # ... or always contiguous
 _CONTIGUOUS = frozenset({"rrelu", "logsigmoid", "one_hot"})
 # Thunder symbols that return a view or may, or write in place: their layouts are the replay's business
@@ -117,6 +117,8 @@ def eager_result_layout(b, index: int, p: TensorProxy, meta_of) -> torch.Tensor 
     if any(m is None for m in metas.values()):
         return None
     name = b.sym.name
+    if name == "roll":
+        return _rolled_as_on_cpu(metas[operands[0].name], b, p)
     if name in _SUGGESTED_FORMAT or name in _CONTIGUOUS:
         fmt = torch.contiguous_format
         first = metas[operands[0].name]
@@ -150,6 +152,46 @@ def eager_result_layout(b, index: int, p: TensorProxy, meta_of) -> torch.Tensor 
         return None
     t = outs[index]
     return torch.empty_strided(tuple(t.shape), tuple(t.stride()), dtype=dtypes.to_torch_dtype(p.dtype), device="meta")
+
+
+# Note [roll's result is eager's cat of two narrows]
+# ---------------------------------------------------
+# Eager's CPU ``roll`` of one dim is ``cat([t.narrow(d, start, size - start), t.narrow(d, 0, start)], d)``
+# with ``start = (size - shift) % size``; of several dims, that, one dim after the other; of none, the roll
+# of ``t.flatten()`` viewed back (ATen's ``roll_cpu``, ``roll_common``). Its meta kernel allocates otherwise,
+# and so did the rule before this one (the operand's suggested memory format, session 35): where a shift is a
+# multiple of the dim's size (a size-1 dim always, a shift of 0 or of the size) the second piece is empty,
+# ``cat`` of pieces whose suggested formats differ allocates contiguous, and a ``flatten`` of the result of a
+# channels_last operand's roll was taken for a view where eager copies, so a later write reached it, silently
+# (session 37 helper, fresh default seed 20859 #15: ``t0 = a.unsqueeze(0).permute(0, 3, 1, 2).roll(1, 0);
+# t1 = t0.flatten(1); t0.tanh_()``). The same ``narrow``s and ``cat``s on meta operands give eager's layout.
+def _rolled_as_on_cpu(first: torch.Tensor, b, p: TensorProxy) -> torch.Tensor | None:
+    """Eager's layout of ``roll``'s result ``p`` (Note [roll's result is eager's cat of two narrows])."""
+    positional = dict(zip(("a", "shifts", "dims"), b.args))  # (torch.roll(input, shifts, dims=()))
+    shifts, dims = b.kwargs.get("shifts", positional.get("shifts")), b.kwargs.get("dims", positional.get("dims", ()))
+    shifts = tuple(shifts) if isinstance(shifts, (tuple, list)) else (shifts,)
+    dims = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
+    if not all(isinstance(v, int) for v in shifts + dims):
+        return None
+    try:
+        t = _cpu_roll(first, shifts, dims)
+    except Exception:  # noqa: BLE001 - eager's error, raised by the program's own call
+        return None
+    if tuple(t.shape) != tuple(p.shape):
+        return None
+    return torch.empty_strided(tuple(t.shape), tuple(t.stride()), dtype=dtypes.to_torch_dtype(p.dtype), device="meta")
+
+
+def _cpu_roll(t: torch.Tensor, shifts: tuple, dims: tuple) -> torch.Tensor:
+    if not dims:
+        return _cpu_roll(t.flatten(), shifts, (0,)).view(t.shape)
+    if len(dims) > 1:
+        return _cpu_roll(_cpu_roll(t, shifts[:1], dims[:1]), shifts[1:], dims[1:])
+    if t.numel() == 0:
+        return t.clone(memory_format=torch.preserve_format)
+    dim, size = dims[0], t.size(dims[0])
+    start = (size - shifts[0]) % size
+    return torch.cat([t.narrow(dim, start, size - start), t.narrow(dim, 0, start)], dim)
 
 
 def _call(fn, b, args: tuple, kwargs: dict):
