@@ -38,6 +38,7 @@ from __future__ import annotations
 import array
 import collections
 import enum
+import functools
 import types
 
 import torch
@@ -88,19 +89,31 @@ class _TooBig(Exception):
 def default_contents(fn: types.FunctionType) -> tuple:
     """The contents of ``fn``'s defaults that are not plain constants, positional then keyword (module Note);
     ``()`` where there are none."""
-    defaults, kwdefaults = fn.__defaults__, fn.__kwdefaults__
-    if not defaults and not kwdefaults:
+    if not fn.__defaults__ and not fn.__kwdefaults__:
         return ()
-    containers = [v for v in (*(defaults or ()), *(kwdefaults or {}).values()) if not _constant(v)]
-    if not containers:
-        return ()
-    budget = [_MAX_ITEMS]
     try:
-        return tuple(_contents(v, _MAX_DEPTH, budget) for v in containers)
+        return _defaults_of(fn, _MAX_DEPTH, [_MAX_ITEMS])
     except _TooBig:
         return (_Unknown(),)
 
 
+def _defaults_of(fn: types.FunctionType, depth: int, budget: list) -> tuple:
+    defaults, kwdefaults = fn.__defaults__, fn.__kwdefaults__
+    if not defaults and not kwdefaults:
+        return ()
+    containers = [v for v in (*(defaults or ()), *(kwdefaults or {}).values())
+                  if type(v) is types.FunctionType or not _constant(v)]  # (Note [a function held in a default])
+    return tuple(_contents(v, depth, budget) for v in containers)
+
+
+# Note [a function held in a default]
+# -----------------------------------
+# A default may hold a function whose own defaults hold a container (``def helper(x, f=inner)`` with ``def inner(x,
+# cfg={"k": 2.0})``): the interpreter reads ``inner``'s defaults while tracing, through ``helper``'s, where nothing
+# sees them. Taken by identity, ``inner``'s ``cfg["k"] = 3.0`` between calls ran the first call's number, silently
+# (session 37 probe; plain ``thunder.jit`` too). So a function held in a default is taken with its code and
+# defaults (by identity) and its defaults' contents, a bound method with its object (by identity) and its
+# function, a ``functools.partial`` with its function, arguments and keywords.
 def _contents(v, depth: int, budget: list):
     budget[0] -= 1
     if budget[0] < 0 or depth < 0:
@@ -110,6 +123,13 @@ def _contents(v, depth: int, budget: list):
         return (float, v.hex())
     if isinstance(v, _SCALARS):
         return (tp, v)
+    if tp is types.FunctionType:  # Note [a function held in a default]
+        return ("function", Same(v, v.__code__, v.__defaults__, v.__kwdefaults__), _defaults_of(v, depth - 1, budget))
+    if tp is types.MethodType:
+        return ("method", Same(v.__self__), _contents(v.__func__, depth - 1, budget))
+    if tp is functools.partial:
+        return ("partial", _contents(v.func, depth - 1, budget), _contents(v.args, depth - 1, budget),
+                _contents(v.keywords, depth - 1, budget))
     if isinstance(v, _BY_IDENTITY):
         return Same(v)
     if tp is list or tp is tuple:
