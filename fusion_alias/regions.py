@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.symbol import BoundSymbol
 
+from fusion_alias import ops
 from fusion_alias.aliasing import AliasInfo, flattened, proxy_args, proxy_outs
 
 
@@ -56,7 +57,8 @@ def fuse_regions(executor, prep, part, ctx, resolve_backend) -> tuple[list[Bound
     items = part.items
     regions = _regions_io(bsyms, items)
     backend = None  # the same for every region of the pass: asked at the first
-    view_key = lambda n, keys=info.view_key: keys.get(n, ("unknown", n))  # noqa: E731
+    # (Note [a region keeps its writes' view keys only])
+    view_key = lambda n, keys=_destination_keys(bsyms, prep.edges.copies, info.view_key): keys.get(n, ("unknown", n))  # noqa: E731
     no_groups = None  # the meta of every region without alias groups (Note [what a region costs])
     fused = executor.fused
     registry = executor._regions
@@ -86,6 +88,29 @@ def fuse_regions(executor, prep, part, ctx, resolve_backend) -> tuple[list[Bound
         out_bsyms.append(bsym)
         counter += 1
     return out_bsyms, counter
+
+
+# Note [a region keeps its writes' view keys only]
+# -------------------------------------------------
+# A region's plan asks the view key of each of its ``copy_`` destinations (region_plan.py, Note [one write-back
+# per memory]), at its first call. Its meta held ``AliasInfo.view_key`` itself for that, so every compiled
+# program kept the whole analysis's map (a tuple per proxy name of the trace: about 100k tuples on the bench's
+# 100k-bsym ``views`` trace, each scanned by every full collection after the pass). The pass now hands the
+# regions a map of the destinations' keys only, made from the graph's list of ``copy_`` nodes, and the
+# analysis is freed with the pass. A name not written in the pass (a region Thunder rebuilt from others)
+# gets a key of its own, ``("unknown", name)``, as before: no write is taken to cover it.
+def _destination_keys(bsyms, copies, view_key: dict) -> dict:
+    """name -> view key of each ``copy_`` destination among ``bsyms`` that the analysis has a key of
+    (``copies``: their indices; None: all looked for)."""
+    if copies is None:
+        copies = [i for i, b in enumerate(bsyms) if ops.is_copy(b)]
+    keys = {}
+    for i in copies:
+        name = bsyms[i].args[1].name
+        key = view_key.get(name)
+        if key is not None:
+            keys[name] = key
+    return keys
 
 
 # Note [region inputs and outputs in one walk back]
