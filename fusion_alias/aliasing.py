@@ -264,6 +264,8 @@ class AliasInfo:
     # its own group, as ``UnionFind`` would answer; ``group`` says so without asking it (Python code),
     # and ``add_root`` does not register one: ``groups.parents`` has no ``t3`` until a union names it.
     _group_of: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
+    # the names ``copy_`` writes into, in trace order (placed_symbols.py: the views written through)
+    destinations: list[str] = field(default_factory=list, repr=False, compare=False)
 
     def group(self, name: str) -> str:
         """Canonical name of the memory group of ``name``."""
@@ -366,6 +368,7 @@ def analyze(
                 view_key[name] = (name, ())
         elif kind == "write":  # copy_
             of = bsym.args[1]._name
+            info.destinations.append(of)
             for o in outs:  # (info.add_alias(o.name, of, None), inlined)
                 name = o._name
                 root[name] = root[of]

@@ -71,7 +71,7 @@ def substitute_reads(
     # when the value's own memory is written
     holders: dict[str, list[tuple[str, tuple]]] = {}
     out: list[BoundSymbol] = []  # (the walk's symbols; pushed-down reads are placed beside them: _Placed)
-    placed = _Placed(out, info.view_key, bsyms)
+    placed = _Placed(out, info.view_key)
     # Note [no reference cycles in the stage]: the helpers below are closures over these dicts, and
     # none refers to itself (the walk into tuples and lists is ``_rewritten``, outside): when the
     # stage returns, reference counting frees them at once. A recursive closure held ``known``,

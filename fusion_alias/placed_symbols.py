@@ -11,7 +11,6 @@ from thunder.core.symbol import BoundSymbol
 
 from fusion_alias import ops
 from fusion_alias.aliasing import AliasInfo, shape_reader
-from fusion_alias.partition import destination_views
 
 
 class _Placed:
@@ -44,11 +43,10 @@ class _Placed:
     """
 
     __slots__ = ("out", "producer", "position", "view_key", "views", "placed_before", "placed_after",
-                 "shape_of", "source", "written")
+                 "shape_of", "written")
 
-    def __init__(self, out: list, view_key: dict | None = None, source=()):
+    def __init__(self, out: list, view_key: dict | None = None):
         self.out = out
-        self.source = source  # (the stage's input symbols: ``existing_view`` asks which views are written through)
         self.written: set | None = None  # names written through (copy_ destinations and the views they are made from)
         self.shape_of = shape_reader()  # (for ``_pushed_down``, which reads a few shapes per read it pushes)
         self.producer: dict[str, BoundSymbol] = {}  # name -> the placed symbol that makes it (one tensor output)
@@ -105,7 +103,7 @@ class _Placed:
         if of is None:
             return None
         view = self.views.get((of[0], of[1] + keys[1]))
-        if view is None or view._name in self._written_through():
+        if view is None or view._name in self._written_through(info):
             return None
         if anchor is None:
             limit = len(self.out)
@@ -115,14 +113,15 @@ class _Placed:
                 return None
         return view if self.position[view._name] < limit else None
 
-    def _written_through(self) -> set:
-        """The names of the views the stage's symbols write through (``partition.destination_views``:
-        a ``copy_`` destination, or a view made into one). Such a view runs outside regions: read in a
-        region, it would be one more input, where the replayed view reads the operand the region reads
-        anyway (the bench's ``rows_rw``: 340 -> 364 bytes moved)."""
+    def _written_through(self, info: AliasInfo) -> set:
+        """The names of the views the stage's symbols write through (a ``copy_`` destination, or a view made
+        into one: the views of each destination's chain, as ``partition.destination_views`` finds them by a
+        walk of the stage's symbols). Such a view runs outside regions: read in a region, it would be one more
+        input, where the replayed view reads the operand the region reads anyway (the bench's ``rows_rw``:
+        340 -> 364 bytes moved)."""
         if self.written is None:
-            source = self.source
-            self.written = {source[i].output._name for i in destination_views(source)}
+            chains = info.chain
+            self.written = {step.output._name for d in info.destinations for step in chains.get(d, ())}
         return self.written
 
     def _index(self, b: BoundSymbol) -> None:
