@@ -102,7 +102,8 @@ def _defaults_of(fn: types.FunctionType, depth: int, budget: list) -> tuple:
     if not defaults and not kwdefaults:
         return ()
     containers = [v for v in (*(defaults or ()), *(kwdefaults or {}).values())
-                  if type(v) is types.FunctionType or not _constant(v)]  # (Note [a function held in a default])
+                  if type(v) is types.FunctionType or not _constant(v)  # (Note [a function held in a default])
+                  or (isinstance(v, type) and _user_class(v))]  # (Note [a class or an object held in a default])
     return tuple(_contents(v, depth, budget) for v in containers)
 
 
@@ -130,6 +131,8 @@ def _contents(v, depth: int, budget: list):
     if tp is functools.partial:
         return ("partial", _contents(v.func, depth - 1, budget), _contents(v.args, depth - 1, budget),
                 _contents(v.keywords, depth - 1, budget))
+    if isinstance(v, type) and _user_class(v):  # Note [a class or an object held in a default]
+        return ("class", Same(v), _class_attributes(v, depth - 1, budget))
     if isinstance(v, _BY_IDENTITY):
         return Same(v)
     if tp is list or tp is tuple:
@@ -141,16 +144,59 @@ def _contents(v, depth: int, budget: list):
     if isinstance(v, (list, tuple)):  # (a namedtuple, a list subclass)
         return (tp, tuple(_contents(e, depth - 1, budget) for e in v))
     attributes = getattr(v, "__dict__", None)
-    if isinstance(attributes, dict) and not callable(v):
-        return (tp, tuple((k, _contents(e, depth - 1, budget)) for k, e in sorted(attributes.items())))
+    user = _user_class(tp)
+    if isinstance(attributes, dict) and (user or not callable(v)):
+        own = tuple((k, _contents(e, depth - 1, budget)) for k, e in sorted(attributes.items()))
+        return (tp, own, _class_attributes(tp, depth - 1, budget)) if user else (tp, own)
     contents = mutable_contents(v)
     if contents is not None:
         return contents
+    if user and attributes is None:  # (a ``__slots__`` object)
+        slots = [k for klass in tp.__mro__ for k in _slot_names(klass)]
+        return (tp, Same(v), tuple((k, _contents(getattr(v, k, _Unknown), depth - 1, budget)) for k in slots),
+                _class_attributes(tp, depth - 1, budget))
     try:
         hash(v)
     except (TypeError, ValueError):
         return Same(v)
     return (tp, v)
+
+
+# Note [a class or an object held in a default]
+# ---------------------------------------------
+# Likewise a called function's default may hold a class (``def helper(x, C=Cfg)``, reading ``C.k``), an object
+# with ``__slots__``, or an object with a ``__call__`` (``f=SCALER``, reading ``self.k``): taken by identity (or,
+# for a callable object, by ``==``), ``Cfg.k = 3.0`` between calls ran the first call's number, silently (session 37
+# probe; plain ``thunder.jit`` too). So a class defined outside torch, Thunder and numpy is taken with the data
+# attributes and functions of its own ``__dict__`` and its bases' (not dunder names, not nested classes or other
+# callables), an object of such a class with its attributes or slots and its class's.
+_LIBRARIES = ("builtins", "torch", "thunder", "numpy", "fusion_alias", "abc", "enum", "typing", "collections")
+
+
+def _user_class(cls) -> bool:
+    return cls.__module__.split(".")[0] not in _LIBRARIES
+
+
+def _class_attributes(cls, depth: int, budget: list) -> tuple:
+    taken = []
+    for klass in cls.__mro__:
+        if not _user_class(klass):
+            continue
+        for k, e in vars(klass).items():
+            if k.startswith("__"):
+                continue
+            if isinstance(e, (staticmethod, classmethod)):
+                e = e.__func__
+            if callable(e) and type(e) is not types.FunctionType:
+                continue
+            taken.append((klass.__qualname__, k, _contents(e, depth, budget)))
+    return tuple(taken)
+
+
+def _slot_names(klass) -> tuple:
+    slots = vars(klass).get("__slots__", ())
+    slots = (slots,) if isinstance(slots, str) else slots
+    return tuple(k for k in slots if k not in ("__dict__", "__weakref__"))
 
 
 # Note [a numpy array changed in place]

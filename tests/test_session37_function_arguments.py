@@ -135,14 +135,13 @@ def test_another_function_compiles_anew():
     torch.testing.assert_close(jitted(torch.ones(3), _three), torch.full((3,), 4.0))
 
 
-# -- the generator form (fuzz/hidden_function_args.py, ``number_function_arg``) -------------------------------------
-# With the form in every hidden program (``P_NUMBER``, ``P_HELPER``, ``P_METHOD``, ``P_FUNCTION_ARG`` 1, the base kind
-# ``number_default`` only; the function given as an argument only then), seed 37005 (30 programs, reference backend,
-# 3 schedules): 27 mismatches on the code before the fix (and on 495c3bb), 0 / 0 / 0 after, 9 runs refused
-# (documented self-overlapping writes). Its second kind, the function held in a helper's default
-# (test_session37_function_defaults.py): seed 37006, see docs/testing.md.
+# -- the generator form (fuzz/hidden_function_args.py) ----------------------------------------------------------
+# With ``P_NUMBER``, ``P_HELPER``, ``P_METHOD``, ``P_FUNCTION_ARG`` 1 (the base kind ``number_default`` only): seed
+# 37005 (30 programs, reference backend, 3 schedules; the function argument then the form's one kind): 27 mismatches
+# before the fix (and on 495c3bb), 0 / 0 / 0 after. Seed 37007, with its four kinds (a function argument, a function,
+# a class or a callable object held in a helper's default: test_session37_function_defaults.py): docs/testing.md.
 
-FORCED = {(37005, 12): "73aed9d5a0ddf3ef7efa1d6312b1928e6dddd28c"}  # (seed, programs) -> the digest of the hidden stream with the form forced
+FORCED = {(37007, 12): "7a0299c668dee46ff83c4c6a347668ae425f01f5"}  # (seed, programs) -> the digest of the hidden stream with the form forced
 
 
 def _force(monkeypatch, p_function_arg=1.0):
@@ -162,35 +161,40 @@ def test_the_forced_stream_is_pinned(case, monkeypatch):
     assert stream_digest(("hidden",), *case) == FORCED[case]
 
 
-def test_the_function_is_the_last_argument_or_another_ones_default(monkeypatch):
+_READS = {"number_default_function": "def call_n0(f=read_n0):", "number_default_class": "def call_n0(C=Cfg_n0):",
+          "number_default_object": "def call_n0(f=Scale_n0()):"}
+
+
+def test_the_function_is_the_last_argument_or_in_another_ones_default(monkeypatch):
     from fusion_alias.fuzz import hidden_function_args, hidden_methods, hidden_numbers, oracle
 
     _force(monkeypatch, 0.0)
-    plain = generated_programs(("hidden",), 37005, 12)
+    plain = generated_programs(("hidden",), 37007, 16)
     _force(monkeypatch)
     seen = set()
-    for p, q in zip(plain, generated_programs(("hidden",), 37005, 12)):
+    for p, q in zip(plain, generated_programs(("hidden",), 37007, 16)):
         assert [k for h, k, _ in p.hidden if h == "n0"][0] in hidden_methods.KINDS
         (kind,) = [k for h, k, _ in q.hidden if h == "n0"]
         assert kind in hidden_function_args.KINDS and p.stmts == q.stmts
         seen.add(kind)
         src = oracle.program_source(q)
-        assert "def read_n0(opts=HELPER_DEFAULTS):" in src and hidden_numbers.install("n0", kind) in src
+        assert hidden_numbers.install("n0", kind) in src
         if kind == hidden_function_args.KIND:
             assert q.args[:-1] == p.args and q.args[-1] == ("reader", "read_n0") and "    n0 = reader()" in src
-        else:  # (default_contents.py, Note [a function held in a default])
-            assert q.args == p.args and "def call_n0(f=read_n0):" in src and "    n0 = call_n0()" in src
+        else:  # (default_contents.py, Note [a function held in a default], Note [a class or an object held in ...])
+            assert q.args == p.args and _READS[kind] in src and "    n0 = call_n0()" in src
     assert seen == set(hidden_function_args.KINDS)
 
 
-@pytest.mark.parametrize("index", [0, 1, 2])
+@pytest.mark.parametrize("index", [0, 13, 21])
 def test_the_oracle_sees_the_class(index, monkeypatch):
-    """Seed 37005 with the form forced: #0, #1, #2 were mismatches before the fix; each runs as eager now."""
+    """Seed 37007 with the form forced: #0, #13, #21 (a function argument) were mismatches before the fix; each runs as eager now."""
     from fusion_alias.fuzz import oracle
     from fusion_alias.fuzz.generator import generate_program
 
     _force(monkeypatch)
-    p = generate_program(37005, index, generators=("hidden",))
+    p = generate_program(37007, index, generators=("hidden",))
+    assert [k for h, k, _ in p.hidden if h == "n0"] == ["number_function_arg"]
     for schedule in SCHEDULES:
         status, detail = oracle.run_program(p, schedule)
         assert status == "ok", detail

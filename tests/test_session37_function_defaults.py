@@ -1,5 +1,6 @@
-"""Session 37 (helper): a function held in the default of a function the program calls, whose own code or defaults
-change between calls (default_contents.py, Note [a function held in a default]).
+"""Session 37 (helper): a function, a class or an object held in the default of a function the program calls, whose
+own code, defaults or attributes change between calls (default_contents.py, Note [a function held in a default],
+Note [a class or an object held in a default]).
 
 ``def helper(x, f=inner)`` with ``def inner(x, cfg={"k": 2.0})``: the interpreter reads ``inner``'s defaults while
 tracing, through ``helper``'s, and the guarded shape of ``helper`` took ``inner`` by identity: ``cfg["k"] = 3.0``
@@ -83,6 +84,48 @@ def via_two_levels(x, f=via_function):
     return f(x)
 
 
+class Cfg:
+    k = 2.0
+
+
+class SubCfg(Cfg):
+    pass
+
+
+class Slots:
+    __slots__ = ("k",)
+
+    def __init__(self):
+        self.k = 2.0
+
+
+class Scaler:
+    def __init__(self):
+        self.k = 2.0
+
+    def __call__(self, x):
+        return x * self.k
+
+
+_SLOTS, _SCALER = Slots(), Scaler()
+
+
+def via_class(x, C=Cfg):
+    return x * C.k
+
+
+def via_subclass(x, C=SubCfg):
+    return x * getattr(C, "k")
+
+
+def via_slots(x, s=_SLOTS):
+    return x * s.k
+
+
+def via_callable_object(x, f=_SCALER):
+    return f(x)
+
+
 def _set_inner(v):
     inner.__defaults__[0]["k"] = v
 
@@ -97,6 +140,10 @@ CASES = {
     "keyword-only": (via_keyword_only, _set_inner),
     "list-of-functions": (via_list, _set_inner),
     "two-levels": (via_two_levels, _set_inner),
+    "class-attribute": (via_class, lambda v: setattr(Cfg, "k", v)),
+    "inherited-class-attribute": (via_subclass, lambda v: setattr(Cfg, "k", v)),
+    "slots-object": (via_slots, lambda v: setattr(_SLOTS, "k", v)),
+    "callable-object": (via_callable_object, lambda v: setattr(_SCALER, "k", v)),
 }
 
 
@@ -125,8 +172,9 @@ def test_plain_thunder_is_wrong_there():
         _check(lambda x: x.add_(helper(x)), set_value, None, jit=thunder.jit)
 
 
-def test_an_unchanged_default_function_reuses_the_program():
-    jitted = fusion_alias.jit(lambda x: x.add_(via_function(x)), backend="reference")
+@pytest.mark.parametrize("helper", [via_function, via_class, via_slots, via_callable_object])
+def test_an_unchanged_default_reuses_the_program(helper):
+    jitted = fusion_alias.jit(lambda x: x.add_(helper(x)), backend="reference")
     for _ in range(3):
         jitted(torch.ones(3))
     assert (thunder.cache_hits(jitted), thunder.cache_misses(jitted)) == (2, 1)
@@ -151,16 +199,17 @@ def test_the_jitted_functions_own_function_default():
     _check(jitted_with_a_function_default, _set_inner, "reads-first")
 
 
-# -- the generator form (fuzz/hidden_function_args.py, ``number_default_function``) ---------------------------------
+# -- the generator form (fuzz/hidden_function_args.py) ----------------------------------------------------------
 # With ``P_NUMBER``, ``P_HELPER``, ``P_METHOD``, ``P_FUNCTION_ARG`` 1 (the base kind ``number_default`` only), seed
-# 37006 (30 programs, reference backend, 3 schedules): 15 mismatches on the guard's fix alone (1196bb5), every one a
-# ``number_default_function`` program, 0 / 0 / 0 after (its stream: test_session37_function_arguments.py).
+# 37006 (30 programs, reference backend, 3 schedules; two kinds then): 15 mismatches on the guard's fix alone
+# (1196bb5), every one a ``number_default_function`` program, 0 / 0 / 0 after. Seed 37007 (its four kinds):
+# docs/testing.md; its stream: test_session37_function_arguments.py.
 
 
-@pytest.mark.parametrize("index", [0, 2, 3])
+@pytest.mark.parametrize("index", [1, 2, 3, 4, 10, 15])
 def test_the_oracle_sees_the_class(index, monkeypatch):
-    """Seed 37006 with the form forced: #0, #2, #3 (``n0 = call_n0()``, ``def call_n0(f=read_n0)``) were mismatches
-    before the fix; each runs as eager now."""
+    """Seed 37007 with the form forced: #1, #2 (a function in a default) were mismatches before the
+    function fix, #3, #4 (a class) and #10, #15 (a callable object) before the class fix; each runs as eager now."""
     from fusion_alias.fuzz import hidden_function_args, hidden_methods, hidden_numbers, oracle, source
     from fusion_alias.fuzz.generator import generate_program
 
@@ -170,8 +219,8 @@ def test_the_oracle_sees_the_class(index, monkeypatch):
     monkeypatch.setattr(hidden_numbers, "P_HELPER", 1.0)
     monkeypatch.setattr(hidden_methods, "P_METHOD", 1.0)
     monkeypatch.setattr(hidden_function_args, "P_FUNCTION_ARG", 1.0)
-    p = generate_program(37006, index, generators=("hidden",))
-    assert [k for h, k, _ in p.hidden if h == "n0"] == ["number_default_function"]
+    p = generate_program(37007, index, generators=("hidden",))
+    assert [k for h, k, _ in p.hidden if h == "n0"] != ["number_function_arg"]
     for schedule in SCHEDULES:
         status, detail = oracle.run_program(p, schedule)
         assert status == "ok", detail

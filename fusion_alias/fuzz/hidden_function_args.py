@@ -13,6 +13,10 @@ Note [a function argument's default container, in the fuzzer]
         number_function_arg        def read_n0(opts=HELPER_DEFAULTS): return opts['n0']     n0 = reader()
                                    (``reader = read_n0`` at every call; the number replaced in HELPER_DEFAULTS)
         number_default_function    def call_n0(f=read_n0): return f()                        n0 = call_n0()
+
+    and (Note [a class or an object held in a default]) a helper whose default is a class or a callable object
+    holding the number (``number_default_class``: ``def call_n0(C=Cfg_n0): return C.k``, ``Cfg_n0.k`` replaced;
+    ``number_default_object``: ``def call_n0(f=Scale_n0()): return f()``, its ``k`` replaced).
 """
 
 from __future__ import annotations
@@ -31,6 +35,12 @@ KINDS = {
     KIND: (_READ, _INSTALL, f"{PARAM}()", "read_{h}"),
     "number_default_function": (_READ + "\n\ndef call_{h}(f=read_{h}):\n    return f()\n", _INSTALL, "call_{h}()",
                                 None),
+    "number_default_class": ("class Cfg_{h}:\n    k = 0.0\n\n\ndef call_{h}(C=Cfg_{h}):\n    return C.k\n",
+                             "    Cfg_{h}.k = hidden[{h!r}]", "call_{h}()", None),
+    "number_default_object": ("class Scale_{h}:\n    def __init__(self):\n        self.k = 0.0\n\n"
+                              "    def __call__(self):\n        return self.k\n\n\n"
+                              "def call_{h}(f=Scale_{h}()):\n    return f()\n",
+                              "    call_{h}.__defaults__[0].k = hidden[{h!r}]", "call_{h}()", None),
 }
 
 
