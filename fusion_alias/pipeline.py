@@ -12,7 +12,8 @@ partitioning and region assembly. Each stage is a function in its own module:
 5. ``refusals.check_refusals``: programs eager rejects, or Thunder's autodiff gets wrong;
    ``base_updates.rewrite``: a memory written through two views is written as one base.
 6. ``functionalize.substitute_reads``: reads of written memory become reads of the write's value.
-7. ``dce._dce``: fusible symbols nobody reads, dropped.
+7. ``dce._dce``: fusible symbols nobody reads, dropped (where the graph of step 8 says there are any:
+   ``dce.drops_any``, Note [dead code found from the graph]).
 8. ``graph.build_edges``: data edges plus alias-hazard edges (DESIGN.md §4), as arrays.
 9. ``partition.partition``: regions that keep every hazard edge outside or ordered.
 10. ``regions.fuse_regions``: one fusion bound symbol per region (``FusionAliasExecutor.fuse``).
@@ -32,7 +33,7 @@ from thunder.core.trace import TraceCtx, from_trace
 from fusion_alias import base_updates, context, replaced_args, report
 from fusion_alias.aliasing import AliasInfo, analyze
 from fusion_alias.proxies_by_name import tensor_proxies_by_name
-from fusion_alias.dce import _dce
+from fusion_alias.dce import _dce, drops_any
 from fusion_alias.flatten import _drop_update_aliases, flatten_trace, fusible_predicate, split_input_bindings
 from fusion_alias.functionalize import substitute_reads
 from fusion_alias.dependency_edges import DependencyEdges
@@ -97,13 +98,16 @@ def prepare(executor, trace: TraceCtx, input_groups=None) -> Prepared:
                                   detach_is_view),
     )
     bsyms = substitute_reads(trace, flat, info, fusible, written_views)
-    bsyms = _dce(bsyms, trace)
     if written_views:  # Note [a write nobody reads before a covering write] (base_updates.py)
+        bsyms = _dce(bsyms, trace)
         kept = base_updates.drop_overwritten_writes(bsyms, info, fusible)
         if kept is not bsyms:
             bsyms = _dce(kept, trace)
     t1 = time.perf_counter()
     edges = build_edges(bsyms, info, fusible)
+    if not written_views and drops_any(bsyms, edges.data_u, trace):  # Note [dead code found from the graph] (dce.py)
+        bsyms = _dce(bsyms, trace)
+        edges = build_edges(bsyms, info, fusible)
     t2 = time.perf_counter()
     return Prepared(bsyms, info, edges, tensor_inputs, {"analysis": t1 - t0, "graph": t2 - t1}, fusible, bound_inputs)
 
