@@ -346,8 +346,9 @@ def _check_result_dtype(b, name: str) -> None:
     if got is not None and got != want:
         raise NotImplementedError(
             f"fusion_alias: {name} of {', '.join(f'{_torch_dtype(t)} {tuple(t.shape)}' for t in tensors)}: eager "
-            f"PyTorch's result is {want}, Thunder 0.2.6's trace says {got} (it promotes a tensor made from a 0-d "
-            "tensor by shape ops as if it were still 0-d), and a fusion would return that: not supported. "
+            f"PyTorch's result is {want} for these dtypes (as traced), Thunder 0.2.6's trace says {got} (it promotes a "
+            "tensor made from a 0-d one by shape ops, or by a reduction, as if it were still 0-d), and a fusion would "
+            "return that: not supported. "
             "Workaround: convert the operands to one dtype with .to(...) first"
         )
 
