@@ -6,7 +6,7 @@ source ``other``), ran: a missed rejection; ``x.copy_(other=y)``, ``x.fill_(valu
 import pytest
 import torch
 
-from tests.helpers import assert_same, run_both
+from helpers import assert_same, run_both
 
 SCHEDULES = ("reads-first", "writes-first")
 

@@ -60,12 +60,14 @@ Note [one class per program, and the refusals it may get]
 from __future__ import annotations
 
 import random
+import types
 
 import torch
 
 from fusion_alias.fuzz import dtype_spellings
 from fusion_alias.fuzz.gen_basic import _Gen, _index_expr
 from fusion_alias.fuzz.hazard import _has_internal_overlap, _overlaps
+from fusion_alias.fuzz.own_stream_forms import own_stream
 from fusion_alias.fuzz.program import PARAM_NAMES, Stmt
 
 CLASSES = ("small_int", "int_ops", "memory_format", "bool_key", "unfold", "store", "index_put", "foreach_alias",
@@ -73,6 +75,17 @@ CLASSES = ("small_int", "int_ops", "memory_format", "bool_key", "unfold", "store
 _CLASS_WEIGHTS = (3, 2, 3, 1, 1, 1, 1, 1)  # (of all but rng: Note [random in-place methods])
 RNG_METHODS = ("exponential_()", "exponential_(lambd=2.0)", "uniform_(-1.0, 1.0)", "normal_(0.0, 0.5)",
                "bernoulli_(0.5)", "random_(0, 5)", "cauchy_()", "log_normal_()", "geometric_(0.5)")
+
+# Note [a store into an object argument]
+# --------------------------------------
+# The ``store`` class's list or dict argument is, in ``P_OBJECT_STORE`` of its programs, held by an object
+# argument instead (``b = types.SimpleNamespace(h=[])``, then ``b.h.append(t)``), drawn from a stream of its own
+# (every other program is the one it was). Session 37: such a store left TensorProxies in ``b.h`` after the call,
+# silently, or raised Thunder's "expected Tensor, got TensorProxy" (leaked_proxies.py). The oracle compares list
+# and dict arguments after the call, not an object's attributes, so the store carries ``Stmt.must_refuse``: a
+# jitted call that returns is a missed rejection. (``STORE_REFUSAL`` is a piece of the refusal's message.)
+P_OBJECT_STORE = 0.4
+STORE_REFUSAL = "stores a tensor into its argument"
 
 # Note [one class per program, and the refusals it may get]: pieces of the documented refusals' messages
 REFUSALS = {
@@ -133,7 +146,10 @@ def edges_inputs(rng: random.Random) -> dict:
         if rng.random() < 0.4:
             args.append(("b", "x0"))  # the base itself (NHWC view of the same memory, or the same tensor)
     elif cls == "store":
-        args.append(("b", rng.choice(("[]", "[x0[0] * 0]", "{}", "{'k': x0[0] * 0}"))))
+        held = rng.choice(("[]", "[x0[0] * 0]", "{}", "{'k': x0[0] * 0}"))
+        if own_stream(rng, "edges-object-store").random() < P_OBJECT_STORE:  # Note [a store into an object argument]
+            held = f"__import__('types').SimpleNamespace(h={held})"
+        args.append(("b", held))
     elif cls == "index_put":
         bases = [("x0", (4, 6)), ("x1", (2, 6))]
         args = [("a", "x0"), ("b", "x1")]
@@ -150,6 +166,7 @@ class EdgesGen(_Gen):
         super().__init__(rng, env, names)
         self.cls = "small_int"  # the program's class: ``configure``
         self.lists = [v for v, t in env.items() if isinstance(t, (list, dict))]
+        self.objects = [v for v, t in env.items() if isinstance(t, types.SimpleNamespace)]
         self.functional_unfold = self.masks_only = False
         # dtype_spellings.py, Note [conjugate views and identity tests in dtype programs keep the stream]
         self.dtype_spell = random.Random(str(rng.getstate()[1][:16]) + ":edges-identity")
@@ -342,16 +359,18 @@ class EdgesGen(_Gen):
 
     def _store(self) -> Stmt:
         rng = self.rng
-        if not self.lists:
+        # (a list or dict argument, or one held by an object argument: Note [a store into an object argument])
+        held = [(v, self.env[v], None) for v in self.lists] + [(f"{v}.h", self.env[v].h, STORE_REFUSAL) for v in self.objects]
+        if not held:
             return self._plain()
-        holder = self.lists[0]
+        holder, value, must_refuse = held[0]
         x = self.pick()
         e = rng.choice((f"{x} * 2", f"{x} + 1", x, f"{x}[0]"))
-        if isinstance(self.env[holder], dict):
-            return Stmt(f"{holder}[{rng.choice(('k', 'new'))!r}] = {e}", reads=(x,))
-        if self.env[holder] and rng.random() < 0.5:
-            return Stmt(f"{holder}[0] = {e}", reads=(x,))
-        return Stmt(f"{holder}.append({e})", reads=(x,))
+        if isinstance(value, dict):
+            return Stmt(f"{holder}[{rng.choice(('k', 'new'))!r}] = {e}", reads=(x,), must_refuse=must_refuse)
+        if value and rng.random() < 0.5:
+            return Stmt(f"{holder}[0] = {e}", reads=(x,), must_refuse=must_refuse)
+        return Stmt(f"{holder}.append({e})", reads=(x,), must_refuse=must_refuse)
 
     def _index_put(self) -> Stmt:
         rng = self.rng
