@@ -7,7 +7,7 @@ import thunder
 from thunder.core.proxies import TensorProxy, variableify
 
 from fusion_alias import ops
-from fusion_alias.leaked_proxies import proxy_in_arguments, proxy_left_in, refuse_leak
+from fusion_alias.leaked_proxies import proxy_left_in, refuse_leak
 
 
 def _input_groups(trace, ctx, tensor_inputs):
@@ -20,10 +20,8 @@ def _input_groups(trace, ctx, tensor_inputs):
         cd, cs = _compile_data.get()
         # (an entry replaced while tracing, in an argument or in what the function reaches: the prologue below
         # would fail on the proxy with Thunder's "expected Tensor, got TensorProxy"; leaked_proxies.py)
-        if ctx.fn is not None and (leak := proxy_left_in(ctx.fn, ctx.args, ctx.kwargs)) is not None:
+        if (leak := proxy_left_in(ctx.fn, ctx.args, ctx.kwargs)) is not None:
             refuse_leak(*leak)
-        elif ctx.fn is None and (where := proxy_in_arguments(ctx.args, ctx.kwargs)) is not None:
-            refuse_leak(where, True)
         inps, _ = cs.last_prologue(*ctx.args, **ctx.kwargs)
         ctx.saw_inputs(inps)  # the guard keys the program by what it reads (api.py)
         actual = {}

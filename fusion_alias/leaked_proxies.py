@@ -106,7 +106,7 @@ def proxy_in_arguments(args: tuple, kwargs: dict) -> str | None:
 
 def proxy_left_in(fn, args: tuple, kwargs: dict) -> tuple[str, bool] | None:
     """(where, whether it is an argument) for the first ``TensorProxy`` left after a call (Note [a tensor
-    stored into an object that outlives the call]), or None."""
+    stored into an object that outlives the call]), or None. ``fn`` None: the arguments only."""
     if (found := proxy_in_arguments(args, kwargs)) is not None:
         return found, True
     for what, value in _outliving(fn):
