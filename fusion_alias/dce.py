@@ -11,14 +11,21 @@ from fusion_alias import ops
 from fusion_alias.aliasing import _ARGS, _flat, proxy_outs
 
 
+_SIDE_EFFECTS = (ops.COPY_ID, ops.UPDATE_ALIASES_ID)  # (kept, whoever reads them)
+
+
+def _returned_names(trace: TraceCtx) -> set[str]:
+    """The names of the proxies the trace returns (needed whoever else reads them)."""
+    flat_out, _ = tree_flatten(trace.output)
+    return {x.name for x in flat_out if isinstance(x, Proxy)}
+
+
 def _dce(bsyms: list[BoundSymbol], trace: TraceCtx) -> list[BoundSymbol]:
     """Drop fusible, side-effect-free symbols whose results nobody reads."""
-    needed: set[str] = set()
-    flat_out, _ = tree_flatten(trace.output)
-    needed.update(x.name for x in flat_out if isinstance(x, Proxy))
+    needed = _returned_names(trace)
     keep = []
     add = needed.add
-    side_effects = (ops.COPY_ID, ops.UPDATE_ALIASES_ID)
+    side_effects = _SIDE_EFFECTS
     # (aliasing.flattened, inlined: one cache lookup for both lists, all looked up at once, in C)
     entries = list(map(_ARGS.get, map(id, bsyms)))
     entries.reverse()
@@ -61,13 +68,11 @@ def drops_any(bsyms: list[BoundSymbol], data_u: list[int], trace: TraceCtx) -> b
     unread.difference_update(data_u)
     if not unread:
         return False
-    flat_out, _ = tree_flatten(trace.output)
-    returned = {x.name for x in flat_out if isinstance(x, Proxy)}
-    side_effects = (ops.COPY_ID, ops.UPDATE_ALIASES_ID)
+    returned = _returned_names(trace)
     for i in unread:
         b = bsyms[i]
         outs = proxy_outs(b)
-        if not outs or b.sym.id in side_effects or ops.op_info(b) is None:
+        if not outs or b.sym.id in _SIDE_EFFECTS or ops.op_info(b) is None:
             continue
         for o in outs:
             if o._name in returned:
