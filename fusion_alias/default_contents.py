@@ -43,7 +43,7 @@ import types
 
 import torch
 
-from fusion_alias.mutable_defaults import _constant
+from fusion_alias.mutable_defaults import _constant, user_class
 
 _MAX_DEPTH = 8
 _MAX_ITEMS = 100_000  # (about 50 ms a call to take; past it, compiling at each call)
@@ -101,10 +101,19 @@ def _defaults_of(fn: types.FunctionType, depth: int, budget: list) -> tuple:
     defaults, kwdefaults = fn.__defaults__, fn.__kwdefaults__
     if not defaults and not kwdefaults:
         return ()
-    containers = [v for v in (*(defaults or ()), *(kwdefaults or {}).values())
+    containers = [v for v in (defaults or ())
                   if type(v) is types.FunctionType or not _constant(v)  # (Note [a function held in a default])
                   or (isinstance(v, type) and _user_class(v))]  # (Note [a class or an object held in a default])
-    return tuple(_contents(v, depth, budget) for v in containers)
+    keywords = tuple((k, _contents(v, depth, budget)) for k, v in (kwdefaults or {}).items())  # (Note [a keyword
+    return (*(_contents(v, depth, budget) for v in containers), *keywords)  # default set in place])
+
+
+# Note [a keyword default set in place]
+# -------------------------------------
+# ``__defaults__`` is a tuple: a new number there is a new tuple, which the function's shape holds by identity. But
+# ``__kwdefaults__`` is a dict, changed in place as any dict: ``inner.__kwdefaults__["k"] = 3.0`` between calls of
+# ``def inner(x, *, k=2.0)``, called by the program or given to it, ran the first call's 2.0 again, silently (session
+# 38 probe; plain ``thunder.jit`` too). So every keyword-only default is taken, a constant too, by key and contents.
 
 
 # Note [a function held in a default]
@@ -170,11 +179,7 @@ def _contents(v, depth: int, budget: list):
 # probe; plain ``thunder.jit`` too). So a class defined outside torch, Thunder and numpy is taken with the data
 # attributes and functions of its own ``__dict__`` and its bases' (not dunder names, not nested classes or other
 # callables), an object of such a class with its attributes or slots and its class's.
-_LIBRARIES = ("builtins", "torch", "thunder", "numpy", "fusion_alias", "abc", "enum", "typing", "collections")
-
-
-def _user_class(cls) -> bool:
-    return cls.__module__.split(".")[0] not in _LIBRARIES
+_user_class = user_class  # (mutable_defaults.py: the libraries whose classes are not the user's)
 
 
 def _class_attributes(cls, depth: int, budget: list) -> tuple:

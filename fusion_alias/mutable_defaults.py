@@ -34,9 +34,37 @@ _CONSTANTS = (int, float, complex, bool, str, bytes, type(None), torch.dtype, to
 
 
 def _constant(v) -> bool:
+    """A default the program cannot see change: not a Python function nor a class of the user's (Note [a function
+    or a class in the jitted function's own default])."""
     if isinstance(v, tuple):
         return all(_constant(e) for e in v)
-    return isinstance(v, _CONSTANTS) or isinstance(v, (types.FunctionType, types.BuiltinFunctionType, type))
+    return (isinstance(v, _CONSTANTS) or isinstance(v, types.BuiltinFunctionType)
+            or (isinstance(v, type) and not user_class(v)))
+
+
+# Note [a function or a class in the jitted function's own default]
+# ------------------------------------------------------------------
+# A Python function held in the jitted function's own default is the same object after its default dict changes in
+# place or its ``__defaults__``/``__kwdefaults__``/``__code__`` are replaced, and a class after its attributes
+# (or a base's) are set; the interpreter reads them while tracing. Taken for constants here, they were bound as
+# constants and nothing checked them, so the first call's number ran again, silently (session 38 probe; plain
+# ``thunder.jit`` too)::
+#
+#     def inner(x, c={"k": 2.0}): return x * c["k"]
+#     class Cfg: k = 2.0
+#     def f(x, g=inner, C=Cfg): return x.add_(g(x) * C.k)
+#     # f(x); inner.__defaults__[0]["k"] = 3.0 (or Cfg.k = 3.0); f(x)   eager: the new number;  was: the old one
+#
+# So they are passed as keyword arguments like the containers above (a tuple holding one too), where the guard keys
+# a function with its code, defaults and their contents (guard.py, Note [a function or a dtype given as an
+# argument]) and Thunder's prologue checks what the program reads of a class. Builtins and classes of torch,
+# Thunder, numpy and Python's own modules stay constants (``act=torch.relu``, ``cls=torch.nn.ReLU``).
+_LIBRARIES = ("builtins", "torch", "thunder", "numpy", "fusion_alias", "abc", "enum", "typing", "collections")
+
+
+def user_class(cls) -> bool:
+    """A class defined outside torch, Thunder, numpy and Python's own modules listed in ``_LIBRARIES``."""
+    return str(getattr(cls, "__module__", "")).split(".")[0] not in _LIBRARIES
 
 
 def default_filler(fn):

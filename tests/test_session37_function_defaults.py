@@ -6,8 +6,9 @@ Note [a class or an object held in a default]).
 tracing, through ``helper``'s, and the guarded shape of ``helper`` took ``inner`` by identity: ``cfg["k"] = 3.0``
 between calls ran the first call's number again, silently (plain ``thunder.jit`` too; session 37 probe). Each test
 calls with the first value, the changed one, then the first again, against eager on fresh inputs each call, the
-written input too, under both reference schedules. Left: the jitted function's own default holding such a function
-(mutable_defaults.py takes a function default for a constant; not this helper's file): strict xfail.
+written input too, under both reference schedules. The jitted function's own default holding such a function, a
+strict xfail here until session 38: mutable_defaults.py, Note [a function or a class in the jitted function's own
+default]; tests/test_session38_function_defaults.py.
 """
 
 import functools
@@ -194,7 +195,6 @@ def jitted_with_a_function_default(x, f=inner):
     return x.add_(f(x))
 
 
-@pytest.mark.xfail(strict=True, reason="the jitted function's own function default: mutable_defaults.py (module doc)")
 def test_the_jitted_functions_own_function_default():
     _check(jitted_with_a_function_default, _set_inner, "reads-first")
 
