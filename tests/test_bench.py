@@ -126,7 +126,7 @@ def test_tiny_end_to_end(tmp_path, rows):
     from fusion_alias.bench import report
     from fusion_alias.bench import scale as S
 
-    scale_rows = S.run_scale([300, 600], alias_pass_budget_s=2.0, log=lambda s: None)
+    scale_rows = S.run_scale([300, 600], alias_pass_budget_s=2.0, fresh_processes=False, log=lambda s: None)
     assert {(r.kind, r.aliased) for r in scale_rows} == {(k, a) for k in S.KINDS for a in (False, True)}
     chain_aliased = [r for r in scale_rows if r.kind == "chain" and r.aliased]
     assert all(r.regions > 1 for r in chain_aliased)  # a and b may overlap: cut at every op
@@ -143,6 +143,20 @@ def test_tiny_end_to_end(tmp_path, rows):
     assert "x thunder's consecutive grouping" in line
     per_trace = [ln for ln in report.targets([], scale_rows, [], 600) if ln.startswith("  - ")]
     assert len(per_trace) == 6 and all("× Thunder's consecutive grouping of the same trace" in ln for ln in per_trace)
+
+
+def test_a_point_measured_in_a_fresh_process():
+    """scale.py, Note [each point in a fresh process]: the row comes back from the child whole, and
+    is the pass on the trace asked for (views without aliasing: reads before, writes after)."""
+    from fusion_alias.bench import scale as S
+
+    row = S.measure_in_fresh_process("views", 300, False)
+    assert (row.kind, row.aliased, row.regions) == ("views", False, 2)
+    assert row.size >= 300 and row.whole_pass > 0 and row.gc_after > 0 and row.thunder_consecutive is not None
+    aliased = S.measure_in_fresh_process("chain", 300, True)
+    assert aliased.aliased and aliased.regions > 1
+    with pytest.raises(RuntimeError, match="the scale point nothing 300 aliased=False failed"):
+        S.measure_in_fresh_process("nothing", 300, False)
 
 
 # -- cached-call cost (python -m fusion_alias.bench.percall) ---------------------------------

@@ -53,6 +53,7 @@ def run(
     max_nodes: int = 25,
     sections=("regions", "scale", "compile"),
     profile: bool | None = None,
+    in_process: bool = False,
     log=print,
 ) -> tuple[str, str]:
     """Run the benchmark; return (markdown report, summary line). Writes files when ``out`` is set."""
@@ -91,6 +92,7 @@ def run(
             alias_pass_budget_s=6.0 if quick else 30.0,
             max_measure_s=30.0 if quick else 90.0,
             repeat_below_s=0.5 if quick else 10.0,  # (scale.py, Note [every size measured alike])
+            fresh_processes=not in_process,  # (scale.py, Note [each point in a fresh process])
             log=log,
         )
         md += [
@@ -106,8 +108,9 @@ def run(
             "cyclic GC paused: this is what collecting its objects costs), **total** = whole pass + that difference (the figure the targets use; "
             "aliased = every input may overlap every other, as when Thunder reports aliased arguments). The stages "
             "alone: *analysis* = alias analysis + read substitution + DCE, *graph* = dependency graph (as arrays, `graph.build_edges`), "
-            "*partition* = stage assignment. *runs* = first passes measured, each over a freshly built trace: "
-            "the row is the fastest, *first run* its first one's total (`scale.py`, Note [every size measured alike]). "
+            "*partition* = stage assignment. *runs* = first passes measured, each over a freshly built trace"
+            + (" in this one process" if in_process else ", each in a new Python process (`scale.py`, Note [each point in a fresh process])")
+            + ": the row is the fastest, *first run* its first one's total (`scale.py`, Note [every size measured alike]). "
             "Thunder: `fuse_bound_symbols` on the same flattened trace (consecutive = `thunder.jit`'s default; "
             "dataflow only up to 20k), and Thunder's own alias pass `insert_alias_updates` on the aliased trace, "
             "measured while it fits its time budget and extrapolated (~) above.",
@@ -232,6 +235,9 @@ def main(argv=None) -> int:
     parser.add_argument("--max-nodes", type=int, default=25, help="exact optimum search up to this many fusible nodes")
     parser.add_argument("--only", choices=["regions", "scale", "compile"], action="append", help="run only these parts")
     parser.add_argument("--profile", action=argparse.BooleanOptionalAction, default=None, help="cProfile the slowest trace")
+    parser.add_argument("--in-process", action="store_true",
+                        help="measure every scale point in this process, not each in a new one (scale.py, "
+                             "Note [each point in a fresh process])")
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
     markdown, summary = run(
@@ -242,6 +248,7 @@ def main(argv=None) -> int:
         max_nodes=args.max_nodes,
         sections=tuple(args.only) if args.only else ("regions", "scale", "compile"),
         profile=args.profile,
+        in_process=args.in_process,
         log=lambda s: print(s, file=sys.stderr, flush=True),
     )
     print(markdown.rstrip("\n").rsplit("\n", 1)[0])

@@ -248,6 +248,44 @@ def _drop_what_the_pass_kept() -> None:
     executor._regions = {}
 
 
+def measure_in_fresh_process(kind: str, size: int, aliased: bool) -> ScaleRow:
+    """:func:`measure_synthetic` of a trace built in a new Python process (``scale_point.py``).
+
+    Note [each point in a fresh process]
+    ------------------------------------
+    Measured in one process, a point ran after every point before it: by the 100k ``views``
+    trace the process had built, passed and freed fifteen traces of up to 100k symbols.
+    CPython's allocator then places the pass's new objects in the holes those left, scattered
+    among what is still alive, and every later walk of them misses the cache more: the same
+    pass slowed by run of the same process (three 100k ``wide`` passes in a row, each on a new
+    trace: 1.31, 1.55, 1.76 s, the gc before each 0.34, 0.63, 0.83 s). The largest size, run
+    last, paid most, which biased the growth exponent up as well as the figure, the bias
+    Note [every size measured alike] removed for the number of runs. Each measurement now runs
+    in a process of its own, started the same way (imports, then the trace built, then the
+    pass): every size is measured alike, as a program's first compile in a process. The
+    in-process figures are still there (``python -m fusion_alias.bench --in-process``), and
+    docs/benchmarks.md gives both.
+    """
+    import json
+    import os
+    import subprocess
+    import sys
+
+    import fusion_alias as package
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(package.__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+    done = subprocess.run(
+        [sys.executable, "-m", "fusion_alias.bench.scale_point", kind, str(size), "1" if aliased else "0"],
+        capture_output=True, text=True, env=env, check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"the scale point {kind} {size} aliased={aliased} failed:\n{done.stderr[-3000:]}")
+    fields = json.loads(done.stdout.strip().splitlines()[-1])
+    fields.pop("build_seconds", None)
+    return ScaleRow(**fields)
+
+
 def measure_synthetic(syn: Synthetic, aliased: bool, *, dataflow_limit: int = 20_000) -> ScaleRow:
     size = len(syn.flat.bound_symbols)
     row = ScaleRow(syn.kind, aliased, size, len(syn.trace.bound_symbols))
@@ -327,6 +365,7 @@ def run_scale(
     alias_pass_budget_s: float = 20.0,
     max_measure_s: float = 90.0,
     repeat_below_s: float = 2.0,
+    fresh_processes: bool = True,
     log=print,
 ) -> list[ScaleRow]:
     """Measure every kind and variant at every size.
@@ -336,7 +375,9 @@ def run_scale(
     ``skipped`` and holds the extrapolated stage times. Every measurement is
     the first pass over a freshly built trace (as in a real compile), after a
     ``gc.collect()``; those under ``repeat_below_s`` are taken three times and
-    the fastest kept (Note [every size measured alike]).
+    the fastest kept (Note [every size measured alike]). With ``fresh_processes``
+    (the default), each measurement runs in a new Python process
+    (Note [each point in a fresh process]); else all run in this one.
 
     Note [every size measured alike]
     --------------------------------
@@ -357,16 +398,24 @@ def run_scale(
                 a: _predict([(r.size, r.total) for r in history[a]], size) for a in (False, True)
             }
             run = {a: predicted[a] is None or predicted[a] <= max_measure_s for a in (False, True)}
-            syn = build(kind, size) if any(run.values()) or size <= 20_000 else None
+            # (here: the trace measured in this process, or the one whose Thunder grouping a skipped row shows)
+            needs_trace = (not fresh_processes and any(run.values())) or (
+                not run[False] and (any(run.values()) or size <= 20_000))
+            syn = build(kind, size) if needs_trace else None
             if syn is not None:
                 log(f"  {kind} {size}: built {len(syn.flat.bound_symbols)} bsyms in {syn.build_seconds:.1f} s")
             for aliased in (False, True):
                 if run[aliased]:
-                    row = measure_synthetic(syn, aliased)
+                    if fresh_processes:
+                        measure = lambda: measure_in_fresh_process(kind, size, aliased)  # noqa: E731
+                    else:
+                        measure = lambda: measure_synthetic(syn if syn is not None else build(kind, size), aliased)  # noqa: E731
+                    row = measure()
                     first, runs = row.total, 1
                     # Note [every size measured alike]: best of three first runs, each on a freshly built trace
                     for _ in range(2 if row.total < repeat_below_s else 0):
-                        again = measure_synthetic(build(kind, size), aliased)
+                        syn = None  # (in this process: a new trace for each run)
+                        again = measure()
                         runs += 1
                         if again.total < row.total:
                             row = again
