@@ -17,8 +17,7 @@ from fusion_alias.executor import BACKENDS, AliasInputError, executor
 from fusion_alias.guard import deque_numbers, flat_sequences, guard_key
 from fusion_alias.leaked_proxies import proxy_left_in, refuse_leak
 from fusion_alias.module_state import follow_rebound_state, trains_parameters
-from fusion_alias.mutable_defaults import default_filler
-from fusion_alias.object_shapes import function_parts
+from fusion_alias.mutable_defaults import default_filler, own_parts, own_parts_changed
 from fusion_alias.refusals.inplace_ops import _traced_program
 from fusion_alias.view_outputs import argument_views_outside_function
 
@@ -211,7 +210,7 @@ class AliasSpecializedFunction:
         self._entries_seen: dict[int, int] = {}  # id(Thunder function) -> cache entries already inspected
         self._with_grad: dict[int, bool] = {}  # id(Thunder function) -> compiled to compute gradients
         self._last = None
-        self._parts = function_parts(fn)  # (object_shapes.py, Note [a function's code and defaults])
+        self._parts = own_parts(fn)  # (mutable_defaults.py, Note [the jitted function's own keyword defaults set in place])
         self._fill = default_filler(fn)  # (mutable_defaults.py, Note [a number read from a default argument's container])
         functools.update_wrapper(self, fn)
 
@@ -250,11 +249,10 @@ class AliasSpecializedFunction:
         if torch.get_default_dtype() is not torch.float32:  # (errors.py, Note [a default dtype other than float32])
             raise default_dtype_error(torch.get_default_dtype())
         parts = self._parts
-        if parts is not None and (self._fn.__code__ is not parts[0] or self._fn.__defaults__ is not parts[1]
-                                  or self._fn.__kwdefaults__ is not parts[2]):  # code or defaults replaced
+        if parts is not None and own_parts_changed(self._fn, parts):  # code or defaults replaced or set in place
             self._by_key.clear()
             self._variants.clear()
-            self._parts = function_parts(self._fn)
+            self._parts = own_parts(self._fn)
             self._fill = default_filler(self._fn)
         if self._fill is not None:
             args, kwargs = self._fill(args, kwargs)

@@ -116,3 +116,29 @@ def _filler_of(fn, bound: int):
         return (args, {**kwargs, **added}) if added else (args, kwargs)
 
     return fill
+
+
+# Note [the jitted function's own keyword defaults set in place]
+# --------------------------------------------------------------
+# api.py compiles anew where the jitted function's ``__code__``, ``__defaults__`` or ``__kwdefaults__`` is replaced
+# (object_shapes.py, Note [a function's code and defaults]), taking each by identity. ``__kwdefaults__`` is a dict,
+# though, set in place as any dict: ``f.__kwdefaults__["k"] = 3.0`` between calls of ``def f(x, *, k=2.0)`` ran the
+# first call's 2.0 again (a constant: Thunder binds it while tracing), and ``f.__kwdefaults__["s"] = {"k": 3.0}``
+# the old dict (the filler above passes the objects it took when it was made), silently (session 38 probe; plain
+# ``thunder.jit`` too). So the parts kept also hold the keyword defaults' values, compared by identity at each call
+# (one tuple test for a function without keyword-only defaults, the common case).
+def own_parts(fn) -> tuple | None:
+    """``(code, defaults, keyword defaults, their items)`` of the jitted function, or None for anything but a
+    Python function (Note [the jitted function's own keyword defaults set in place])."""
+    if type(fn) is not types.FunctionType:
+        return None
+    kw = fn.__kwdefaults__
+    return (fn.__code__, fn.__defaults__, kw, tuple(kw.items()) if kw else ())
+
+
+def own_parts_changed(fn, parts: tuple) -> bool:
+    """Whether ``fn``'s code or defaults were replaced, or a keyword default set in place, since ``parts``."""
+    code, defaults, kw, items = parts
+    if fn.__code__ is not code or fn.__defaults__ is not defaults or fn.__kwdefaults__ is not kw:
+        return True
+    return bool(kw) and (len(kw) != len(items) or any(kw.get(k, items) is not v for k, v in items))

@@ -7,7 +7,8 @@ them and ``c["k"] = 3.0`` between calls ran the first call's number again, silen
 mutable_defaults.py, Note [a function or a class in the jitted function's own default]. And ``def inner(x, *,
 k=2.0)`` with ``inner.__kwdefaults__["k"] = 3.0``, whether the program calls ``inner`` from a global, is given it,
 or holds it in a default: the function's shape held ``__kwdefaults__`` by identity and took no constant in it
-(default_contents.py, Note [a keyword default set in place]). Each test calls with the first value, the changed
+(default_contents.py, Note [a keyword default set in place]); the jitted function's own keyword-only default set in
+place likewise (mutable_defaults.py, Note [the jitted function's own keyword defaults set in place]). Each test calls with the first value, the changed
 one, then the first again, against eager on fresh inputs each call, the written input too, under both reference
 schedules.
 """
@@ -96,12 +97,48 @@ def helper_keyword_default(x):
     return x.add_(_helper_kw(x))
 
 
+def _helper_tuple(x, fs=(inner,), cs=(Cfg,)):
+    return fs[0](x) + x * cs[0].k
+
+
+def helper_tuple_defaults(x):  # (a tuple holding a function or a class: default_contents.py took it for a constant)
+    return x.add_(_helper_tuple(x))
+
+
 class WithFunctionDefault(torch.nn.Module):
     def forward(self, x, g=inner):
         return x.add_(g(x))
 
 
 _MODULE = WithFunctionDefault()
+
+
+def own_keyword_default(x, *, k=2.0):
+    return x.mul_(k)
+
+
+def own_keyword_container(x, *, s={"k": 2.0}):
+    return x.mul_(s["k"])
+
+
+class WithKeywordDefault(torch.nn.Module):
+    def forward(self, x, *, k=2.0):
+        return x.mul_(k)
+
+
+_KW_MODULE = WithKeywordDefault()
+
+
+def _set_own_kw(v):
+    own_keyword_default.__kwdefaults__["k"] = v
+
+
+def _set_own_container(v):
+    own_keyword_container.__kwdefaults__["s"] = {"k": v}
+
+
+def _set_module_kw(v):
+    WithKeywordDefault.forward.__kwdefaults__["k"] = v
 
 # name -> (function, setter of the number, extra arguments)
 CASES = {
@@ -115,8 +152,14 @@ CASES = {
     "module-forward-function-default": (_MODULE, _set_inner, ()),
     "global-function-keyword-default-set-in-place": (global_keyword_default, _set_kw, ()),
     "helper-default-keyword-default-set-in-place": (helper_keyword_default, _set_kw, ()),
+    "helper-tuple-of-functions": (helper_tuple_defaults, _set_inner, ()),
+    "helper-tuple-of-classes": (helper_tuple_defaults, _set_cfg, ()),
     "argument-keyword-default-set-in-place": (lambda x, g: x.add_(g(x)), _set_kw, (inner_kw,)),
     "list-argument-keyword-default-set-in-place": (lambda x, gs: x.add_(gs[0](x)), _set_kw, ([inner_kw],)),
+    # (mutable_defaults.py, Note [the jitted function's own keyword defaults set in place])
+    "own-keyword-default-set-in-place": (own_keyword_default, _set_own_kw, ()),
+    "own-keyword-container-replaced-in-place": (own_keyword_container, _set_own_container, ()),
+    "module-forward-keyword-default-set-in-place": (_KW_MODULE, _set_module_kw, ()),
 }
 
 
@@ -139,14 +182,16 @@ def test_a_default_changed_between_calls(case, schedule):
     _check(fn, set_value, extra, schedule)
 
 
-@pytest.mark.parametrize("case", ["own-function", "own-class", "global-function-keyword-default-set-in-place"])
+@pytest.mark.parametrize("case", ["own-function", "own-class", "global-function-keyword-default-set-in-place",
+                                  "own-keyword-default-set-in-place"])
 def test_plain_thunder_is_wrong_there(case):
     fn, set_value, extra = CASES[case]
     with pytest.raises(AssertionError):
         _check(fn, set_value, extra, None, jit=thunder.jit)
 
 
-@pytest.mark.parametrize("fn", [own_function, own_class, own_tuple_of_functions, global_keyword_default])
+@pytest.mark.parametrize("fn", [own_function, own_class, own_tuple_of_functions, global_keyword_default,
+                                own_keyword_default, own_keyword_container])
 def test_an_unchanged_default_reuses_the_program(fn):
     jitted = fusion_alias.jit(fn, backend="reference")
     for _ in range(3):
