@@ -11,7 +11,7 @@ With the form in every hidden program (``P_NUMBER``, ``P_HELPER``, ``P_METHOD`` 
 
 import pytest
 
-from fusion_alias.fuzz import hidden_function_args, hidden_methods, hidden_numbers, oracle, source
+from fusion_alias.fuzz import hidden_function_args, hidden_methods, hidden_numbers, hidden_own_defaults, oracle, source
 from fusion_alias.fuzz.generator import generate_program
 from helpers import generated_programs, stream_digest
 
@@ -30,6 +30,7 @@ def _force(monkeypatch, p_method=1.0):
     monkeypatch.setattr(hidden_numbers, "P_HELPER", 1.0)
     monkeypatch.setattr(hidden_methods, "P_METHOD", p_method)
     monkeypatch.setattr(hidden_function_args, "P_FUNCTION_ARG", 0.0)  # (test_session37_function_arguments.py)
+    monkeypatch.setattr(hidden_own_defaults, "P_OWN_DEFAULT", 0.0)  # (session 38: test_session38_own_default_form.py)
 
 
 def _kind(p):

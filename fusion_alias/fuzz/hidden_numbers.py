@@ -40,7 +40,9 @@ Note [a number kept outside the function, changed between calls]
     function given as an argument (hidden_function_args.py, the class of a fix of that session). Such a program
     ends its calls with one more variant, the first one's aliasing with another number (``_with_extra``): another
     aliasing compiles anew, so only a call that reuses a program shows a stale number (with it, 26 to 30 of 30
-    programs of each form failed on 495c3bb; without it, 1 of 20 of the views form, seed 37001).
+    programs of each form failed on 495c3bb; without it, 1 of 20 of the views form, seed 37001). Session 38 (helper)
+    nests one more, drawn last: a function or a class in ``prog``'s own default, or a keyword-only default set in
+    place, in place of a ``number_default`` or ``number_helper`` program (hidden_own_defaults.py).
 """
 
 from __future__ import annotations
@@ -48,7 +50,8 @@ from __future__ import annotations
 import dataclasses
 import random
 
-from fusion_alias.fuzz import hidden_deque_args, hidden_function_args, hidden_iterators, hidden_methods, hidden_views
+from fusion_alias.fuzz import (hidden_deque_args, hidden_function_args, hidden_iterators, hidden_methods,
+                               hidden_own_defaults, hidden_views)
 from fusion_alias.fuzz.own_stream_forms import own_stream
 from fusion_alias.fuzz.program import ATTR_HOLDER, Program, Stmt
 
@@ -94,6 +97,7 @@ def draw(rng: random.Random, nvariants: int) -> tuple[str, list[str]] | None:
     kind = hidden_methods.redraw(rng, kind, (HELPER,))
     kind = hidden_iterators.redraw(rng, kind, (ITERATOR,))
     kind = hidden_function_args.redraw(rng, kind, hidden_methods.KINDS)
+    kind = hidden_own_defaults.redraw(rng, kind)  # (session 38: the module Note's last paragraph)
     return kind, values
 
 
@@ -108,7 +112,7 @@ def _extra(h: str, kind: str) -> tuple[str, str, str, str | None] | None:
     return None
 
 
-_FORMS = (hidden_views, hidden_deque_args, hidden_iterators, hidden_function_args)  # (their KINDS: 4-tuples)
+_FORMS = (hidden_views, hidden_deque_args, hidden_iterators, hidden_function_args, hidden_own_defaults)  # (4-tuples)
 CLOSURE_KINDS = ("closure", hidden_iterators.CLOSURE)  # the hidden kinds held in a cell of ``_make_prog()``
 
 

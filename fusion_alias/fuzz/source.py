@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 
-from fusion_alias.fuzz import hidden_numbers
+from fusion_alias.fuzz import hidden_numbers, hidden_own_defaults
 from fusion_alias.fuzz.program import ATTR_HOLDER, CONSTANTS, Program
 
 _INT_DTYPES = ("int32", "int64", "int16", "int8", "uint8")
@@ -219,6 +219,7 @@ def _prog_source(p: Program) -> str:
     closures = [h for h, k, _ in p.hidden if k in hidden_numbers.CLOSURE_KINDS]
     pad = "    " if closures else ""
     params = list(p.params) + ["opts=DEFAULTS" for _, k, _ in p.hidden if k == "number_default"][:1]
+    params += hidden_own_defaults.params(p.hidden)  # (its Note)
     lines = [f"{pad}def prog({', '.join(params)}):"]
     lines += [f"{pad}    {h} = {_hidden_access(h, k)}" for h, k, _ in p.hidden]
     lines += [f"{pad}    {s.code}" for s in p.stmts]
