@@ -134,7 +134,8 @@ def _contents(v, depth: int, budget: list):
     if isinstance(v, _SCALARS):
         return (tp, v)
     if tp is types.FunctionType:  # Note [a function held in a default]
-        return ("function", Same(v, v.__code__, v.__defaults__, v.__kwdefaults__), _defaults_of(v, depth - 1, budget))
+        return ("function", Same(v, v.__code__, v.__defaults__, v.__kwdefaults__), _defaults_of(v, depth - 1, budget),
+                _cells_of(v, depth - 1, budget))
     if tp is types.MethodType:
         return ("method", Same(v.__self__), _contents(v.__func__, depth - 1, budget))
     if tp is functools.partial:
@@ -169,6 +170,32 @@ def _contents(v, depth: int, budget: list):
     except (TypeError, ValueError):
         return Same(v)
     return (tp, v)
+
+
+# Note [the closure of a function held in a default]
+# ---------------------------------------------------
+# Such a function may read a closure cell (``k`` of ``def make(): k = 2.0; def g(x): return x * k``), which the
+# interpreter reads while tracing, through the default, where Thunder's prologue checks nothing (it checks the cells
+# of a function it reaches from a global or an argument): ``k = 3.0`` set through ``nonlocal`` between calls ran the
+# first call's number, silently (session 38 probe; plain ``thunder.jit`` too). So a function held in a default is
+# taken with its cells' contents too (an empty cell as ``_EMPTY``, a cell holding the function itself, a recursive
+# inner function, by identity).
+_EMPTY = ("empty cell",)
+
+
+def _cells_of(fn: types.FunctionType, depth: int, budget: list) -> tuple:
+    cells = fn.__closure__
+    if not cells:
+        return ()
+    taken = []
+    for cell in cells:
+        try:
+            e = cell.cell_contents
+        except ValueError:
+            taken.append(_EMPTY)
+            continue
+        taken.append(Same(e) if e is fn else _contents(e, depth, budget))
+    return tuple(taken)
 
 
 # Note [a class or an object held in a default]

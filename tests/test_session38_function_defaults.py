@@ -8,7 +8,9 @@ mutable_defaults.py, Note [a function or a class in the jitted function's own de
 k=2.0)`` with ``inner.__kwdefaults__["k"] = 3.0``, whether the program calls ``inner`` from a global, is given it,
 or holds it in a default: the function's shape held ``__kwdefaults__`` by identity and took no constant in it
 (default_contents.py, Note [a keyword default set in place]); the jitted function's own keyword-only default set in
-place likewise (mutable_defaults.py, Note [the jitted function's own keyword defaults set in place]). Each test calls with the first value, the changed
+place likewise (mutable_defaults.py, Note [the jitted function's own keyword defaults set in place]), and a closure
+cell of a function held in a called helper's default (default_contents.py, Note [the closure of a function held in a
+default]). Each test calls with the first value, the changed
 one, then the first again, against eager on fresh inputs each call, the written input too, under both reference
 schedules.
 """
@@ -113,6 +115,42 @@ class WithFunctionDefault(torch.nn.Module):
 _MODULE = WithFunctionDefault()
 
 
+def _make_closure():
+    k = 2.0
+
+    def read(x):
+        return x * k
+
+    def set_k(v):
+        nonlocal k
+        k = v
+
+    return read, set_k
+
+
+_CLOSURE_OWN, _SET_CLOSURE_OWN = _make_closure()
+_CLOSURE_HELPER, _SET_CLOSURE_HELPER = _make_closure()
+
+
+def own_closure_default(x, g=_CLOSURE_OWN):
+    return x.add_(g(x))
+
+
+def _helper_closure(x, g=_CLOSURE_HELPER):
+    return g(x)
+
+
+def helper_closure_default(x):  # (default_contents.py, Note [the closure of a function held in a default])
+    return x.add_(_helper_closure(x))
+
+
+_KW_HOLDERS = {"g": inner_kw}
+
+
+def global_dict_keyword_default(x):
+    return x.add_(_KW_HOLDERS["g"](x))
+
+
 def own_keyword_default(x, *, k=2.0):
     return x.mul_(k)
 
@@ -156,6 +194,9 @@ CASES = {
     "helper-tuple-of-classes": (helper_tuple_defaults, _set_cfg, ()),
     "argument-keyword-default-set-in-place": (lambda x, g: x.add_(g(x)), _set_kw, (inner_kw,)),
     "list-argument-keyword-default-set-in-place": (lambda x, gs: x.add_(gs[0](x)), _set_kw, ([inner_kw],)),
+    "own-default-function-closure": (own_closure_default, _SET_CLOSURE_OWN, ()),
+    "helper-default-function-closure": (helper_closure_default, _SET_CLOSURE_HELPER, ()),
+    "global-dict-keyword-default-set-in-place": (global_dict_keyword_default, _set_kw, ()),
     # (mutable_defaults.py, Note [the jitted function's own keyword defaults set in place])
     "own-keyword-default-set-in-place": (own_keyword_default, _set_own_kw, ()),
     "own-keyword-container-replaced-in-place": (own_keyword_container, _set_own_container, ()),
