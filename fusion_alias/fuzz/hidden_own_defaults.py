@@ -7,7 +7,8 @@ Note [a function or a class in the program's own default, in the fuzzer]
     default dict changed in place, ``def prog(a, C_n0=Cfg_n0)`` with ``Cfg_n0.k`` set, and ``read_n0.__kwdefaults__
     ['k']`` set in place ran the first call's number again, silently (plain ``thunder.jit`` too; found by a hand
     probe: hidden_function_args.py's forms hold the function in a *called* helper's default, never in ``prog``'s
-    own). A ``number_default`` or ``number_helper`` program (the program's own default dict, a called helper's)
+    own), and so did a closure cell of a function held in a called helper's default (default_contents.py, Note
+    [the closure of a function held in a default]). A ``number_default`` or ``number_helper`` program (the program's own default dict, a called helper's)
     becomes, with probability ``P_OWN_DEFAULT`` drawn from a stream of its own (with it 0, every program is the one
     it was), one of::
 
@@ -18,6 +19,8 @@ Note [a function or a class in the program's own default, in the fuzzer]
         number_keyword_default        def read_n0(*, k=0.0): return k          n0 = read_n0()
                                       (``read_n0.__kwdefaults__['k']`` set in place)
         number_own_keyword_default    the same function held in ``prog``'s default ``f_n0=read_n0``; n0 = f_n0()
+        number_default_closure        READ_n0 reads a closure cell ``k``, set through ``nonlocal`` (SET_n0)
+                                      def call_n0(f=READ_n0): return f()       n0 = call_n0()
 
     hidden_numbers.py ends such a program's calls with the first variant's aliasing and another number (its
     ``_with_extra``), so a stale number shows; source.py adds ``PARAMS``' default parameter to ``prog``.
@@ -33,6 +36,9 @@ P_OWN_DEFAULT = 0.4
 PARENTS = ("number_default", "number_helper")
 _FUNCTION = "HELPER_DEFAULTS = {{}}\n\n\ndef read_{h}(opts=HELPER_DEFAULTS):\n    return opts[{h!r}]\n"
 _KEYWORD = "def read_{h}(*, k=0.0):\n    return k\n"
+_CLOSURE = ("def _make_read_{h}():\n    k = 0.0\n\n    def read():\n        return k\n\n    def set_k(v):\n"
+            "        nonlocal k\n        k = v\n\n    return read, set_k\n\n\nREAD_{h}, SET_{h} = _make_read_{h}()\n\n\n"
+            "def call_{h}(f=READ_{h}):\n    return f()\n")
 _SET_KEYWORD = "    read_{h}.__kwdefaults__['k'] = hidden[{h!r}]"
 # kind -> (holder lines, the line installing this call's number, how the program reads it, no argument)
 KINDS = {
@@ -40,6 +46,7 @@ KINDS = {
     "number_own_default_class": ("class Cfg_{h}:\n    k = 0.0\n", "    Cfg_{h}.k = hidden[{h!r}]", "C_{h}.k", None),
     "number_keyword_default": (_KEYWORD, _SET_KEYWORD, "read_{h}()", None),
     "number_own_keyword_default": (_KEYWORD, _SET_KEYWORD, "f_{h}()", None),
+    "number_default_closure": (_CLOSURE, "    SET_{h}(hidden[{h!r}])", "call_{h}()", None),
 }
 # kind -> the default parameter ``prog`` ends with
 PARAMS = {"number_own_default_function": "f_{h}=read_{h}", "number_own_default_class": "C_{h}=Cfg_{h}",
