@@ -64,8 +64,9 @@ def shape_of(obj):
     """``("len", n)`` of a list or tuple, ``("keys", ...)`` of a dict (in order; a key that is not a plain
     number or string by its id), ``("function", ...)`` of a function (Note [a function's code and
     defaults]), ``("object", obj)`` of a builtin, a class, a dtype or an enum member,
-    ``("attributes", ...)`` of a plain object, ``("value", type, obj)`` of another value Thunder's prologue does
-    not check (Note [a value Thunder's prologue does not check]); None for anything else.
+    ``("attributes", class, names)`` of a plain object (Note [an object's class]), ``("value", type, obj)`` of
+    another value Thunder's prologue does not check (Note [a value Thunder's prologue does not check]); None for
+    anything else.
 
     >>> shape_of([1, 2]), shape_of({"m": 0}), shape_of(Shape(("len", 0)))
     (('len', 2), ('keys', ('m',)), ('len', 0))
@@ -86,7 +87,7 @@ def shape_of(obj):
     if isinstance(obj, BY_IDENTITY):
         return ("object", obj)
     if hasattr(obj, "__dict__") and not isinstance(obj, NOT_PLAIN) and not callable(obj):
-        return ("attributes", tuple(sorted(vars(obj))))
+        return ("attributes", Same(tp), tuple(sorted(vars(obj))))  # (Note [an object's class])
     if is_opaque_value(obj):  # Note [a value Thunder's prologue does not check]
         contents = mutable_contents(obj)  # (default_contents.py, Note [a numpy array changed in place])
         if contents is not None:
@@ -102,6 +103,15 @@ def shape_of(obj):
             return ("object", Same(obj))
         return ("value", tp, obj)
     return None
+
+
+# Note [an object's class]
+# ------------------------
+# ``isinstance(o, A)``, ``type(o) is A`` and ``issubclass(type(o), A)`` are answered while tracing (Thunder's
+# interpreter runs them opaquely) and Thunder 0.2.6's prologue checks the attributes the program read of ``o``,
+# never its class: ``f(x, A())``, then ``f(x, B())`` of a class with the same attribute names ran ``A``'s branch
+# again, silently (session 38 probe; plain ``thunder.jit`` too; an argument, a global or an attribute alike). So a
+# plain object's shape holds its class, by identity, with its attribute names.
 
 
 # Note [a value Thunder's prologue does not check]

@@ -60,6 +60,7 @@ from fusion_alias import context, module_tables, tensor_identity
 from fusion_alias.errors import TracingRefusal
 from fusion_alias.object_shapes import BY_IDENTITY, NOT_PLAIN, Shape, is_opaque_value, shape_of
 from fusion_alias.trace_time_queries import _covered_by_arguments
+from fusion_alias.type_reads import isinstance_lookaside, respell_type
 
 _thunder_wrap_callback = jit_ext.general_jit_callbacks[INTERPRETER_CALLBACKS.WRAP_CALLBACK]
 
@@ -189,6 +190,8 @@ def _refuse_iterator(obj) -> None:
 
 
 def _wrap_callback(value):
+    if isinstance(value.value, type) and context.current().has_call:  # (type_reads.py, Note [a class reached
+        respell_type(value, _record_class)  # through type()])
     result = _thunder_wrap_callback(value)  # (first: it respells a module's ``__dict__[k]`` as its attribute)
     obj = value.value
     if isinstance(obj, Iterator):
@@ -244,8 +247,14 @@ def _record_module(record, module, ctx) -> None:
     ctx.identity_records.append((record, Shape(shape_of(module))))
 
 
+def _record_class(record, cls) -> None:
+    """Record class ``cls`` read by path ``record`` (type_reads.py, Note [the class an isinstance asks about])."""
+    _record(record, cls, context.current())
+
+
 def register(executor) -> None:
     """Record what calls of ``fusion_alias.jit`` read of objects outside their arguments (Note [a None read
     from a global, a closure or an attribute], Note [the shape of a container read from outside the
     arguments])."""
     jit_ext.general_jit_callbacks[INTERPRETER_CALLBACKS.WRAP_CALLBACK] = _wrap_callback
+    jit_ext._general_jit_lookaside_map[isinstance] = isinstance_lookaside(_record_class)

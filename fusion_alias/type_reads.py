@@ -1,0 +1,97 @@
+"""A class the program reaches through ``type(o)``, respelled as ``o.__class__`` so that Thunder's prologue checks
+what the program reads of it.
+
+Note [a class reached through type()]
+-------------------------------------
+Thunder 0.2.6's interpreter runs ``type(o)`` opaquely (its ``_type_lookaside``): the class it returns has an
+``OPAQUE`` provenance, which is no path from the call, so what the program reads of it (``type(o).k``,
+``type(self).SCALE`` in a module's ``forward``, ``getattr(type(o), "k")``, ``vars(type(o))["k"]``) is baked into the
+trace and checked by nothing. ``o.__class__.k`` reads the same number through a path, which the prologue checks::
+
+    class Cfg: k = 2.0
+    def f(x, o): return x.mul_(type(o).k)      # f(x, o); Cfg.k = 3.0; f(x, o)   eager: x * 3;  was: x * 2
+
+(session 38 probe; plain ``thunder.jit`` too.) So the class of ``type(o)``, where ``o`` is reached by a path from
+the call and the class is the user's (mutable_defaults.user_class: not torch's, Thunder's, numpy's or Python's own,
+whose attributes a program does not set between calls), gets the provenance ``o.__class__``: Thunder's prologue
+then checks each number read of it, and outside_reads.py records the class itself (a call with an object of
+another class compiles anew: object_shapes.py, Note [an object's class]).
+"""
+
+from __future__ import annotations
+
+import torch
+from thunder.core import jit_ext
+from thunder.core.interpreter import ProvenanceRecord, PseudoInst, WrappedValue
+from thunder.core.proxies import Proxy
+
+from fusion_alias import context
+from fusion_alias.mutable_defaults import user_class
+
+
+def _is_type_call(fn_record) -> bool:
+    fn = fn_record.value if fn_record.inst is PseudoInst.CONSTANT else None
+    return getattr(fn, "__name__", None) == "_type_lookaside" and getattr(fn, "__module__", None) == (
+        "thunder.core.interpreter")
+
+
+def _reached_from_the_call(record) -> bool:
+    """Whether ``record`` is the call's function or arguments or a path from them (Thunder's
+    ``should_register_for_prologue`` below its top level, where a bare argument or the module called counts)."""
+    try:
+        return jit_ext.should_register_for_prologue(record, _toplevel=False)
+    except Exception:
+        return False
+
+
+def _class_of(obj_record) -> ProvenanceRecord:
+    return ProvenanceRecord(PseudoInst.LOAD_ATTR, inputs=[obj_record, ProvenanceRecord(
+        PseudoInst.CONSTANT, inputs=[], value="__class__")])
+
+
+def respell_type(value, record) -> None:
+    """Give ``value``, the class ``type(o)`` returned, the provenance ``o.__class__`` where ``o`` is reached from
+    the call and the class is the user's; another class (torch's ``nn.ReLU``) is only recorded by that path,
+    ``record(path, cls)`` (module Note; Note [the class an isinstance asks about])."""
+    pr = value.provenance
+    if pr is None or pr.inst is not PseudoInst.OPAQUE or len(pr.inputs) != 3:
+        return
+    fn, args, kwargs = pr.inputs
+    if not _is_type_call(fn) or args.inst is not PseudoInst.BUILD_TUPLE or len(args.inputs) != 1:
+        return
+    if kwargs.inst is not PseudoInst.CONSTANT or kwargs.value:
+        return
+    cls = value.value
+    if not isinstance(cls, type) or not _reached_from_the_call(args.inputs[0]):
+        return
+    if user_class(cls):
+        value.provenance = _class_of(args.inputs[0])
+    else:
+        record(_class_of(args.inputs[0]), cls)
+
+
+# Note [the class an isinstance asks about]
+# -----------------------------------------
+# ``isinstance(m, nn.ReLU)`` of a module given as an argument or held in a global dict, and ``type(m) is nn.ReLU``,
+# are answered while tracing too; a module's guard holds no class (module_tables.py guards the modules the program
+# calls, by the path it reached them), so ``f(x, nn.Tanh())`` after ``f(x, nn.ReLU())`` ran the ReLU branch again,
+# silently (session 38 probe; plain ``thunder.jit`` too). So ``isinstance(o, ...)`` and ``type(o)`` of an object
+# reached from the call (not a tensor: Thunder's proxies answer for themselves) record ``o.__class__`` as
+# outside_reads.py records any class it reads: the program runs only for calls where that path reaches the same
+# class. (A plain object's shape holds its class already: object_shapes.py, Note [an object's class].)
+_thunder_isinstance = jit_ext._general_jit_lookaside_map[isinstance]  # (answers for Thunder's proxies)
+
+
+def isinstance_lookaside(record):
+    """Thunder's ``isinstance`` lookaside, recording the class of its first argument by ``record(path, cls)``
+    where it is reached from the call (Note [the class an isinstance asks about])."""
+
+    def lookaside(obj, cls, /):
+        if isinstance(obj, WrappedValue) and context.current().has_call:
+            o = obj.value
+            if not isinstance(o, (torch.Tensor, Proxy)) and _reached_from_the_call(obj.provenance):
+                record(_class_of(obj.provenance), type(o))
+        return _thunder_isinstance(obj, cls)
+
+    return lookaside
+
