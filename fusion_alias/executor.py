@@ -26,7 +26,7 @@ from thunder.core.trace import TraceCtx, TraceProvenance
 from thunder.extend import FusionExecutor, register_executor
 import thunder.core.prims as prims
 
-from fusion_alias import (bool_reductions, reduction_dtypes, unbiased_spellings, context, data_attribute, outside_reads, process_state, tensor_identity, dropped_attributes, foreach_lookasides, inplace_lookasides, ops, out_arguments, pipeline,
+from fusion_alias import (bool_reductions, reduction_dtypes, unbiased_spellings, eager_keywords, context, data_attribute, outside_reads, process_state, tensor_identity, dropped_attributes, foreach_lookasides, inplace_lookasides, ops, out_arguments, pipeline,
                           untraceable_calls, item_branches, return_types, clamp_ties, zero_norms, saturated_sigmoid, trace_time_queries, identity_results,
                           loss_defaults, lerp_shapes, pool_ties, nan_relu, safe_elu)
 from fusion_alias.refusals import bool_keys
@@ -400,7 +400,6 @@ item_branches.register(executor)  # `if x.item() > 0`: refused, not a branch fix
 return_types.register(executor)  # torch.max(x, 0).values: eager's named results (Note [named results])
 bool_reductions.register(executor)  # x.sum(dtype=torch.bool): eager's any (Note [a sum in bool is any])
 reduction_dtypes.register(executor)  # x.mean(dtype=torch.int64) and kin: eager's refusal (Note [a dtype= eager refuses])
-unbiased_spellings.register(executor)  # x.var(0, unbiased=False): Thunder's correction (Note [unbiased is a correction])
 clamp_ties.register(executor)  # x.clamp(max=b) at b: eager's gradient (Note [clamp's gradient at a bound])
 saturated_sigmoid.register(executor)  # sigmoid(-1e4): eager's zero gradient (Note [sigmoid where exp overflows])
 nan_relu.register(executor)  # relu(nan): eager's NaN (Note [relu of NaN])
@@ -417,4 +416,6 @@ outside_reads.register(executor)  # `if self.extra is None:`: guarded (Note [a N
 process_state.register(executor)  # torch.get_num_threads(), os.getenv(k): guarded (Note [a process setting read inside the function])
 data_attribute.register(executor)  # Tensor.data as detach() (Thunder 0.2.6's proxies have none)
 tensor_identity.register(executor)  # `a is b`, id(a) on tensors as eager answers it (Note [tensor identity in a trace])
+unbiased_spellings.register(executor)  # x.var(0, unbiased=False): Thunder's correction (Note [unbiased is a correction])
+eager_keywords.register(executor)  # x.mul(other=2), torch.add(input=x, other=y) (Note [eager's keyword names for operands])
 register_executor(executor)

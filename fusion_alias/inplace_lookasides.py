@@ -45,7 +45,7 @@ from thunder.core.symbol import Symbol
 import thunder.torch as ltorch
 
 from fusion_alias import clamp_ties, complex_fill_values, dropout_checks, reduction_dtypes, return_types
-from fusion_alias import saturated_sigmoid, unbiased_spellings
+from fusion_alias import eager_keywords, saturated_sigmoid, unbiased_spellings
 from fusion_alias.unsupported_methods import UnsupportedMethodError, unsupported_method_message  # (re-exported)
 from fusion_alias.wrapped_lookasides import wrap_lookasides
 
@@ -297,6 +297,8 @@ def _getattr(self, attr: str, /):
         return reduction_dtypes.method(attr, self)
     if attr in unbiased_spellings.METHODS:  # x.var(0, unbiased=False) (unbiased_spellings.py)
         return unbiased_spellings.method(attr, self)
+    if attr in eager_keywords.METHODS:  # x.mul(other=2) (eager_keywords.py, Note [a method Thunder dispatches])
+        return eager_keywords.method(attr, self)
     if attr in reduction_dtypes.INPLACE_CUMULATIVE:  # (reduction_dtypes.py, Note [a dtype= eager refuses])
         return partial(reduction_dtypes.inplace_cumulative, attr, self, _proxy_getattr(self, attr))
     if attr == "exponential_":  # Note [exponential_ is refused]
