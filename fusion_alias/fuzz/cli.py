@@ -47,7 +47,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--special-values", action="store_true",
                     help="put NaN, infinities, signed zeros and integer extremes into a quarter of every "
                          "input's elements (Note [special values in the inputs], source.py)")
+    ap.add_argument("--keyword-spellings", action="store_true",
+                    help="respell about half the calls of each program with eager's keyword names for operands "
+                         "(Note [keyword spellings respell the rendered program], keyword_spellings.py)")
     ns = ap.parse_args(argv)
+    if ns.keyword_spellings:
+        from fusion_alias.fuzz import keyword_spellings
+
+        keyword_spellings.ENABLED = True
     if ns.special_values:
         from fusion_alias.fuzz import source
 

@@ -12,6 +12,7 @@ from typing import Callable, Sequence
 from fusion_alias.backends.reference import SCHEDULES
 from fusion_alias.fuzz import modules_process
 from fusion_alias.fuzz.program import Program
+from fusion_alias.fuzz import keyword_spellings  # (--keyword-spellings: Note [keyword spellings respell the rendered program])
 from fusion_alias.fuzz.source import COMPARE_SOURCE, _holders_source, _make_inputs_source, _make_jit_source, _prog_source
 
 MakeJit = Callable[[Callable, str], Callable]
@@ -270,7 +271,7 @@ def program_source(p: Program, system: str = "fusion_alias", unsafe: bool = Fals
         + "\n\n"
         + _make_inputs_source(p)
         + "\n\n"
-        + _prog_source(p)
+        + (keyword_spellings.respelled(_prog_source(p), p.name) if keyword_spellings.ENABLED else _prog_source(p))
         + "\n\n"
         + _make_jit_source(system, unsafe)
         + "\n"

@@ -1,0 +1,75 @@
+"""``--keyword-spellings``: the program's calls respelled with eager's keyword names for their operands.
+
+Note [keyword spellings respell the rendered program]
+-----------------------------------------------------
+Session 38 made eager's keyword names for operands run (``x.mul_(other=y)``, ``torch.add(input=x,
+other=y)``, ``x.pow(exponent=2)``: eager_keywords.py; ``x.var(0, unbiased=False)``: unbiased_spellings.py),
+which raised a TypeError before. No generator writes them: each writes its calls positionally, and a new
+spelling drawn in a generator would change the programs of every seed that the tests pin. With
+``--keyword-spellings`` the rendered program (its function, ``oracle._prog_source``) is parsed and about
+half of the eligible calls, drawn from a stream of the program's name, are respelled before eager and
+fusion_alias run it; without the flag nothing changes. Example::
+
+    t2 = a.sub_(t1, alpha=2.0)          ->  t2 = a.sub_(other=t1, alpha=2.0)
+    t3 = torch.where(t0 > 0, a, b)      ->  t3 = torch.where(condition=t0 > 0, input=a, other=b)
+
+Eligible: a method call of an op of ``_OPERANDS`` with its operands positional (respelled as eager's names
+after ``self``), the same op called as ``torch.<op>`` (``input`` first), and ``x.var(d)``/``x.std(d)`` with
+one positional dim (respelled ``x.var(d, unbiased=True)``, the same correction). ``modules`` programs render
+their own way and are not respelled.
+"""
+
+from __future__ import annotations
+
+import ast
+import random
+
+ENABLED = False  # set by the command line's --keyword-spellings
+
+# op -> eager's names of its operands after ``self`` (torch.<op> calls ``self`` ``input``)
+_OPERANDS = {
+    **dict.fromkeys(("add", "sub", "mul", "div", "true_divide", "remainder", "fmod", "maximum", "minimum", "eq", "ne",
+                     "lt", "le", "gt", "ge", "atan2", "copysign", "logical_and", "logical_or", "logical_xor"),
+                    ("other",)),
+    "pow": ("exponent",),
+    "addcmul": ("tensor1", "tensor2"),
+    "addcdiv": ("tensor1", "tensor2"),
+}
+_FUNCTION_ONLY = {"where": ("condition", "input", "other")}
+
+
+class _Respeller(ast.NodeTransformer):
+    def __init__(self, rng: random.Random):
+        self.rng = rng
+        self.respelled = 0
+
+    def visit_Call(self, node: ast.Call):
+        self.generic_visit(node)
+        f = node.func
+        if not isinstance(f, ast.Attribute) or any(isinstance(a, ast.Starred) for a in node.args):
+            return node
+        is_torch = isinstance(f.value, ast.Name) and f.value.id == "torch"
+        op = f.attr[:-1] if f.attr.endswith("_") and not is_torch else f.attr
+        if is_torch:
+            names = _FUNCTION_ONLY.get(op) or (("input", *_OPERANDS[op]) if op in _OPERANDS else None)
+        else:
+            names = _OPERANDS.get(op)
+        if names is None and not is_torch and f.attr in ("var", "std") and len(node.args) == 1 and not node.keywords:
+            if self.rng.random() < 0.5:  # Note [unbiased is a correction]: the default correction, spelled so
+                node.keywords.append(ast.keyword("unbiased", ast.Constant(True)))
+                self.respelled += 1
+            return node
+        if names is None or not node.args or len(node.args) > len(names) or self.rng.random() >= 0.5:
+            return node
+        node.keywords = [ast.keyword(n, a) for n, a in zip(names, node.args)] + node.keywords
+        node.args = []
+        self.respelled += 1
+        return node
+
+
+def respelled(source: str, label: str) -> str:
+    """``source`` with about half its eligible calls respelled (module Note), drawn from a stream of ``label``."""
+    tree = ast.parse(source)
+    respeller = _Respeller(random.Random("keyword-spellings:" + label))
+    tree = respeller.visit(tree)
+    return ast.unparse(ast.fix_missing_locations(tree)) + "\n" if respeller.respelled else source
