@@ -21,6 +21,11 @@ Note [a function or a class in the program's own default, in the fuzzer]
         number_own_keyword_default    the same function held in ``prog``'s default ``f_n0=read_n0``; n0 = f_n0()
         number_default_closure        READ_n0 reads a closure cell ``k``, set through ``nonlocal`` (SET_n0)
                                       def call_n0(f=READ_n0): return f()       n0 = call_n0()
+        number_type_attribute         class Cfg_n0: k = 0.0; CFG_n0 = Cfg_n0()   n0 = type(CFG_n0).k
+                                      (``Cfg_n0.k`` set: type_reads.py, Note [a class reached through type()])
+        number_object_class           OBJ_n0.__class__ set to a subclass of Base_n0 holding the number as ``k``
+                                      n0 = (type(OBJ_n0).k if isinstance(OBJ_n0, Base_n0) else 0.0)
+                                      (object_shapes.py, Note [an object's class])
 
     hidden_numbers.py ends such a program's calls with the first variant's aliasing and another number (its
     ``_with_extra``), so a stale number shows; source.py adds ``PARAMS``' default parameter to ``prog``.
@@ -39,6 +44,9 @@ _KEYWORD = "def read_{h}(*, k=0.0):\n    return k\n"
 _CLOSURE = ("def _make_read_{h}():\n    k = 0.0\n\n    def read():\n        return k\n\n    def set_k(v):\n"
             "        nonlocal k\n        k = v\n\n    return read, set_k\n\n\nREAD_{h}, SET_{h} = _make_read_{h}()\n\n\n"
             "def call_{h}(f=READ_{h}):\n    return f()\n")
+_CLASSES = ("class Base_{h}:\n    k = 0.0\n\n\n_CLASSES_{h} = {{}}\n\n\ndef class_{h}(v):\n    if v not in _CLASSES_{h}:\n"
+            "        _CLASSES_{h}[v] = type('C_{h}', (Base_{h},), {{'k': v}})\n    return _CLASSES_{h}[v]\n\n\n"
+            "OBJ_{h} = Base_{h}()\n")
 _SET_KEYWORD = "    read_{h}.__kwdefaults__['k'] = hidden[{h!r}]"
 # kind -> (holder lines, the line installing this call's number, how the program reads it, no argument)
 KINDS = {
@@ -47,6 +55,10 @@ KINDS = {
     "number_keyword_default": (_KEYWORD, _SET_KEYWORD, "read_{h}()", None),
     "number_own_keyword_default": (_KEYWORD, _SET_KEYWORD, "f_{h}()", None),
     "number_default_closure": (_CLOSURE, "    SET_{h}(hidden[{h!r}])", "call_{h}()", None),
+    "number_type_attribute": ("class Cfg_{h}:\n    k = 0.0\n\n\nCFG_{h} = Cfg_{h}()\n", "    Cfg_{h}.k = hidden[{h!r}]",
+                              "type(CFG_{h}).k", None),
+    "number_object_class": (_CLASSES, "    OBJ_{h}.__class__ = class_{h}(hidden[{h!r}])",
+                            "(type(OBJ_{h}).k if isinstance(OBJ_{h}, Base_{h}) else 0.0)", None),
 }
 # kind -> the default parameter ``prog`` ends with
 PARAMS = {"number_own_default_function": "f_{h}=read_{h}", "number_own_default_class": "C_{h}=Cfg_{h}",
