@@ -38,8 +38,14 @@ def method(name: str, proxy):
     return partial(getattr(torch, name), proxy)
 
 
-def _as_correction(fn, previous, a, *args, **kwargs):
-    """Note [unbiased is a correction]: ``fn(a, *args, **kwargs)`` as eager binds it, traced by ``previous``."""
+def _as_correction(fn, previous, *args, **kwargs):
+    """Note [unbiased is a correction]: ``fn(*args, **kwargs)`` as eager binds it, traced by ``previous``."""
+    if not args and "input" in kwargs:  # (``torch.var(input=x, ...)``: eager's name of the operand)
+        kwargs = dict(kwargs)
+        args = (kwargs.pop("input"),)
+    if not args:
+        return previous(*args, **kwargs)
+    a, args = args[0], args[1:]
     if not isinstance(a, TensorProxy) or not (len(args) > 1 or (args and type(args[0]) is bool) or "unbiased" in kwargs):
         return previous(a, *args, **kwargs)  # (no unbiased overload in reach: Thunder's own spelling)
     if not any(isinstance(x, Proxy) for x in (*args, *kwargs.values())):

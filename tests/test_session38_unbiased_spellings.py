@@ -29,6 +29,7 @@ RUNS = {
     "torch.var_mean(x, 1, False)": lambda x: torch.var_mean(x, 1, False),
     "torch.var_mean(x, unbiased=False)": lambda x: torch.var_mean(x, unbiased=False),
     "torch.std_mean(x, 0, unbiased=False, keepdim=True)": lambda x: torch.std_mean(x, 0, unbiased=False, keepdim=True),
+    "torch.var(input=x, dim=0, unbiased=False)": lambda x: torch.var(input=x, dim=0, unbiased=False),
     # Thunder's own spellings go through unchanged
     "var(1)": lambda x: x.var(1),
     "var(0, correction=0, keepdim=True)": lambda x: x.var(0, correction=0, keepdim=True),
