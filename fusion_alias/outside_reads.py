@@ -60,7 +60,7 @@ from fusion_alias import context, module_tables, tensor_identity
 from fusion_alias.errors import TracingRefusal
 from fusion_alias.object_shapes import BY_IDENTITY, NOT_PLAIN, Shape, is_opaque_value, shape_of
 from fusion_alias.trace_time_queries import _covered_by_arguments
-from fusion_alias.type_reads import isinstance_lookaside, respell_type
+from fusion_alias.type_reads import isinstance_lookaside, respell_type, type_lookaside
 
 _thunder_wrap_callback = jit_ext.general_jit_callbacks[INTERPRETER_CALLBACKS.WRAP_CALLBACK]
 
@@ -258,3 +258,4 @@ def register(executor) -> None:
     arguments])."""
     jit_ext.general_jit_callbacks[INTERPRETER_CALLBACKS.WRAP_CALLBACK] = _wrap_callback
     jit_ext._general_jit_lookaside_map[isinstance] = isinstance_lookaside(_record_class)
+    jit_ext._general_jit_lookaside_map[type] = type_lookaside  # (type_reads.py, Note [the type of a tensor])

@@ -20,10 +20,12 @@ another class compiles anew: object_shapes.py, Note [an object's class]).
 
 from __future__ import annotations
 
+import os
+
 import torch
-from thunder.core import jit_ext
-from thunder.core.interpreter import ProvenanceRecord, PseudoInst, WrappedValue
-from thunder.core.proxies import Proxy
+from thunder.core import interpreter, jit_ext
+from thunder.core.interpreter import ProvenanceRecord, PseudoInst, WrappedValue, wrap, wrap_const
+from thunder.core.proxies import Proxy, TensorProxy
 
 from fusion_alias import context
 from fusion_alias.mutable_defaults import user_class
@@ -95,3 +97,34 @@ def isinstance_lookaside(record):
 
     return lookaside
 
+
+
+# Note [the type of a tensor]
+# ---------------------------
+# Thunder 0.2.6's ``type`` lookaside answers ``type(x)`` of a tensor with the class of its proxy: in the program,
+# ``type(x) is torch.Tensor`` was False and ``type(x).__name__`` was ``"TensorProxy"``, so the other branch ran,
+# silently (session 38 probe; plain ``thunder.jit`` too), where its ``isinstance`` answers for the tensor the proxy
+# stands for. So ``type(x)`` of a tensor proxy, called from the user's code, answers that tensor's class
+# (``torch.Tensor``, ``nn.Parameter`` for a parameter), as Thunder's ``isinstance`` does. Called from Thunder's or
+# torch's code it answers the proxy's class as before: Thunder's interpreter finds a tensor's operator methods with
+# ``type(a).__mul__`` (its ``_binary_op``), which must be the proxy's. (``x.__class__`` still reads the proxy's.)
+_thunder_type = interpreter._default_lookaside_map[type]
+_LIBRARY_FILES = (os.sep + "thunder" + os.sep, os.sep + "torch" + os.sep)
+
+
+def _called_from_the_users_code() -> bool:
+    frame = interpreter.get_interpreterruntimectx().peek_frame_stack()
+    return frame is not None and not any(part in frame.code.co_filename for part in _LIBRARY_FILES)
+
+
+def type_lookaside(*args, **kwargs):
+    """Thunder's ``type`` lookaside, answering a tensor proxy's tensor class in the user's code (Note [the type of a
+    tensor])."""
+    if (len(args) == 1 and not kwargs and isinstance(args[0], WrappedValue) and isinstance(args[0].value, TensorProxy)
+            and context.current().has_call and _called_from_the_users_code()):
+        x = args[0]
+        cls = getattr(x, "python_typ", None)
+        cls = cls if isinstance(cls, type) and issubclass(cls, torch.Tensor) else torch.Tensor
+        return wrap(cls, provenance=ProvenanceRecord(PseudoInst.LOOKASIDE, inputs=[wrap_const(type).provenance,
+                                                                                      x.provenance]))
+    return _thunder_type(*args, **kwargs)

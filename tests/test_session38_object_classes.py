@@ -4,8 +4,9 @@
 ``type(self).k`` in a module's ``forward``) set between calls (type_reads.py, Note [a class reached through
 type()]), and a module's class asked by ``isinstance(m, nn.ReLU)`` or ``type(m) is nn.ReLU`` of a module argument or
 a global module (type_reads.py, Note [the class an isinstance asks about]). Each ran the first call's answer again,
-silently (plain ``thunder.jit`` too). Each test calls with the first value, the changed one, then the first again,
-against eager on fresh inputs each call, the written input too, under both reference schedules.
+silently (plain ``thunder.jit`` too); and ``type(x) is torch.Tensor`` of a tensor was False from the first call
+(type_reads.py, Note [the type of a tensor]). Each test calls with the first value, the changed one, then the first
+again, against eager on fresh inputs each call, the written input too, under both reference schedules.
 """
 
 import pytest
@@ -221,3 +222,24 @@ def test_isinstance_of_a_tensor_and_a_parameter_still_answers_for_the_tensor():
     jitted = fusion_alias.jit(f, backend="reference")
     for _ in range(2):
         _run(f, (w,), jitted)
+
+
+def _tensor_branches(x, w):
+    a = 2.0 if type(x) is torch.Tensor else 3.0
+    b = 5.0 if type(w) is torch.nn.Parameter else 7.0
+    c = 11.0 if type(x).__name__ == "Tensor" and isinstance(x, torch.Tensor) else 13.0
+    return x.mul_(a * b * c).add_(x * 2)  # (the operators still find the proxy's methods)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_the_type_of_a_tensor_and_a_parameter(schedule):  # (type_reads.py, Note [the type of a tensor])
+    w = torch.nn.Parameter(torch.ones(2))
+    jitted = fusion_alias.jit(_tensor_branches, backend="reference", schedule=schedule)
+    for _ in range(2):
+        _run(_tensor_branches, (w,), jitted)
+
+
+def test_plain_thunder_answers_the_proxys_type():
+    w = torch.nn.Parameter(torch.ones(2))
+    with pytest.raises(AssertionError):
+        _run(_tensor_branches, (w,), thunder.jit(_tensor_branches))
