@@ -10,6 +10,7 @@ import types
 import torch
 
 from fusion_alias.default_contents import Same, default_contents, mutable_contents  # (Same: re-exported)
+from fusion_alias.mutable_defaults import user_class
 
 NOT_PLAIN = (type, types.ModuleType, types.FunctionType, types.MethodType, types.BuiltinFunctionType,
              torch.nn.Module, torch.Tensor, torch.dtype, torch.device)
@@ -86,7 +87,7 @@ def shape_of(obj):
         return ("function", Same(obj, *function_parts(obj)), default_contents(obj))  # (Note [a default container of a function the program calls])
     if isinstance(obj, BY_IDENTITY):
         return ("object", obj)
-    if hasattr(obj, "__dict__") and not isinstance(obj, NOT_PLAIN) and not callable(obj):
+    if hasattr(obj, "__dict__") and not isinstance(obj, NOT_PLAIN) and (not callable(obj) or _user_callable(tp)):
         return ("attributes", Same(tp), tuple(sorted(vars(obj))))  # (Note [an object's class])
     if is_opaque_value(obj):  # Note [a value Thunder's prologue does not check]
         contents = mutable_contents(obj)  # (default_contents.py, Note [a numpy array changed in place])
@@ -111,7 +112,15 @@ def shape_of(obj):
 # interpreter runs them opaquely) and Thunder 0.2.6's prologue checks the attributes the program read of ``o``,
 # never its class: ``f(x, A())``, then ``f(x, B())`` of a class with the same attribute names ran ``A``'s branch
 # again, silently (session 38 probe; plain ``thunder.jit`` too; an argument, a global or an attribute alike). So a
-# plain object's shape holds its class, by identity, with its attribute names.
+# plain object's shape holds its class, by identity, with its attribute names; an object of a user's class with a
+# ``__call__`` too (``callable(o)`` of ``A()``, then ``C()``, then ``A()`` again ran ``C``'s program, whose guard held
+# nothing of ``o``).
+
+
+def _user_callable(tp) -> bool:
+    """An object of this class with a ``__call__`` is taken as a plain object (Note [an object's class]): a class of
+    the user's, not a ``functools`` wrapper (a ``partial``, an ``lru_cache``), keyed by identity elsewhere."""
+    return user_class(tp) and tp.__module__ != "functools"
 
 
 # Note [a value Thunder's prologue does not check]

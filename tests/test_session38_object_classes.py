@@ -243,3 +243,21 @@ def test_plain_thunder_answers_the_proxys_type():
     w = torch.nn.Parameter(torch.ones(2))
     with pytest.raises(AssertionError):
         _run(_tensor_branches, (w,), thunder.jit(_tensor_branches))
+
+
+class Called:
+    k = 2.0
+
+    def __call__(self, x):
+        return x * self.k
+
+
+def branch_callable(x, o):
+    return x.mul_(2.0) if callable(o) else x.mul_(3.0)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_a_callable_object_then_a_plain_one_again(schedule):  # (object_shapes.py, Note [an object's class])
+    jitted = fusion_alias.jit(branch_callable, backend="reference", schedule=schedule)
+    for o in (A(), Called(), A(), Called()):
+        _run(branch_callable, (o,), jitted)
