@@ -85,6 +85,8 @@ def shape_of(obj):
         return ("keys", tuple(_key_part(k) for k in obj))
     if tp is types.FunctionType:  # (Note [a function's code and defaults])
         return ("function", Same(obj, *function_parts(obj)), default_contents(obj))  # (Note [a default container of a function the program calls])
+    if tp is type and user_class(obj):  # (Note [a class's attribute names])
+        return ("class", obj, tuple(tuple(vars(k)) for k in obj.__mro__ if user_class(k)))
     if isinstance(obj, BY_IDENTITY):
         return ("object", obj)
     if hasattr(obj, "__dict__") and not isinstance(obj, NOT_PLAIN) and (not callable(obj) or _user_callable(tp)):
@@ -117,6 +119,15 @@ def shape_of(obj):
 # nothing of ``o``).
 
 
+# Note [a class's attribute names]
+# --------------------------------
+# ``hasattr(Cfg, "flag")`` and ``getattr(Cfg, "k", 2.0)`` of a class are answered while tracing, like an object's
+# (outside_reads.py, Note [the shape of a container read from outside the arguments]), but a class was taken by
+# identity alone: ``Cfg.flag = 1`` (or ``del Cfg.k``) between calls ran the first call's branch again, silently
+# (session 38 probe; plain ``thunder.jit`` too; a global class, one reached through ``type(o)``, an inherited
+# attribute alike). So a class of the user's (a plain ``type``: not torch's, Thunder's or Python's) is taken with the
+# names in its own ``__dict__`` and its user bases', in order; a value set on a name already there is the
+# prologue's to check, as before.
 def _user_callable(tp) -> bool:
     """An object of this class with a ``__call__`` is taken as a plain object (Note [an object's class]): a class of
     the user's, not a ``functools`` wrapper (a ``partial``, an ``lru_cache``), keyed by identity elsewhere."""

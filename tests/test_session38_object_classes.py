@@ -261,3 +261,42 @@ def test_a_callable_object_then_a_plain_one_again(schedule):  # (object_shapes.p
     jitted = fusion_alias.jit(branch_callable, backend="reference", schedule=schedule)
     for o in (A(), Called(), A(), Called()):
         _run(branch_callable, (o,), jitted)
+
+
+class Flags:
+    pass
+
+
+class SubFlags(Flags):
+    pass
+
+
+def _set_flags(on):
+    if on:
+        Flags.flag, Flags.k = 1, 7.0
+    else:
+        for name in ("flag", "k"):
+            if name in vars(Flags):
+                delattr(Flags, name)
+
+
+# (object_shapes.py, Note [a class's attribute names])
+FLAG_READS = {
+    "hasattr(global class)": (lambda x: x.mul_(2.0) if hasattr(Flags, "flag") else x.mul_(3.0), ()),
+    "getattr(global class, default)": (lambda x: x.mul_(getattr(Flags, "k", 2.0)), ()),
+    "hasattr(type(o))": (lambda x, o: x.mul_(2.0) if hasattr(type(o), "flag") else x.mul_(3.0), (SubFlags(),)),
+    "getattr(subclass, default)": (lambda x: x.mul_(getattr(SubFlags, "k", 5.0)), ()),
+}
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("case", list(FLAG_READS))
+def test_a_class_attribute_added_or_removed_between_calls(case, schedule):
+    fn, extra = FLAG_READS[case]
+    jitted = fusion_alias.jit(fn, backend="reference", schedule=schedule)
+    try:
+        for on in (False, True, False, True):
+            _set_flags(on)
+            _run(fn, extra, jitted)
+    finally:
+        _set_flags(False)
