@@ -254,17 +254,17 @@ def measure_in_fresh_process(kind: str, size: int, aliased: bool) -> ScaleRow:
     Note [each point in a fresh process]
     ------------------------------------
     Measured in one process, a point ran after every point before it: by the 100k ``views``
-    trace the process had built, passed and freed fifteen traces of up to 100k symbols.
-    CPython's allocator then places the pass's new objects in the holes those left, scattered
-    among what is still alive, and every later walk of them misses the cache more: the same
-    pass slowed by run of the same process (three 100k ``wide`` passes in a row, each on a new
-    trace: 1.31, 1.55, 1.76 s, the gc before each 0.34, 0.63, 0.83 s). The largest size, run
-    last, paid most, which biased the growth exponent up as well as the figure, the bias
-    Note [every size measured alike] removed for the number of runs. Each measurement now runs
-    in a process of its own, started the same way (imports, then the trace built, then the
-    pass): every size is measured alike, as a program's first compile in a process. The
-    in-process figures are still there (``python -m fusion_alias.bench --in-process``), and
-    docs/benchmarks.md gives both.
+    trace the process had built, passed and freed fifteen traces of up to 100k symbols, and the
+    pass's new objects land among what those left (our reading of why it is slower: later walks
+    miss the cache more). At 54a2ffd, quiet machine, the bench's 100k rows in one process against
+    fresh ones were 2.00 against 1.86 s (views, no alias), 1.82 against 1.61 s (wide, aliased),
+    1.41 against 1.30 s (wide, no alias), 1.69 against 1.73 s (chain, no alias, run first); three
+    100k ``wide`` passes in a row in one process, each on a new trace, 1.36, 1.46, 1.39 s. The
+    sizes did not run alike, the bias Note [every size measured alike] removed for the number of
+    runs. Each measurement now runs in a process of its own, started the same way (imports, then
+    the trace built, then the pass), as a program's first compile in a process. The one-process
+    figures are still there (``python -m fusion_alias.bench --in-process``); docs/benchmarks.md
+    gives both (the growth exponent bound is missed either way).
     """
     import json
     import os
