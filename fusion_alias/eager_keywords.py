@@ -59,7 +59,7 @@ def _keyword_names(symbol) -> frozenset[str] | None:
     return frozenset(p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
 
 
-def _meta(x):
+def meta_of(x):
     """``x`` with each tensor proxy as an empty meta tensor of its shape and dtype; None where a proxy of another
     kind (a number traced as a proxy) is inside: eager cannot be asked."""
     if isinstance(x, TensorProxy):
@@ -67,10 +67,10 @@ def _meta(x):
     if isinstance(x, Proxy):
         return None
     if isinstance(x, dict):
-        items = {k: _meta(y) for k, y in x.items()}
+        items = {k: meta_of(y) for k, y in x.items()}
         return None if any(items[k] is None and y is not None for k, y in x.items()) else items
     if isinstance(x, (tuple, list)):
-        items = [_meta(y) for y in x]
+        items = [meta_of(y) for y in x]
         return None if any(i is None and y is not None for i, y in zip(items, x)) else type(x)(items)
     return x
 
@@ -80,7 +80,7 @@ def _by_position(names, keywords, previous, eager, args, kwargs):
     ``kwargs`` moved to their places; ``eager(*metas, **kwargs)`` binds the call first."""
     if not kwargs or keywords is None or kwargs.keys() <= keywords:
         return previous(*args, **kwargs)
-    metas = _meta((args, kwargs))
+    metas = meta_of((args, kwargs))
     if metas is None:
         return previous(*args, **kwargs)  # (eager cannot be asked: Thunder's answer, as before)
     try:
@@ -98,11 +98,6 @@ def _by_position(names, keywords, previous, eager, args, kwargs):
 
 
 METHODS: set[str] = set()  # the methods ``inplace_lookasides._getattr`` sends to ``torch.<name>`` (Note [a method Thunder dispatches])
-
-
-def method(name: str, proxy):
-    """The bound method ``proxy.<name>`` for ``inplace_lookasides._getattr`` (``name`` in :data:`METHODS`)."""
-    return partial(getattr(torch, name), proxy)
 
 
 def _method(name: str, *metas, **kwargs):
@@ -139,7 +134,7 @@ def register(executor) -> None:
                 # Note [a method Thunder dispatches]: ``x.add`` and ``x.mul`` resolve to Thunder's DTensor dispatch
                 # function, which also serves ``x + y``: a lookaside keyed by it broke the interpreter's ``*``
                 # (``descriptor '__mul__' ... doesn't apply to a 'TensorProxy'``). The method goes through the
-                # function instead (inplace_lookasides._getattr, :func:`method`): ``x.add(...)`` is
+                # function instead (inplace_lookasides._getattr): ``x.add(...)`` is
                 # ``torch.add(x, ...)``, whose lookaside is above.
                 METHODS.add(name)
         inplace = getattr(torch.Tensor, name + "_", None)

@@ -295,10 +295,10 @@ def _getattr(self, attr: str, /):
             return named
     if attr in reduction_dtypes.METHODS:  # x.sum(dtype=torch.bool), x.mean(dtype=...) (reduction_dtypes.py)
         return reduction_dtypes.method(attr, self)
-    if attr in unbiased_spellings.METHODS:  # x.var(0, unbiased=False) (unbiased_spellings.py)
-        return unbiased_spellings.method(attr, self)
-    if attr in eager_keywords.METHODS:  # x.mul(other=2) (eager_keywords.py, Note [a method Thunder dispatches])
-        return eager_keywords.method(attr, self)
+    if attr in unbiased_spellings.METHODS or attr in eager_keywords.METHODS:
+        # x.var(0, unbiased=False), x.mul(other=2) as torch.<attr>(x, ...), whose lookaside is lent (unbiased_spellings.py;
+        # eager_keywords.py, Note [a method Thunder dispatches])
+        return partial(getattr(torch, attr), self)
     if attr in reduction_dtypes.INPLACE_CUMULATIVE:  # (reduction_dtypes.py, Note [a dtype= eager refuses])
         return partial(reduction_dtypes.inplace_cumulative, attr, self, _proxy_getattr(self, attr))
     if attr == "exponential_":  # Note [exponential_ is refused]

@@ -16,7 +16,7 @@ the call names ``unbiased``, it calls Thunder's symbol with the correction it me
     torch.std_mean(x, unbiased=True)  ->  ltorch.std_mean(x, None, keepdim=False, correction=1)
 
 Every other call goes to Thunder's symbol unchanged. ``x.var``/``x.std`` reach the lookaside through
-``inplace_lookasides._getattr`` (:func:`method`).
+``inplace_lookasides._getattr``, as ``torch.var(x, ...)``.
 """
 
 from __future__ import annotations
@@ -25,17 +25,13 @@ from functools import partial
 
 import torch
 import thunder.torch as ltorch
-from thunder.core.proxies import Proxy, TensorProxy
+from thunder.core.proxies import TensorProxy
 
+from fusion_alias.eager_keywords import meta_of
 from fusion_alias.wrapped_lookasides import wrap_lookasides
 
 FUNCTIONS = (torch.var, torch.std, torch.var_mean, torch.std_mean)
 METHODS = frozenset({"var", "std"})  # (``Tensor.var_mean`` and ``Tensor.std_mean`` do not exist)
-
-
-def method(name: str, proxy):
-    """The bound method ``proxy.<name>`` for ``inplace_lookasides._getattr`` (``name`` in :data:`METHODS`)."""
-    return partial(getattr(torch, name), proxy)
 
 
 def _as_correction(fn, previous, *args, **kwargs):
@@ -48,8 +44,9 @@ def _as_correction(fn, previous, *args, **kwargs):
     a, args = args[0], args[1:]
     if not isinstance(a, TensorProxy) or not (len(args) > 1 or (args and type(args[0]) is bool) or "unbiased" in kwargs):
         return previous(a, *args, **kwargs)  # (no unbiased overload in reach: Thunder's own spelling)
-    if not any(isinstance(x, Proxy) for x in (*args, *kwargs.values())):
-        fn(torch.empty(tuple(a.shape), dtype=_torch_dtype(a), device="meta"), *args, **kwargs)  # eager's binding, or its TypeError
+    metas = meta_of(((a, *args), kwargs))
+    if metas is not None:  # (else a number traced as a proxy: eager cannot be asked)
+        fn(*metas[0], **metas[1])  # eager's binding, or its TypeError
     names = ("dim", "unbiased", "keepdim")
     if len(args) == 1 and type(args[0]) is bool:
         names = ("unbiased",)  # (``var(self, unbiased)``: every dim)
@@ -60,12 +57,6 @@ def _as_correction(fn, previous, *args, **kwargs):
     unbiased = bound.pop("unbiased")
     return previous(a, bound.pop("dim", None), keepdim=bound.pop("keepdim", False), correction=1 if unbiased else 0,
                     **bound)
-
-
-def _torch_dtype(p: TensorProxy) -> torch.dtype:
-    from thunder.core import dtypes
-
-    return dtypes.to_torch_dtype(p.dtype)
 
 
 def register(executor) -> None:
