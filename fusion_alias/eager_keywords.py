@@ -17,8 +17,9 @@ it before, ``out=``'s) gets the call. Example::
     torch.add(input=x, other=y, alpha=2)   ->  add(x, y, alpha=2)
     x.pow_(exponent=2)                     ->  pow_(x, 2)
 
-Calls that name no such operand go to the symbol unchanged. Only the ops of ``_OPS`` are taken: each one's
-Thunder symbol mirrors eager's order of operands, checked at registration against its schema's names.
+Calls that name no such operand go to the symbol unchanged. Only the ops of ``_OPS`` are taken: for each,
+Thunder's symbol takes eager's operands in eager's order (read off Thunder 0.2.6's definitions, and tested
+against eager by tests/test_session38_eager_keywords.py).
 """
 
 from __future__ import annotations

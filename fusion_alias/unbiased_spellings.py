@@ -12,8 +12,8 @@ the operand's shape and dtype, so that a call eager refuses is refused with eage
 (``unbiased`` and ``correction`` together, ``x.var(False, keepdim=True)``, a non-bool ``unbiased``); where
 the call names ``unbiased``, it calls Thunder's symbol with the correction it means. Example::
 
-    x.var(0, False, True)          ->  ltorch.var(x, 0, keepdim=True, correction=0)
-    torch.std_mean(x, unbiased=True)  ->  ltorch.std_mean(x, None, keepdim=False, correction=1)
+    x.var(0, False, True)                ->  ltorch.var(x, 0, keepdim=True, correction=0)
+    torch.var_mean(x, unbiased=True)     ->  ltorch.var_mean(x, None, keepdim=False, correction=1)
 
 Every other call goes to Thunder's symbol unchanged. ``x.var``/``x.std`` reach the lookaside through
 ``inplace_lookasides._getattr``, as ``torch.var(x, ...)``.
