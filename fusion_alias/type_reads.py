@@ -91,7 +91,10 @@ def isinstance_lookaside(record):
     def lookaside(obj, cls, /):
         if isinstance(obj, WrappedValue) and context.current().has_call:
             o = obj.value
-            if not isinstance(o, (torch.Tensor, Proxy)) and _reached_from_the_call(obj.provenance):
+            # (asked by the user's code only: Thunder's own interpreted code asks ``isinstance`` of the arguments
+            # it unpacks, ``xs`` of ``xs[0]``, and every program with a list argument paid a guarded prologue)
+            if (not isinstance(o, (torch.Tensor, Proxy)) and _reached_from_the_call(obj.provenance)
+                    and _called_from_the_users_code()):
                 record(_class_of(obj.provenance), type(o))
         return _thunder_isinstance(obj, cls)
 
