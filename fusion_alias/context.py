@@ -55,7 +55,7 @@ class CompileContext:
         self.args = args
         self.kwargs = {} if kwargs is None else kwargs
         self.has_call = has_call
-        # called with the computation's actual inputs when the pass learns them; may raise
+        # called with the computation's actual inputs and this context when the pass learns them; may raise
         # to stop a compilation made under a wrong assumption (see api.AliasSpecializedFunction)
         self.on_inputs = on_inputs
         self.seen_inputs = None  # what on_inputs returned for this call's compilation
@@ -81,7 +81,7 @@ class CompileContext:
     def saw_inputs(self, inputs) -> None:
         """The fusion pass learnt the actual tensors (and other values) the program reads."""
         if self.on_inputs is not None and self.seen_inputs is None:
-            self.seen_inputs = self.on_inputs(inputs)
+            self.seen_inputs = self.on_inputs(inputs, self)
 
 
 _current: ContextVar[CompileContext | None] = ContextVar("fusion_alias_compile_context", default=None)
