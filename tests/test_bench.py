@@ -153,10 +153,32 @@ def test_a_point_measured_in_a_fresh_process():
     row = S.measure_in_fresh_process("views", 300, False)
     assert (row.kind, row.aliased, row.regions) == ("views", False, 2)
     assert row.size >= 300 and row.whole_pass > 0 and row.gc_after > 0 and row.thunder_consecutive is not None
+    assert row.name_walk is not None and row.name_walk > 0  # (scale.py, Note [a walk by name is not linear here])
     aliased = S.measure_in_fresh_process("chain", 300, True)
     assert aliased.aliased and aliased.regions > 1
     with pytest.raises(RuntimeError, match="the scale point nothing 300 aliased=False failed"):
         S.measure_in_fresh_process("nothing", 300, False)
+
+
+def test_name_walk_finds_each_argument_made_earlier():
+    """scale.name_walk counts the tensor arguments whose name an earlier symbol outputs: on the ``views``
+    trace every view reads an input (an unpack's output), every exp_'s copy_ and every mul its operands."""
+    from thunder.core.proxies import TensorProxy
+
+    from fusion_alias.bench import report
+    from fusion_alias.bench import scale as S
+
+    syn = S.build("views", 200)
+    bsyms = syn.flat.bound_symbols
+    made: set[str] = set()
+    expected = 0
+    for b in bsyms:
+        expected += sum(1 for a in b.args if isinstance(a, TensorProxy) and a.name in made)
+        made.update(o.name for o in b.flat_proxy_outs if isinstance(o, TensorProxy))
+    assert expected > len(syn.trace.args) and S.name_walk(bsyms) == expected
+    rows = [S.ScaleRow("views", False, n, 1, name_walk=t) for n, t in ((1000, 0.01), (10000, 0.2))]
+    table = report.exponent_table(rows)
+    assert "| name walk |" in table.splitlines()[0] and "| 1.3 |" in table  # log(20)/log(10) = 1.301
 
 
 # -- cached-call cost (python -m fusion_alias.bench.percall) ---------------------------------

@@ -121,7 +121,9 @@ def run(
             f"{_load_average():.2f} after (the figures are wall time: other work on the machine inflates them).",
             "",
             "Growth exponents (log-log slope between the two largest sizes run; *thunder consecutive*: Thunder's "
-            "grouping of the same trace, one walk that makes few objects, a reference for this machine's linear walk):",
+            "grouping of the same trace, one walk that makes few objects, a reference for this machine's linear walk; "
+            "*name walk*: each argument looked up by name among earlier outputs, the least a stage that looks names up "
+            "does, `scale.py`, Note [a walk by name is not linear here]):",
             "",
             report.exponent_table(scale_rows),
         ]

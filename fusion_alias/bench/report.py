@@ -167,8 +167,8 @@ def scale_table(rows: list[ScaleRow]) -> str:
 
 def exponent_table(rows: list[ScaleRow]) -> str:
     out = [
-        "| trace | sizes | total | analysis | graph | partition | thunder consecutive | thunder alias pass |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
+        "| trace | sizes | total | analysis | graph | partition | thunder consecutive | name walk | thunder alias pass |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for key in sorted({(r.kind, r.aliased) for r in rows}):
         pts = sorted((r for r in rows if (r.kind, r.aliased) == key and not r.skipped), key=lambda r: r.size)
@@ -182,6 +182,8 @@ def exponent_table(rows: list[ScaleRow]) -> str:
         k_tc = slope(a.size, a.thunder_consecutive, b.size, b.thunder_consecutive) if (
             a.thunder_consecutive and b.thunder_consecutive) else None
         cells.append(_fmt(k_tc, 3) if k_tc is not None else "–")
+        k_nw = slope(a.size, a.name_walk, b.size, b.name_walk) if a.name_walk and b.name_walk else None
+        cells.append(_fmt(k_nw, 3) if k_nw is not None else "–")  # (scale.py, Note [a walk by name is not linear here])
         k_ap = next((r.thunder_alias_pass_exponent for r in pts if r.thunder_alias_pass_exponent), None)
         out.append(
             f"| {_variant(a)} | {a.size}→{b.size} | {' | '.join(cells)} | {_fmt(k_ap) if k_ap else '–'} |"

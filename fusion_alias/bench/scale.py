@@ -181,6 +181,7 @@ class ScaleRow:
     partition: float = 0.0
     thunder_consecutive: float | None = None
     thunder_dataflow: float | None = None
+    name_walk: float | None = None  # :func:`name_walk` over the flattened trace (a floor for walks by name)
     thunder_alias_pass: float | None = None
     thunder_alias_pass_estimated: bool = False
     thunder_regions: int | None = None
@@ -305,9 +306,40 @@ def measure_synthetic(syn: Synthetic, aliased: bool, *, dataflow_limit: int = 20
 
         groups_c, row.thunder_consecutive = _timed(lambda: consecutive_fusion(syn.flat, reg._merge))
         row.thunder_regions = reg.count_thunder_groups(groups_c)
+        _, row.name_walk = _timed(lambda: name_walk(syn.flat.bound_symbols))
         if size <= dataflow_limit:
             _, row.thunder_dataflow = _timed(lambda: dataflow_fusion(syn.flat, reg._merge))
     return row
+
+
+def name_walk(bsyms) -> int:
+    """Each symbol's tensor arguments looked up by name among the outputs of the symbols before it: the
+    data-edge walk every pass over a trace makes, and nothing else (how many arguments had a producer).
+
+    Note [a walk by name is not linear here]
+    ----------------------------------------
+    Our pass looks names up in dicts in every stage (producers, memory groups, views, substitutions). This
+    walk is the least any of them does, one dict of every output name, so its growth exponent is the floor
+    for a stage that looks names up, on this machine: between 30k and 100k symbols the dict outgrows the
+    core's 2 MiB L2 cache, and each lookup misses. Measured at 36749b7 (fresh processes, best of three,
+    one other process running): 1.21-1.37 across the three traces, where Thunder's consecutive grouping (no
+    lookup by name) grows at 1.00-1.03, and the same walk over names interned once to integers (lists
+    indexed by them) at 1.04. The bench's exponent table shows it beside the pass's.
+    """
+    producer: dict[str, int] = {}
+    found = 0
+    for i, b in enumerate(bsyms):
+        for a in b.args:
+            if type(a) is TensorProxy and a._name in producer:
+                found += 1
+        out = b.output
+        if type(out) is TensorProxy:
+            producer.setdefault(out._name, i)
+        elif type(out) in (tuple, list):
+            for o in out:
+                if type(o) is TensorProxy:
+                    producer.setdefault(o._name, i)
+    return found
 
 
 def thunder_alias_pass_seconds(kind: str, sizes, *, budget_s: float) -> dict[int, tuple[float, bool, float | None]]:
