@@ -59,8 +59,9 @@ from thunder.core.interpreter import INTERPRETER_CALLBACKS, PseudoInst
 from fusion_alias import context, module_tables, tensor_identity
 from fusion_alias.errors import TracingRefusal
 from fusion_alias.object_shapes import BY_IDENTITY, NOT_PLAIN, Shape, is_opaque_value, shape_of
+from fusion_alias.opaque_reads import respell_opaque_read
 from fusion_alias.trace_time_queries import _covered_by_arguments
-from fusion_alias.type_reads import isinstance_lookaside, respell_type, type_lookaside
+from fusion_alias.type_reads import getattr_lookaside, isinstance_lookaside, respell_type, type_lookaside
 
 _thunder_wrap_callback = jit_ext.general_jit_callbacks[INTERPRETER_CALLBACKS.WRAP_CALLBACK]
 
@@ -192,6 +193,8 @@ def _refuse_iterator(obj) -> None:
 def _wrap_callback(value):
     if isinstance(value.value, type) and context.current().has_call:  # (type_reads.py, Note [a class reached
         respell_type(value, _record_class)  # through type()])
+    elif value.provenance.inst is PseudoInst.OPAQUE and context.current().has_call:
+        respell_opaque_read(value)  # (opaque_reads.py, Note [a dict or an attribute read through an opaque call])
     result = _thunder_wrap_callback(value)  # (first: it respells a module's ``__dict__[k]`` as its attribute)
     obj = value.value
     if isinstance(obj, Iterator):
@@ -259,3 +262,4 @@ def register(executor) -> None:
     jit_ext.general_jit_callbacks[INTERPRETER_CALLBACKS.WRAP_CALLBACK] = _wrap_callback
     jit_ext._general_jit_lookaside_map[isinstance] = isinstance_lookaside(_record_class)
     jit_ext._general_jit_lookaside_map[type] = type_lookaside  # (type_reads.py, Note [the type of a tensor])
+    jit_ext._general_jit_lookaside_map[getattr] = getattr_lookaside  # (``x.__class__``: the same Note)

@@ -24,7 +24,7 @@ import os
 
 import torch
 from thunder.core import interpreter, jit_ext
-from thunder.core.interpreter import ProvenanceRecord, PseudoInst, WrappedValue, wrap, wrap_const
+from thunder.core.interpreter import ProvenanceRecord, PseudoInst, WrappedValue, unwrap, wrap, wrap_const
 from thunder.core.proxies import Proxy, TensorProxy
 
 from fusion_alias import context
@@ -110,7 +110,9 @@ def isinstance_lookaside(record):
 # stands for. So ``type(x)`` of a tensor proxy, called from the user's code, answers that tensor's class
 # (``torch.Tensor``, ``nn.Parameter`` for a parameter), as Thunder's ``isinstance`` does. Called from Thunder's or
 # torch's code it answers the proxy's class as before: Thunder's interpreter finds a tensor's operator methods with
-# ``type(a).__mul__`` (its ``_binary_op``), which must be the proxy's. (``x.__class__`` still reads the proxy's.)
+# ``type(a).__mul__`` (its ``_binary_op``), which must be the proxy's. ``x.__class__`` and ``getattr(x, "__class__")``
+# read the proxy's class the same way (an attribute read: Thunder's ``getattr`` lookaside), and answer the same
+# (session 39 probe: ``x.__class__ is torch.Tensor`` was False, ``w.__class__.__name__`` was ``"TensorProxy"``).
 _thunder_type = interpreter._default_lookaside_map[type]
 _LIBRARY_FILES = (os.sep + "thunder" + os.sep, os.sep + "torch" + os.sep)
 
@@ -131,3 +133,15 @@ def type_lookaside(*args, **kwargs):
         return wrap(cls, provenance=ProvenanceRecord(PseudoInst.LOOKASIDE, inputs=[wrap_const(type).provenance,
                                                                                       x.provenance]))
     return _thunder_type(*args, **kwargs)
+
+
+_thunder_getattr = jit_ext._general_jit_lookaside_map[getattr]
+
+
+def getattr_lookaside(obj, name, *default):
+    """Thunder's ``getattr`` lookaside, answering ``x.__class__`` of a tensor proxy as ``type(x)`` in the user's code
+    (Note [the type of a tensor])."""
+    if (isinstance(obj, WrappedValue) and isinstance(obj.value, TensorProxy) and unwrap(name) == "__class__"
+            and context.current().has_call and _called_from_the_users_code()):
+        return type_lookaside(obj)
+    return _thunder_getattr(obj, name, *default)

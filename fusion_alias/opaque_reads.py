@@ -1,0 +1,108 @@
+"""Reads of an object's dict or attributes that Thunder runs opaquely, respelled as the path they read, so that
+Thunder's prologue checks what the program reads through them.
+
+Note [a dict or an attribute read through an opaque call]
+---------------------------------------------------------
+Thunder 0.2.6's interpreter runs a builtin it has no lookaside for opaquely: ``vars(o)``, a class dict's
+``mappingproxy.__getitem__`` (``type(o).__dict__["k"]``), ``object.__getattribute__(o, "k")``, ``C.mro()``. The
+value returned has an ``OPAQUE`` provenance, which is no path from the call, so a number read through it is baked
+into the trace and checked by nothing::
+
+    class Cfg: k = 2.0
+    def f(x, o): return x.mul_(vars(type(o))["k"])     # f(x, o); Cfg.k = 3.0; f(x, o)   eager: x * 3;  was: x * 2
+
+(session 39 probe; plain ``thunder.jit`` too; ``o.__dict__["k"]`` and ``type(o).k`` were right: paths.) Each of
+these reads what a path reads, so its result gets that path's provenance, where its operands are reached from the
+call (Thunder's prologue then checks each number read, outside_reads.py records each class and object read):
+
+- ``vars(X)``                                   ->  ``X.__dict__``
+- ``P[k]``, ``P.get(k[, d])`` of a class's dict  ->  ``P[k]`` (``get`` only where ``k`` is in ``P``: otherwise the
+  default is the program's own value, and the class's attribute names are guarded: object_shapes.py, Note [a
+  class's attribute names])
+- ``object.__getattribute__(o, k)``, ``type.__getattribute__(C, k)``  ->  ``o.k`` (where ``o``'s class does not
+  define its own ``__getattribute__``/``__getattr__``: there ``o.k`` may answer otherwise)
+- ``C.mro()``                                   ->  ``C.__mro__`` (where the metaclass keeps ``type.mro``; a tuple
+  where ``mro()`` gives a list: entries are read by index alike)
+
+Thunder records an opaque call's positional arguments in reverse order (its own unpacking of ``__getitem__``
+reads them so); the operands below are read that way.
+"""
+
+from __future__ import annotations
+
+from thunder.core.interpreter import ProvenanceRecord, PseudoInst
+
+from fusion_alias import context, tensor_identity
+from fusion_alias.type_reads import _reached_from_the_call as reached_from_the_call
+
+_MAPPINGPROXY = type(type.__dict__)
+_SUBSCRIPTS = {_MAPPINGPROXY.__getitem__, _MAPPINGPROXY.get}
+
+
+def _const(value) -> ProvenanceRecord:
+    return ProvenanceRecord(PseudoInst.CONSTANT, inputs=[], value=value)
+
+
+def _function(record):
+    """The function an opaque call called: its constant, or what its path reaches."""
+    if record.inst is PseudoInst.CONSTANT:
+        return record.value
+    found = tensor_identity._follow(record, context.current(), tensor_identity.FOLLOW_DEPTH)
+    return None if found is tensor_identity._NOT_FOUND else found
+
+
+def _plain_getattr(obj) -> bool:
+    """Whether ``obj.k`` is ``object.__getattribute__(obj, "k")`` (``type.__getattribute__`` for a class)."""
+    cls = type(obj)
+    if isinstance(obj, type):
+        return cls.__getattribute__ is type.__getattribute__ and "__getattr__" not in vars(cls)
+    return cls.__getattribute__ is object.__getattribute__ and not hasattr(cls, "__getattr__")
+
+
+def _operands(args) -> list | None:
+    if args.inst is PseudoInst.CONSTANT and args.value == ():
+        return []
+    if args.inst is not PseudoInst.BUILD_TUPLE:
+        return None
+    return list(reversed(args.inputs))  # (module Note: recorded in reverse)
+
+
+def _path_of(fn, fn_record, operands, value):
+    """The provenance the read ``fn(*operands)`` returning ``value`` reads, or None (module Note)."""
+    if fn is vars and len(operands) == 1:
+        return ProvenanceRecord(PseudoInst.LOAD_ATTR, inputs=[operands[0], _const("__dict__")])
+    if len(operands) >= 2 and operands[1].inst is PseudoInst.CONSTANT and isinstance(operands[1].value, str):
+        key = operands[1].value
+        if fn in _SUBSCRIPTS and len(operands) <= 3:
+            mapping = tensor_identity._follow(operands[0], context.current(), tensor_identity.FOLLOW_DEPTH)
+            if isinstance(mapping, _MAPPINGPROXY) and key in mapping and mapping[key] is value:
+                return ProvenanceRecord(PseudoInst.BINARY_SUBSCR, inputs=[operands[0], operands[1]])
+        elif fn in (object.__getattribute__, type.__getattribute__) and len(operands) == 2:
+            obj = tensor_identity._follow(operands[0], context.current(), tensor_identity.FOLLOW_DEPTH)
+            if obj is not tensor_identity._NOT_FOUND and _plain_getattr(obj) and getattr(obj, key, None) is value:
+                return ProvenanceRecord(PseudoInst.LOAD_ATTR, inputs=[operands[0], operands[1]])
+        return None
+    if (not operands and getattr(fn, "__name__", None) == "mro" and isinstance(getattr(fn, "__self__", None), type)
+            and type(fn.__self__).mro is type.mro and fn_record.inst is PseudoInst.LOAD_ATTR):
+        return ProvenanceRecord(PseudoInst.LOAD_ATTR, inputs=[fn_record.inputs[0], _const("__mro__")])
+    return None
+
+
+def respell_opaque_read(value) -> None:
+    """Give ``value``, returned by an opaque call that reads a dict or an attribute of what the call reached, the
+    provenance of the path it reads (module Note)."""
+    pr = value.provenance
+    if pr is None or pr.inst is not PseudoInst.OPAQUE or len(pr.inputs) != 3:
+        return
+    fn_record, args, kwargs = pr.inputs
+    if kwargs.inst is not PseudoInst.CONSTANT or kwargs.value:
+        return
+    operands = _operands(args)
+    if operands is None:
+        return
+    fn = _function(fn_record)
+    if fn is None:
+        return
+    path = _path_of(fn, fn_record, operands, value.value)
+    if path is not None and reached_from_the_call(path):
+        value.provenance = path
