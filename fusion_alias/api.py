@@ -9,7 +9,7 @@ import torch
 from thunder.core.pytree import tree_flatten
 from thunder.core.trace import is_tracing
 
-from fusion_alias import context, grad_mode_exit, tensor_identity
+from fusion_alias import context, grad_mode_exit, keyword_fn, tensor_identity
 from fusion_alias.autograd_functionalize import FunctionalizeForAutograd, WrittenInputs, write_back
 from fusion_alias.backends.reference import SCHEDULES
 from fusion_alias.errors import default_dtype_error, number_changed_while_tracing, refusal_inside
@@ -96,8 +96,6 @@ class _ReadsAliasDifferently(Exception):
 # variant is looked up and compiled with autodiff.
 
 
-
-
 class _GuardedPrologue:
     """A cache entry's prologue that also checks the key of everything the computation reads, and the
     identity pattern of the tensors its ``is``/``id()`` answers were read from (``identity``: the records,
@@ -134,14 +132,10 @@ class _GuardedPrologue:
         return inps, pro_to_epi
 
 
-# Note [nothing made per call for a compile that may not happen]
-# -------------------------------------------------------------
-# Each call sets a CompileContext around the Thunder function, for the compile a cache miss inside it would
-# run; most calls hit, and compile nothing. So what the context holds for that compile is made once, not per
-# call: the function the pass reports the inputs it compiles for to (``on_inputs``) reads the grad mode the call
-# came in with from the context (``grad_at_entry``), where a closure made per call held it. After the call, a
-# cached call that computes no gradient and writes nothing back has nothing to do but leave the grad mode.
-# (Cached calls of the bench's 2-tensor step, ``python -m fusion_alias.bench.percall``: about 1.5 µs of 37.)
+# Note [nothing made per call for a compile that may not happen]: each call sets a CompileContext for the compile
+# a cache miss would run; most calls compile nothing. So the function the pass reports its inputs to reads the
+# call's entry grad mode from the context, where a closure made per call held it, and a cached call that computes
+# no gradient and writes nothing back skips the after-call step (the bench's 2-tensor step: 0.4 µs of 37, about the noise).
 def _seen_without_grad(inputs, ctx):
     """The compiled inputs' guard key, for a compile without gradients; raises where the compile needs them."""
     key, grad = guard_key(inputs)
@@ -236,6 +230,7 @@ class AliasSpecializedFunction:
         self._last = None
         self._parts = own_parts(fn)  # (mutable_defaults.py, Note [the jitted function's own keyword defaults set in place])
         self._fill = default_filler(fn)  # (mutable_defaults.py, Note [a number read from a default argument's container])
+        self._move, self._unpassed = keyword_fn.mover_for(fn), keyword_fn.unpassed_shape(fn)  # (keyword_fn.py, its Note)
         functools.update_wrapper(self, fn)
 
     def _compile(self, needs_grad: bool):
@@ -273,13 +268,17 @@ class AliasSpecializedFunction:
         if torch.get_default_dtype() is not torch.float32:  # (errors.py, Note [a default dtype other than float32])
             raise default_dtype_error(torch.get_default_dtype())
         parts = self._parts
-        if parts is not None and own_parts_changed(self._fn, parts):  # code or defaults replaced or set in place
+        if parts is not None and (own_parts_changed(self._fn, parts) or (  # code or defaults replaced or set in place
+                self._unpassed is not None and keyword_fn.unpassed_shape(self._fn) != self._unpassed)):
             self._by_key.clear()
             self._variants.clear()
             self._parts = own_parts(self._fn)
             self._fill = default_filler(self._fn)
+            self._move, self._unpassed = keyword_fn.mover_for(self._fn), keyword_fn.unpassed_shape(self._fn)
         if self._fill is not None:
             args, kwargs = self._fill(args, kwargs)
+        if kwargs and self._move is not None:
+            args, kwargs = self._move(args, kwargs)
         got = None if kwargs or (args and type(args[0]) in _SEQUENCES) else guard_key(args, flat_only=True)
         if got is not None:
             flat = args
@@ -337,7 +336,7 @@ class AliasSpecializedFunction:
                 refusal = number_changed_while_tracing(e)
                 if refusal is not None:
                     raise refusal from e
-                inside = refusal_inside(e)  # (a refusal from inside Thunder's interpreter, as itself)
+                inside = refusal_inside(e) or keyword_fn.refusal_for(e)  # (a refusal from inside Thunder's interpreter, as itself)
                 if inside is not None:
                     raise inside from None
                 raise

@@ -106,7 +106,9 @@ def _filler_of(fn, bound: int):
     first = len(names) - len(defaults)
     positional = [(i - bound, names[i], v) for i, v in enumerate(defaults, start=first)
                   if i >= code.co_posonlyargcount and not _constant(v)]
-    keyword = [(k, v) for k, v in (fn.__kwdefaults__ or {}).items() if not _constant(v)]
+    # (a keyword-only ``fn`` is left to Thunder, which reads it while tracing, and api.py keys it by its shape:
+    # keyword_fn.py, Note [a keyword argument named fn])
+    keyword = [(k, v) for k, v in (fn.__kwdefaults__ or {}).items() if not _constant(v) and k != "fn"]
     if not positional and not keyword:
         return None
 
