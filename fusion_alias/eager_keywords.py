@@ -33,10 +33,20 @@ from thunder.core import dtypes
 from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.symbol import Symbol
 
+from fusion_alias.errors import out_refusal
+
 _OPS = (
     "add", "sub", "mul", "div", "true_divide", "floor_divide", "remainder", "fmod", "maximum", "minimum", "eq",
     "ne", "lt", "le", "gt", "ge", "atan2", "copysign", "bitwise_and", "bitwise_or", "bitwise_xor", "logical_and",
     "logical_or", "logical_xor", "nextafter", "pow", "where", "addcmul", "addcdiv",
+    # session 39: ``torch.matmul(x, other=y)``, ``x.bmm(mat2=y)``, ``torch.exp(input=x)``, ``torch.sum(input=x,
+    # dim=0)`` (tests/test_session39_keyword_operands.py)
+    "matmul", "ldexp", "bmm", "outer", "lerp", "masked_fill", "clamp",
+    "abs", "neg", "exp", "log", "sin", "cos", "tanh", "sigmoid", "sqrt", "rsqrt", "sign", "erf", "square",
+    "bitwise_not", "logical_not", "clone", "relu", "floor", "ceil", "trunc", "reciprocal", "exp2", "expm1", "log1p",
+    "log2", "log10", "sinh", "cosh", "asin", "acos", "atan", "isnan", "isinf", "isfinite",
+    "sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "cumsum", "tril", "triu", "softmax", "log_softmax",
+    "logsumexp", "any", "all",
 )
 
 
@@ -119,6 +129,8 @@ def register(executor) -> None:
         # symbol's keywords)
         named = symbol if isinstance(symbol, Symbol) else getattr(ltorch, op, None)
         previous = executor._lookasides.get(key, symbol)
+        if key not in executor._lookasides and getattr(torch, op, None) is key:
+            previous = partial(_refusing_out, op, previous)  # (out_arguments.py, Note [out= of other functions])
         executor._lookasides[key] = partial(_call, names, _keyword_names(named), previous, eager)
 
     for name in _OPS:
@@ -131,18 +143,29 @@ def register(executor) -> None:
             symbol = table.get(method)
             if isinstance(symbol, Symbol):
                 lend(symbol, symbol, names, partial(_method, name), name)
-            elif symbol is not None and fn is not None:
+            elif symbol is not None and fn is not None and names is not None and len(names) > 1:
                 # Note [a method Thunder dispatches]: ``x.add`` and ``x.mul`` resolve to Thunder's DTensor dispatch
                 # function, which also serves ``x + y``: a lookaside keyed by it broke the interpreter's ``*``
                 # (``descriptor '__mul__' ... doesn't apply to a 'TensorProxy'``). The method goes through the
                 # function instead (inplace_lookasides._getattr): ``x.add(...)`` is
-                # ``torch.add(x, ...)``, whose lookaside is above.
+                # ``torch.add(x, ...)``, whose lookaside is above. (Not for an op of one operand, ``x.exp()``:
+                # its method names none.)
                 METHODS.add(name)
         inplace = getattr(torch.Tensor, name + "_", None)
         if inplace is not None:
             symbol = table.get(inplace)
             if isinstance(symbol, Symbol):
                 lend(symbol, symbol, _positional_names(name + "_"), partial(_method, name + "_"), name + "_")
+
+
+def _refusing_out(name: str, previous, *args, **kwargs):
+    """``previous`` with ``out=`` refused by name, as out_arguments.py refuses it of the functions this module does
+    not lend a lookaside (its refusal wraps Thunder's lookaside, which the executor's takes the place of)."""
+    if "out" in kwargs:
+        if kwargs["out"] is not None:
+            raise out_refusal(name)
+        kwargs = {k: v for k, v in kwargs.items() if k != "out"}  # (eager's default, spelled out)
+    return previous(*args, **kwargs)
 
 
 def _call(names, keywords, previous, eager, *args, **kwargs):

@@ -14,8 +14,9 @@ fusion_alias run it; without the flag nothing changes. Example::
     t3 = torch.where(t0 > 0, a, b)      ->  t3 = torch.where(condition=t0 > 0, input=a, other=b)
 
 Eligible: a method call of an op of ``_OPERANDS`` with its operands positional (respelled as eager's names
-after ``self``), the same op called as ``torch.<op>`` (``input`` first), and ``x.var(d)``/``x.std(d)`` with
-one positional dim (respelled ``x.var(d, unbiased=True)``, the same correction). ``modules`` programs render
+after ``self``), the same op called as ``torch.<op>`` (``input`` first), a ``torch.<op>`` of ``_FUNCTION_ONLY``
+(``torch.sigmoid(input=a)``: session 39), and ``x.var(d)``/``x.std(d)`` with one positional dim (respelled
+``x.var(d, unbiased=True)``, the same correction). ``modules`` programs render
 their own way and are not respelled.
 """
 
@@ -34,8 +35,17 @@ _OPERANDS = {
     "pow": ("exponent",),
     "addcmul": ("tensor1", "tensor2"),
     "addcdiv": ("tensor1", "tensor2"),
+    # session 39 (eager_keywords.py's second list): ``torch.matmul(input=a, other=b)``, ``a.bmm(mat2=b)``
+    "matmul": ("other",), "ldexp": ("other",), "bmm": ("mat2",), "outer": ("vec2",),
 }
-_FUNCTION_ONLY = {"where": ("condition", "input", "other")}
+_FUNCTION_ONLY = {
+    "where": ("condition", "input", "other"),
+    # session 39: ``torch.sigmoid(input=a)``, ``torch.softmax(input=a, dim=-1)``, ``torch.sum(input=a, dim=0)``
+    **dict.fromkeys(("sigmoid", "tanh", "relu", "trunc", "exp", "neg", "abs", "sin", "cos", "log", "sqrt", "rsqrt",
+                     "sign", "erf", "square", "floor", "ceil", "reciprocal", "expm1", "log1p", "clone"), ("input",)),
+    "softmax": ("input", "dim"), "log_softmax": ("input", "dim"),
+    "sum": ("input", "dim", "keepdim"), "mean": ("input", "dim", "keepdim"),
+}
 
 
 class _Respeller(ast.NodeTransformer):
