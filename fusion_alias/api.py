@@ -284,7 +284,7 @@ class AliasSpecializedFunction:
             flat = args
             key, grad = got
         else:
-            flat, spec = (None, None) if kwargs else flat_sequences(args)
+            flat, spec = flat_sequences(args, kwargs)  # (guard.py, Note [a step's numbers and keywords on the fast path])
             numbers = ()
             if flat is None:
                 flat, spec = tree_flatten((args, kwargs))

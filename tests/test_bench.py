@@ -200,11 +200,19 @@ def test_percall_runs_and_computes_the_step(layout):
         fn(p, g)
         for x, x0, gi in zip(p, before, g):
             torch.testing.assert_close(x, x0 - 0.01 * gi, msg=system)
+    for system, (fn, p, g) in fns.items():  # (the learning rate given as a keyword: a cached call each)
+        if system == "thunder" and layout == "views":
+            continue
+        before = [x.clone() for x in p]
+        fn(p, g, lr=0.5)
+        for x, x0, gi in zip(p, before, g):
+            torch.testing.assert_close(x, x0 - 0.5 * gi, msg=system)
     rows = percall.run([4], [layout], reps=1, log=lambda s: None)
-    (row,) = rows
-    assert row["inputs"] == 4 and row["fusion_alias"] > 0 and row["thunder"] > 0 and row["eager"] > 0
-    assert row["ratio"] == row["fusion_alias"] / row["thunder"]
-    assert percall._format_row(row).startswith(f"| {layout} | 4 |")
+    assert [row["call"] for row in rows] == list(percall.CALLS)
+    for row in rows:
+        assert row["inputs"] == 4 and row["fusion_alias"] > 0 and row["thunder"] > 0 and row["eager"] > 0
+        assert row["ratio"] == row["fusion_alias"] / row["thunder"]
+        assert percall._format_row(row).startswith(f"| {row['call']} | {layout} | 4 |")
 
 
 # -- traffic (bytes each region reads and writes) ---------------------------------------------

@@ -5,11 +5,13 @@ Run ``python -m fusion_alias.bench.percall [--sizes 2,8,64,256] [--reps 15]``.
 The program is an SGD-like step over ``n`` input tensors (``n / 2`` parameters
 and ``n / 2`` gradients, 16 floats each)::
 
-    def step(params, grads):
+    def step(params, grads, lr=0.01):
         for p, g in zip(params, grads):
-            p.add_(g, alpha=-0.01)
+            p.add_(g, alpha=-lr)
 
-with two layouts of the inputs: *independent* (one allocation each) and
+called two ways, ``step(params, grads)`` (*lists*) and, as an optimizer passes its learning rate,
+``step(params, grads, lr=0.01)`` (*lists+lr*; guard.py, Note [a step's numbers and keywords on the fast path]), with
+two layouts of the inputs: *independent* (one allocation each) and
 *views* (disjoint slices of one flat buffer, as an optimizer over a flattened
 parameter buffer sees them). Each system is compiled and called twice before
 timing, so every timed call is a cached call. Timing interleaves the systems
@@ -41,9 +43,12 @@ SYSTEMS = ("fusion_alias", "thunder", "eager")
 ELEMENTS = 16
 
 
-def step(params, grads):
+CALLS = ("lists", "lists+lr")  # step(params, grads), step(params, grads, lr=0.01)
+
+
+def step(params, grads, lr=0.01):
     for p, g in zip(params, grads):
-        p.add_(g, alpha=-0.01)
+        p.add_(g, alpha=-lr)
 
 
 def make_inputs(n: int, layout: str) -> tuple[list, list]:
@@ -80,20 +85,27 @@ def _callables(n: int, layout: str) -> dict:
     return out
 
 
-def _batch_seconds(fn, params, grads, calls: int) -> float:
+def _batch_seconds(fn, params, grads, calls: int, call: str = "lists") -> float:
     t0 = time.perf_counter()
-    for _ in range(calls):
-        fn(params, grads)
+    if call == "lists":
+        for _ in range(calls):
+            fn(params, grads)
+    else:
+        for _ in range(calls):
+            fn(params, grads, lr=0.01)
     return (time.perf_counter() - t0) / calls
 
 
-def measure(n: int, layout: str, *, reps: int = 15, min_batch_s: float = 0.01) -> dict[str, float]:
-    """Median seconds per cached call of each system."""
+def measure(n: int, layout: str, *, reps: int = 15, min_batch_s: float = 0.01, call: str = "lists") -> dict[str, float]:
+    """Median seconds per cached call of each system, called as ``call`` (one of :data:`CALLS`)."""
+    if call not in CALLS:
+        raise ValueError(f"unknown call {call!r}; expected one of {CALLS}")
     fns = _callables(n, layout)
+    _batch = lambda fn, p, g, k: _batch_seconds(fn, p, g, k, call)  # noqa: E731
     # batch size per system: enough calls for ~min_batch_s
     calls = {}
     for system, (fn, p, g) in fns.items():
-        once = _batch_seconds(fn, p, g, 3)
+        once = _batch(fn, p, g, 3)
         calls[system] = max(1, int(min_batch_s / max(once, 1e-7)))
     samples: dict[str, list[float]] = {s: [] for s in fns}
     order = list(fns)
@@ -105,7 +117,7 @@ def measure(n: int, layout: str, *, reps: int = 15, min_batch_s: float = 0.01) -
             rotated = order[r % len(order) :] + order[: r % len(order)]
             for system in rotated:
                 fn, p, g = fns[system]
-                samples[system].append(_batch_seconds(fn, p, g, calls[system]))
+                samples[system].append(_batch(fn, p, g, calls[system]))
             gc.collect()
     finally:
         if was_enabled:
@@ -113,24 +125,26 @@ def measure(n: int, layout: str, *, reps: int = 15, min_batch_s: float = 0.01) -
     return {s: statistics.median(v) for s, v in samples.items()}
 
 
-def run(sizes=SIZES, layouts=LAYOUTS, *, reps: int = 15, log=print) -> list[dict]:
+def run(sizes=SIZES, layouts=LAYOUTS, *, reps: int = 15, log=print, calls=CALLS) -> list[dict]:
     rows = []
-    for layout in layouts:
-        for n in sizes:
-            t = measure(n, layout, reps=reps)
-            row = {"layout": layout, "inputs": 2 * max(1, n // 2), **t}
-            row["ratio"] = t["fusion_alias"] / t["thunder"]
-            rows.append(row)
-            log(_format_row(row))
+    for call in calls:
+        for layout in layouts:
+            for n in sizes:
+                t = measure(n, layout, reps=reps, call=call)
+                row = {"call": call, "layout": layout, "inputs": 2 * max(1, n // 2), **t}
+                row["ratio"] = t["fusion_alias"] / t["thunder"]
+                rows.append(row)
+                log(_format_row(row))
     return rows
 
 
-HEADER = "| layout | inputs | fusion_alias µs | thunder.jit µs | eager µs | fusion_alias / thunder |\n|---|---:|---:|---:|---:|---:|"
+HEADER = ("| call | layout | inputs | fusion_alias µs | thunder.jit µs | eager µs | fusion_alias / thunder |\n"
+          "|---|---|---:|---:|---:|---:|---:|")
 
 
 def _format_row(row: dict) -> str:
     return (
-        f"| {row['layout']} | {row['inputs']} | {row['fusion_alias'] * 1e6:.1f} | {row['thunder'] * 1e6:.1f} | "
+        f"| {row['call']} | {row['layout']} | {row['inputs']} | {row['fusion_alias'] * 1e6:.1f} | {row['thunder'] * 1e6:.1f} | "
         f"{row['eager'] * 1e6:.1f} | {row['ratio']:.2f}x |"
     )
 
@@ -140,6 +154,7 @@ def main(argv=None) -> int:
     ap.add_argument("--sizes", default=",".join(map(str, SIZES)), help="input counts, comma-separated")
     ap.add_argument("--layouts", default=",".join(LAYOUTS), help="independent,views")
     ap.add_argument("--reps", type=int, default=15, help="interleaved repetitions (median taken)")
+    ap.add_argument("--calls", default=",".join(CALLS), help="lists: step(params, grads); lists+lr: step(params, grads, lr=0.01)")
     args = ap.parse_args(argv)
     warnings.simplefilter("ignore")
     sizes = [int(s) for s in args.sizes.split(",") if s]
@@ -150,9 +165,11 @@ def main(argv=None) -> int:
     print(f"# cached-call cost, SGD-like step over n tensors of {ELEMENTS} floats (medians of {args.reps} interleaved batches)")
     print(f"# torch {torch.__version__}, {os.cpu_count()} CPUs, load average {load:.1f} at start")
     print(HEADER)
-    rows = run(sizes, layouts, reps=args.reps, log=print)
+    calls = [c for c in args.calls.split(",") if c]
+    rows = run(sizes, layouts, reps=args.reps, log=print, calls=calls)
     worst = max(rows, key=lambda r: r["ratio"])
-    print(f"percall: worst fusion_alias / thunder.jit = {worst['ratio']:.2f}x ({worst['layout']}, {worst['inputs']} inputs)")
+    print(f"percall: worst fusion_alias / thunder.jit = {worst['ratio']:.2f}x "
+          f"({worst['call']}, {worst['layout']}, {worst['inputs']} inputs)")
     return 0
 
 

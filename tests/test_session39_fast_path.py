@@ -1,0 +1,81 @@
+"""Session 39: an optimizer step's numbers and keywords on the guard's fast path (guard.py, Note [a step's
+numbers and keywords on the fast path]).
+
+``step(params, grads, 0.01)`` and ``step(params, grads, lr=0.01)`` went through Thunder's ``tree_flatten``
+and a ``repr`` of its spec on every call. They flatten as the plain lists do now; these tests check that the
+key still tells apart what must compile apart (aliasing, the number's type, keyword names, nesting), and
+that a number or a flag changed between calls is still seen (Thunder's prologue checks them), against eager
+on fresh inputs under both reference schedules.
+"""
+
+import collections
+
+import pytest
+import torch
+
+import fusion_alias
+from fusion_alias.guard import deque_numbers, flat_sequences
+
+SCHEDULES = ["reads-first", "writes-first"]
+
+
+def step(params, grads, lr=0.01, nesterov=False):
+    for p, g in zip(params, grads):
+        p.add_(g * (2.0 if nesterov else 1.0), alpha=-lr)
+    return params[0] * 1
+
+
+def _inputs(aliased: bool):
+    flat = torch.arange(8.0)
+    if aliased:  # the second gradient is the first parameter: the step reads what it wrote
+        return [flat[0:2], flat[2:4]], [flat[4:6], flat[0:2]]
+    return [flat[0:2].clone(), flat[2:4].clone()], [flat[4:6].clone(), flat[6:8].clone()]
+
+
+def test_the_structure_keys_numbers_by_type_and_keywords_by_name():
+    a, b = torch.zeros(2), torch.zeros(2)
+    flat, spec = flat_sequences(([a, b], 1), {"lr": 0.5})
+    assert flat == [a, b, 1, 0.5]
+    assert spec != flat_sequences(([a, b], 1.0), {"lr": 0.5})[1]
+    assert spec != flat_sequences(([a, b], 1), {"eta": 0.5})[1]
+    assert spec != flat_sequences(([a], [b], 1), {"lr": 0.5})[1]
+    assert flat_sequences((a,), {"x": 1, "y": 2})[1] == flat_sequences((a,), {"y": 2, "x": 1})[1]  # (as tree_flatten)
+    assert flat_sequences(([a, b], "s"), None) == (None, None)  # a string: tree_flatten's path
+    assert flat_sequences(([a, 1.0],), None) == (None, None)  # a number inside a list: likewise
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("spelling", ["positional", "keyword"])
+def test_a_step_with_its_learning_rate(schedule, spelling):
+    jitted = fusion_alias.jit(step, backend="reference", schedule=schedule)
+    for lr, nesterov, aliased in [(0.5, False, False), (0.25, False, False), (0.25, True, True), (0.5, False, True),
+                                  (0.5, False, False)]:
+        want_p, want_g = _inputs(aliased)
+        got_p, got_g = _inputs(aliased)
+        if spelling == "positional":
+            want, got = step(want_p, want_g, lr, nesterov), jitted(got_p, got_g, lr, nesterov)
+        else:
+            want, got = step(want_p, want_g, lr=lr, nesterov=nesterov), jitted(got_p, got_g, lr=lr, nesterov=nesterov)
+        torch.testing.assert_close(got, want)
+        for x, y in zip(got_p + got_g, want_p + want_g):
+            torch.testing.assert_close(x, y)
+    assert jitted.compiled_structures >= 2  # (aliased and not: one program each)
+
+
+def test_a_deque_still_keys_its_numbers():
+    """Note [numbers inside a deque argument]: the spec's answer is remembered per spec, still asked."""
+    x = torch.zeros(2)
+    from thunder.core.pytree import tree_flatten
+
+    for _ in range(2):
+        flat, spec = tree_flatten(((x, collections.deque([2.0])), {}))
+        assert deque_numbers(spec, flat) == ((float, (2.0).hex()),)
+    flat, spec = tree_flatten(((x, [2.0]), {}))
+    assert deque_numbers(spec, flat) == ()
+
+    def scale(x, d):
+        return x * d[0]
+
+    jitted = fusion_alias.jit(scale, backend="reference")
+    for k in (2.0, 3.0, 2.0):
+        torch.testing.assert_close(jitted(torch.ones(2), collections.deque([k])), torch.full((2,), k))
