@@ -61,6 +61,48 @@ def _key_part(k):
     return k if type(k) in (str, int, bool, float) else ("id", id(k))
 
 
+# (opaque_reads.py, Note [a container an opaque builtin reads]): a record's last key ``CONTENTS`` makes the guard's
+# path follower take the scalars the container holds (``ScalarContents``), compared by value
+CONTENTS = type("Contents", (), {"__repr__": lambda self: "CONTENTS", "__slots__": ()})()
+_SCALARS = (int, float, complex, bool, str, type(None))
+_MAX_SCALARS = 10_000
+
+
+def _scalar(v):
+    return (float, v.hex()) if type(v) is float else (type(v), v) if type(v) in _SCALARS else None
+
+
+def scalar_contents(obj):
+    """``(type, ((type, value), ...))`` of a list, tuple, set, dict (its items), mappingproxy or dict view holding only
+    Python numbers, strings, bools and Nones (a dict's items as key-value pairs); None for anything else, or past
+    10,000 entries."""
+    tp = type(obj)
+    if isinstance(obj, (dict, types.MappingProxyType)):
+        entries = [e for kv in obj.items() for e in kv]
+    elif tp in (list, tuple) or tp in _SEQUENCE_VIEWS:
+        entries = list(obj)
+    elif tp in (set, frozenset):
+        entries = sorted(obj, key=repr)
+    else:
+        return None
+    if len(entries) > _MAX_SCALARS:
+        return None
+    out = tuple(_scalar(e) for e in entries)
+    return None if any(e is None for e in out) else (tp, out)
+
+
+_SEQUENCE_VIEWS = (type({}.keys()), type({}.values()), type({}.items()))
+
+
+class ScalarContents:
+    """What a guard compares of a container followed to ``CONTENTS``: its ``scalar_contents``."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, obj):
+        self.key = ("contents", scalar_contents(obj))
+
+
 def shape_of(obj):
     """``("len", n)`` of a list or tuple, ``("keys", ...)`` of a dict (in order; a key that is not a plain
     number or string by its id), ``("function", ...)`` of a function (Note [a function's code and
@@ -72,7 +114,7 @@ def shape_of(obj):
     >>> shape_of([1, 2]), shape_of({"m": 0}), shape_of(Shape(("len", 0)))
     (('len', 2), ('keys', ('m',)), ('len', 0))
     """
-    if isinstance(obj, Shape):
+    if isinstance(obj, (Shape, ScalarContents)):
         return obj.key
     tp = type(obj)
     if isinstance(obj, Live):  # (module_tables.py, Note [hooks added or removed between calls])

@@ -33,6 +33,8 @@ from __future__ import annotations
 from thunder.core.interpreter import ProvenanceRecord, PseudoInst
 
 from fusion_alias import context, tensor_identity
+from fusion_alias.object_shapes import CONTENTS, scalar_contents
+from fusion_alias.type_reads import _called_from_the_users_code
 from fusion_alias.type_reads import _reached_from_the_call as reached_from_the_call
 
 _MAPPINGPROXY = type(type.__dict__)
@@ -88,9 +90,36 @@ def _path_of(fn, fn_record, operands, value):
     return None
 
 
-def respell_opaque_read(value) -> None:
+# Note [a container an opaque builtin reads]
+# ------------------------------------------
+# Other builtins read a whole container opaquely and return what no path spells: ``sum(SCALES)``, ``max(L)``,
+# ``sorted(L)[0]``, ``operator.itemgetter(0)(L)``. Thunder's prologue checks
+# nothing of the entries (the container itself is recorded by its length or keys: outside_reads.py)::
+#
+#     SCALES = [2.0]
+#     def f(x): return x.mul_(sum(SCALES))      # f(x); SCALES[0] = 3.0; f(x)   eager: x * 3;  was: x * 2
+#
+# (session 39 probe; plain ``thunder.jit`` too). So an opaque call made by the user's code records each operand
+# reached from the call that holds only Python numbers, strings, bools and Nones (a list, tuple, set, dict,
+# mappingproxy or dict view: object_shapes.scalar_contents, up to 10,000 entries) by those contents, compared by
+# value at each call (the path followed to ``object_shapes.CONTENTS``); the program runs only for calls where they
+# are the same, another call compiles its own. Coarser than the read (any entry changed compiles again), never
+# finer. A container holding a tensor or an object is not recorded this way (its tensors are the prologue's).
+def _record_contents(operands, record) -> None:
+    ctx = context.current()
+    for op in operands:
+        if op.inst is PseudoInst.CONSTANT or not reached_from_the_call(op):
+            continue
+        obj = tensor_identity._follow(op, ctx, tensor_identity.FOLLOW_DEPTH)
+        contents = None if obj is tensor_identity._NOT_FOUND else scalar_contents(obj)
+        if contents is not None:
+            record(ProvenanceRecord(PseudoInst.BINARY_SUBSCR, inputs=[op, _const(CONTENTS)]), ("contents", contents))
+
+
+def respell_opaque_read(value, record) -> None:
     """Give ``value``, returned by an opaque call that reads a dict or an attribute of what the call reached, the
-    provenance of the path it reads (module Note)."""
+    provenance of the path it reads (module Note); else, for a call the user's code made, record the scalar contents
+    of the containers it read by ``record(path, answer)`` (Note [a container an opaque builtin reads])."""
     pr = value.provenance
     if pr is None or pr.inst is not PseudoInst.OPAQUE or len(pr.inputs) != 3:
         return
@@ -100,9 +129,9 @@ def respell_opaque_read(value) -> None:
     operands = _operands(args)
     if operands is None:
         return
-    fn = _function(fn_record)
-    if fn is None:
-        return
-    path = _path_of(fn, fn_record, operands, value.value)
+    fn = _function(fn_record)  # (None: a function the program made, ``operator.itemgetter(0)`` inline)
+    path = None if fn is None else _path_of(fn, fn_record, operands, value.value)
     if path is not None and reached_from_the_call(path):
         value.provenance = path
+    elif _called_from_the_users_code():
+        _record_contents(operands, record)

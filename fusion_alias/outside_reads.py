@@ -194,7 +194,8 @@ def _wrap_callback(value):
     if isinstance(value.value, type) and context.current().has_call:  # (type_reads.py, Note [a class reached
         respell_type(value, _record_class)  # through type()])
     elif value.provenance.inst is PseudoInst.OPAQUE and context.current().has_call:
-        respell_opaque_read(value)  # (opaque_reads.py, Note [a dict or an attribute read through an opaque call])
+        respell_opaque_read(value, _record_contents)  # (opaque_reads.py, Note [a dict or an attribute read through an
+        # opaque call], Note [a container an opaque builtin reads])
     result = _thunder_wrap_callback(value)  # (first: it respells a module's ``__dict__[k]`` as its attribute)
     obj = value.value
     if isinstance(obj, Iterator):
@@ -248,6 +249,16 @@ def _record_module(record, module, ctx) -> None:
         return
     ctx.outside_paths.add(path)
     ctx.identity_records.append((record, Shape(shape_of(module))))
+
+
+def _record_contents(record, answer) -> None:
+    """Record the scalar contents ``answer`` of a container an opaque builtin read, by ``record`` (its path to
+    ``object_shapes.CONTENTS``: opaque_reads.py, Note [a container an opaque builtin reads])."""
+    ctx = context.current()
+    path = _path(record)
+    if path is not None and path not in ctx.outside_paths:
+        ctx.outside_paths.add(path)
+        ctx.identity_records.append((record, Shape(answer)))
 
 
 def _record_class(record, cls) -> None:

@@ -43,7 +43,7 @@ from thunder.core.proxies import TensorProxy
 from thunder.core.trace import get_tracectx
 
 from fusion_alias import context, out_arguments
-from fusion_alias.object_shapes import shape_of
+from fusion_alias.object_shapes import CONTENTS, ScalarContents, shape_of
 from fusion_alias.errors import AliasInputError
 
 
@@ -277,6 +277,8 @@ def _follow(record, ctx, depth: int, memo: dict | None = None):
         key = key_record.value if key_record.inst is _CONST else _follow(key_record, ctx, depth - 1, memo)
         if of is _NOT_FOUND or key is _NOT_FOUND:
             found = _NOT_FOUND
+        elif key is CONTENTS:  # (opaque_reads.py, Note [a container an opaque builtin reads])
+            found = ScalarContents(of)
         else:
             try:
                 found = of[key] if inst is _SUBSCR else getattr(of, key)

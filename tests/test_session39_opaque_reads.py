@@ -136,3 +136,69 @@ def test_the_class_attribute_of_a_tensor_and_a_parameter(schedule):  # (type_rea
 def test_plain_thunder_answers_the_proxys_class():
     with pytest.raises(AssertionError):
         _run(_tensor_classes, (torch.ones(2),), thunder.jit(_tensor_classes))
+
+
+# (opaque_reads.py, Note [a container an opaque builtin reads])
+SCALES = [2.0, 1.0]
+NAMES = {"a": 2.0}
+
+
+class Scaled(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scales = [2.0, 1.0]
+
+    def forward(self, x):
+        return x.mul_(sum(self.scales))
+
+
+_MODULE = Scaled()
+
+
+def _set_scale(v):
+    SCALES[0] = v
+
+
+def _set_name(v):
+    NAMES["a"] = v
+
+
+def _set_module_scale(v):
+    _MODULE.scales[0] = v
+
+
+CONTAINERS = {
+    "sum(global list)": (lambda x: x.mul_(sum(SCALES)), (), _set_scale),
+    "max(global list)": (lambda x: x.mul_(max(SCALES)), (), _set_scale),
+    "sorted(global list)[-1]": (lambda x: x.mul_(sorted(SCALES)[-1]), (), _set_scale),
+    "itemgetter(0)(global list)": (lambda x: x.mul_(__import__("operator").itemgetter(0)(SCALES)), (), _set_scale),
+    "sum(global dict values)": (lambda x: x.mul_(sum(NAMES.values())), (), _set_name),
+    "sum(argument list)": (lambda x, s: x.mul_(sum(s)), None, None),
+    "sum(self.scales)": (_MODULE, (), _set_module_scale),
+}
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("case", list(CONTAINERS))
+def test_a_container_an_opaque_builtin_reads_changed_between_calls(case, schedule):
+    fn, extra, set_value = CONTAINERS[case]
+    jitted = fusion_alias.jit(fn, backend="reference", schedule=schedule)
+    if set_value is None:  # (the list given as an argument, a new one at each call)
+        for v in (2.0, 3.0, 2.0):
+            _run(fn, ([v, 1.0],), jitted)
+        return
+    _check(fn, extra, set_value, jitted)
+
+
+def test_the_same_contents_reuse_the_program():
+    fn = CONTAINERS["sum(global list)"][0]
+    jitted = fusion_alias.jit(fn, backend="reference")
+    for _ in range(3):
+        _run(fn, (), jitted)
+    assert (thunder.cache_hits(jitted), thunder.cache_misses(jitted)) == (2, 1)
+
+
+def test_plain_thunder_is_wrong_on_a_sum_of_a_global_list():
+    fn, extra, set_value = CONTAINERS["sum(global list)"]
+    with pytest.raises(AssertionError):
+        _check(fn, extra, set_value, thunder.jit(fn))
