@@ -293,9 +293,9 @@ def deque_numbers(spec, flat) -> tuple:
 
 
 def flat_sequences(args: tuple, kwargs: dict | None = None):
-    """``(leaves, structure)`` when every argument (and keyword argument) is a tensor, a plain number or a plain
-    list or tuple of tensors (an optimizer step's ``(params, grads, lr)``), in ``tree_flatten``'s order for the
-    arguments, then the keywords by name; else ``(None, None)``.
+    """``(leaves, structure)`` when every argument (and keyword argument) is a tensor, a plain number, a plain
+    list or tuple of tensors (an optimizer step's ``(params, grads, lr)``) or a dict of those by string keys (its
+    state), in ``tree_flatten``'s order for the arguments, then the keywords by name; else ``(None, None)``.
 
     The per-call path of the common optimizer call: Thunder's ``tree_flatten`` costs about as much
     as the guard key itself at 256 tensors. ``structure`` tells the shapes of nesting apart
@@ -322,13 +322,24 @@ def flat_sequences(args: tuple, kwargs: dict | None = None):
 # the tree spec alone cost ~78 µs at 256 tensors (session 39: 50 µs a cached call at 2 tensors against plain
 # ``thunder.jit``'s 36). A plain number is a leaf the guard key does not hold (Thunder's prologue checks its type
 # and value), so it flattens here as itself; the structure holds its type, so ``f([a], 1)`` and ``f([a], 1.0)``
-# stay apart as in ``tree_flatten``, and each keyword's name, so the keywords' order and names key the call.
+# stay apart as in ``tree_flatten``, and each keyword's name, so the keywords' names key the call. A plain dict
+# with string keys (``state = {"m": m, "step": 3}``) flattens its values in sorted key order, its keys in the
+# structure; a dict inside it, another key type or a dict subclass go to ``tree_flatten``.
 _PLAIN_NUMBERS = (int, float, bool)
 
 
-def _flat_item(a, flat: list, structure: list) -> bool:
+def _flat_item(a, flat: list, structure: list, top: bool = True) -> bool:
     tp = type(a)
-    if tp is list or tp is tuple:
+    if tp is dict and top:  # (an optimizer's state dict: its values by key, in tree_flatten's sorted order)
+        for k in a:
+            if type(k) is not str:
+                return False
+        keys = sorted(a)
+        structure.append((dict, tuple(keys)))
+        for k in keys:
+            if not _flat_item(a[k], flat, structure, False):
+                return False
+    elif tp is list or tp is tuple:
         for t in a:
             if not isinstance(t, torch.Tensor):
                 return False

@@ -62,6 +62,40 @@ def test_a_step_with_its_learning_rate(schedule, spelling):
     assert jitted.compiled_structures >= 2  # (aliased and not: one program each)
 
 
+def momentum_step(p, g, state):
+    m = state["m"]
+    m.mul_(state["beta"]).add_(g)
+    p.sub_(m, alpha=0.1)
+    return state["step"] + 1
+
+
+def test_a_state_dict_flattens_by_key():
+    a, b = torch.zeros(2), torch.zeros(2)
+    flat, spec = flat_sequences((a, {"m": b, "beta": 0.9}))
+    assert flat == [a, 0.9, b]  # (values by sorted key, as tree_flatten)
+    assert spec != flat_sequences((a, {"m": b, "beta2": 0.9}))[1]
+    assert spec != flat_sequences((a, {"m": [b], "beta": 0.9}))[1]
+    assert flat_sequences((a, {"m": {"x": b}}))[0] is None  # (a dict in a dict: tree_flatten's path)
+    assert flat_sequences((a, {1: b}))[0] is None
+    assert flat_sequences((a, collections.OrderedDict(m=b)))[0] is None
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_a_state_dict_whose_aliasing_and_numbers_change(schedule):
+    jitted = fusion_alias.jit(momentum_step, backend="reference", schedule=schedule)
+    for beta, step, aliased in [(0.9, 1, False), (0.5, 2, False), (0.5, 3, True), (0.9, 4, False), (0.9, 5, True)]:
+        runs = []
+        for _ in range(2):
+            buf = torch.arange(6.0)
+            p, g = buf[0:2], buf[2:4]
+            m = buf[2:4] if aliased else buf[4:6]  # aliased: the momentum is the gradient's memory (another view)
+            runs.append((buf, (p, g, {"m": m, "beta": beta, "step": step})))
+        (want_buf, want_args), (got_buf, got_args) = runs
+        want = momentum_step(*want_args)
+        assert jitted(*got_args) == want
+        torch.testing.assert_close(got_buf, want_buf)
+
+
 def test_a_deque_still_keys_its_numbers():
     """Note [numbers inside a deque argument]: the spec's answer is remembered per spec, still asked."""
     x = torch.zeros(2)
