@@ -50,7 +50,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--keyword-spellings", action="store_true",
                     help="respell about half the calls of each program with eager's keyword names for operands "
                          "(Note [keyword spellings respell the rendered program], keyword_spellings.py)")
+    ap.add_argument("--keyword-calls", action="store_true",
+                    help="the k-th call of each program passes its last k arguments by name (Note [arguments "
+                         "passed by keyword], oracle.py)")
     ns = ap.parse_args(argv)
+    if ns.keyword_calls:
+        from fusion_alias.fuzz import oracle
+
+        oracle.KEYWORD_CALLS = True
     if ns.keyword_spellings:
         from fusion_alias.fuzz import keyword_spellings
 

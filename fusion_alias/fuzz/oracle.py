@@ -87,10 +87,22 @@ MakeJit = Callable[[Callable, str], Callable]
 #     comparable; one only the jitted side raises on is a jit-raised failure (phase "later write"). Not for the
 #     ``modules`` generator (its own driver).
 WRITE_OUTPUTS = False  # set by the command line's --write-outputs
+KEYWORD_CALLS = False  # set by the command line's --keyword-calls: Note [arguments passed by keyword]
+
+# Note [arguments passed by keyword]
+# ----------------------------------
+# Every generated call passed the program's arguments by position, so the jitted wrapper's handling of
+# keyword arguments (its guard's fast path for plain numbers, lists and dicts by keyword, the filler of
+# defaults, keyword_fn.py's mover) was never compared with eager by the fuzzer (session 39: a default named
+# ``fn`` failed on every call). With ``--keyword-calls`` (``KEYWORD_CALLS``) the k-th call of each side passes
+# its last k arguments by their parameter names (the first call one, the next two, ...), so one program's calls
+# also change how they are spelled between calls, and the cache must key them apart or alike correctly.
+# Module programs (their own driver, gen_modules.py) are called as before.
 
 _DRIVER = '''
 CALLS = {calls!r}  # the aliasing variant of each call: Note [calls with changing aliasing]
 WRITE_OUTPUTS = {write_outputs!r}  # Note [outputs written after the call] (oracle.py)
+KEYWORD_CALLS = {keyword_calls!r}  # Note [arguments passed by keyword] (oracle.py)
 # Note [training calls in the fuzzer] (oracle.py)
 NO_GRAD_CALL = {no_grad_call!r}
 LOSS_READS_ARGS = {loss_reads_args!r}
@@ -147,6 +159,20 @@ def _rounding_only(got, want, wide):
     return True
 
 
+def _spelled(args, state):
+    \"\"\"(positional, keyword) arguments of this side's next call: Note [arguments passed by keyword] (oracle.py).\"\"\"
+    if not KEYWORD_CALLS or state is None:
+        return args, {{}}
+    import inspect
+
+    state["calls"] = k = state.get("calls", 0) + 1
+    params = list(inspect.signature(prog).parameters.values())[:len(args)]
+    if len(params) < len(args) or any(p.kind is not p.POSITIONAL_OR_KEYWORD for p in params):
+        return args, {{}}
+    cut = max(0, len(args) - k)
+    return list(args[:cut]), {{p.name: a for p, a in zip(params[cut:], args[cut:])}}
+
+
 def _run(fn, variant, state=None, wide=False):
     \"\"\"(outputs, bases, args, hidden, leaf gradients, error, phase of the error, requires_grad flags)
     of one call on fresh inputs (the bases of CARRIED: kept in ``state`` from this side's previous call;
@@ -161,11 +187,12 @@ def _run(fn, variant, state=None, wide=False):
     flags = None
     torch.manual_seed(0)  # the same numbers for both sides' draws: Note [random draws in the fuzzer] (gen_fresh.py)
     try:
+        call_args, call_kwargs = _spelled(args, state if not wide else None)
         if NO_GRAD_CALL:
             with torch.no_grad():
-                out = _as_list(fn(*args))
+                out = _as_list(fn(*call_args, **call_kwargs))
         else:
-            out = _as_list(fn(*args))
+            out = _as_list(fn(*call_args, **call_kwargs))
         # an attribute holder's tensors are hidden ones; a list or dict argument's entries are compared
         # (after the tensors): Note [one class per program, and the refusals it may get] (gen_edges.py)
         args = [a for a in args if isinstance(a, torch.Tensor)] + _stored(args)
@@ -278,7 +305,8 @@ def program_source(p: Program, system: str = "fusion_alias", unsafe: bool = Fals
         + _DRIVER.format(calls=p.calls, no_grad_call=p.no_grad_call, loss_reads_args=p.loss_reads_args,
                          carried=tuple(n for n, _ in p.bases if n in p.carried),
                          check_requires_grad=p.check_requires_grad, base_names=tuple(n for n, _ in p.bases),
-                         must_refuse=_must_refuse(p, system), write_outputs=WRITE_OUTPUTS)
+                         must_refuse=_must_refuse(p, system), write_outputs=WRITE_OUTPUTS,
+                         keyword_calls=KEYWORD_CALLS)
     )
 
 

@@ -1,0 +1,38 @@
+"""Session 39: the fuzzer's ``--keyword-calls`` (oracle.py, Note [arguments passed by keyword]): the k-th call
+of each side passes its last k arguments by name, so the jitted wrapper's keyword handling (guard.py, Note [a
+step's numbers and keywords on the fast path]; keyword_fn.py) is compared with eager. Off, every call passes
+its arguments by position as before. Seed 39001 (20 programs, 3 schedules, 2026-12-05): 0 / 0 / 0."""
+
+from fusion_alias import fuzz
+from fusion_alias.fuzz import oracle
+from helpers import generated_programs
+
+
+def _namespace(p):
+    ns: dict = {"__name__": "keyword_calls_test"}
+    exec(compile(oracle.program_source(p), "<keyword calls test>", "exec"), ns)
+    return ns
+
+
+def test_the_kth_call_passes_its_last_k_arguments_by_name(monkeypatch):
+    programs = [p for p in generated_programs(None, 39001, 20) if p.kind != "modules"]
+    ns = _namespace(programs[0])
+    args = ["A", "B", "C"]
+    assert ns["_spelled"](args, {}) == (args, {})  # off: by position
+    monkeypatch.setattr(oracle, "KEYWORD_CALLS", True)
+    for p in programs[:5]:
+        ns = _namespace(p)
+        names = list(__import__("inspect").signature(ns["prog"]).parameters)
+        state: dict = {}
+        values = list(range(len(names)))
+        for k in range(1, len(names) + 2):
+            positional, keywords = ns["_spelled"](values, state)
+            cut = max(0, len(names) - k)
+            assert positional == values[:cut] and keywords == dict(zip(names[cut:], values[cut:])), (p.name, k)
+
+
+def test_calls_by_keyword_run_as_eager(monkeypatch):
+    monkeypatch.setattr(oracle, "KEYWORD_CALLS", True)
+    report = fuzz.run_fuzz(seed=39001, programs=20, only=[0, 2, 4, 6, 8, 10], do_shrink=False)
+    assert report.runs and not report.failures, report.summary()
+    assert not report.jit_errors, report.summary()
