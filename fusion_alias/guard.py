@@ -320,12 +320,13 @@ def flat_sequences(args: tuple, kwargs: dict | None = None):
 # An optimizer step takes its learning rate beside its lists: ``step(params, grads, 0.01)`` or ``step(params,
 # grads, lr=0.01)``. Such a call went through Thunder's ``tree_flatten`` and ``deque_numbers``, whose ``repr`` of
 # the tree spec alone cost ~78 µs at 256 tensors (session 39: 50 µs a cached call at 2 tensors against plain
-# ``thunder.jit``'s 36). A plain number is a leaf the guard key does not hold (Thunder's prologue checks its type
-# and value), so it flattens here as itself; the structure holds its type, so ``f([a], 1)`` and ``f([a], 1.0)``
+# ``thunder.jit``'s 36). A plain number or string is a leaf the guard key does not hold (Thunder's prologue checks
+# its type and value), and a None one it holds by position (Note [an argument that is None]), so each flattens here
+# as itself; the structure holds its type, so ``f([a], 1)`` and ``f([a], 1.0)``
 # stay apart as in ``tree_flatten``, and each keyword's name, so the keywords' names key the call. A plain dict
 # with string keys (``state = {"m": m, "step": 3}``) flattens its values in sorted key order, its keys in the
 # structure; a dict inside it, another key type or a dict subclass go to ``tree_flatten``.
-_PLAIN_NUMBERS = (int, float, bool)
+_PLAIN_LEAVES = (int, float, bool, complex, str, type(None))  # (leaves of tree_flatten's too: None is one there)
 
 
 def _flat_item(a, flat: list, structure: list, top: bool = True) -> bool:
@@ -348,7 +349,7 @@ def _flat_item(a, flat: list, structure: list, top: bool = True) -> bool:
     elif isinstance(a, torch.Tensor):
         flat.append(a)
         structure.append(None)
-    elif tp in _PLAIN_NUMBERS:
+    elif tp in _PLAIN_LEAVES:
         flat.append(a)
         structure.append(tp)
     else:

@@ -40,7 +40,9 @@ def test_the_structure_keys_numbers_by_type_and_keywords_by_name():
     assert spec != flat_sequences(([a, b], 1), {"eta": 0.5})[1]
     assert spec != flat_sequences(([a], [b], 1), {"lr": 0.5})[1]
     assert flat_sequences((a,), {"x": 1, "y": 2})[1] == flat_sequences((a,), {"y": 2, "x": 1})[1]  # (as tree_flatten)
-    assert flat_sequences(([a, b], "s"), None) == (None, None)  # a string: tree_flatten's path
+    flat, spec = flat_sequences(([a, b], "s", None))
+    assert flat == [a, b, "s", None] and spec != flat_sequences(([a, b], "s", 0))[1]
+    assert flat_sequences(([a, b], torch.float32), None) == (None, None)  # a dtype: tree_flatten's path
     assert flat_sequences(([a, 1.0],), None) == (None, None)  # a number inside a list: likewise
 
 
@@ -67,6 +69,27 @@ def momentum_step(p, g, state):
     m.mul_(state["beta"]).add_(g)
     p.sub_(m, alpha=0.1)
     return state["step"] + 1
+
+
+def optional_mask(x, mask, mode):
+    x.mul_(2)
+    if mask is not None:
+        x.masked_fill_(mask, 0.0)
+    return x.sum() if mode == "sum" else x.mean()
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_a_none_and_a_string_between_calls(schedule):
+    """A None argument keys the call (guard.py, Note [an argument that is None]); a string is checked by Thunder."""
+    jitted = fusion_alias.jit(optional_mask, backend="reference", schedule=schedule)
+    mask = torch.tensor([True, False, True])
+    for m, mode in [(None, "sum"), (mask, "sum"), (None, "mean"), (mask, "mean"), (None, "sum")]:
+        want_x, got_x = torch.arange(3.0), torch.arange(3.0)
+        torch.testing.assert_close(jitted(got_x, m, mode), optional_mask(want_x, m, mode))
+        torch.testing.assert_close(got_x, want_x)
+        want_x, got_x = [torch.arange(3.0)], [torch.arange(3.0)]  # (by keyword: flat_sequences takes the call)
+        torch.testing.assert_close(jitted(*got_x, mask=m, mode=mode), optional_mask(*want_x, mask=m, mode=mode))
+        torch.testing.assert_close(got_x, want_x)
 
 
 def test_a_state_dict_flattens_by_key():

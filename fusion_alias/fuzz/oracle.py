@@ -102,7 +102,6 @@ KEYWORD_CALLS = False  # set by the command line's --keyword-calls: Note [argume
 _DRIVER = '''
 CALLS = {calls!r}  # the aliasing variant of each call: Note [calls with changing aliasing]
 WRITE_OUTPUTS = {write_outputs!r}  # Note [outputs written after the call] (oracle.py)
-KEYWORD_CALLS = {keyword_calls!r}  # Note [arguments passed by keyword] (oracle.py)
 # Note [training calls in the fuzzer] (oracle.py)
 NO_GRAD_CALL = {no_grad_call!r}
 LOSS_READS_ARGS = {loss_reads_args!r}
@@ -159,20 +158,6 @@ def _rounding_only(got, want, wide):
     return True
 
 
-def _spelled(args, state):
-    \"\"\"(positional, keyword) arguments of this side's next call: Note [arguments passed by keyword] (oracle.py).\"\"\"
-    if not KEYWORD_CALLS or state is None:
-        return args, {{}}
-    import inspect
-
-    state["calls"] = k = state.get("calls", 0) + 1
-    params = list(inspect.signature(prog).parameters.values())[:len(args)]
-    if len(params) < len(args) or any(p.kind is not p.POSITIONAL_OR_KEYWORD for p in params):
-        return args, {{}}
-    cut = max(0, len(args) - k)
-    return list(args[:cut]), {{p.name: a for p, a in zip(params[cut:], args[cut:])}}
-
-
 def _run(fn, variant, state=None, wide=False):
     \"\"\"(outputs, bases, args, hidden, leaf gradients, error, phase of the error, requires_grad flags)
     of one call on fresh inputs (the bases of CARRIED: kept in ``state`` from this side's previous call;
@@ -187,12 +172,11 @@ def _run(fn, variant, state=None, wide=False):
     flags = None
     torch.manual_seed(0)  # the same numbers for both sides' draws: Note [random draws in the fuzzer] (gen_fresh.py)
     try:
-        call_args, call_kwargs = _spelled(args, state if not wide else None)
         if NO_GRAD_CALL:
             with torch.no_grad():
-                out = _as_list(fn(*call_args, **call_kwargs))
+                out = _as_list(fn(*args))
         else:
-            out = _as_list(fn(*call_args, **call_kwargs))
+            out = _as_list(fn(*args))
         # an attribute holder's tensors are hidden ones; a list or dict argument's entries are compared
         # (after the tensors): Note [one class per program, and the refusals it may get] (gen_edges.py)
         args = [a for a in args if isinstance(a, torch.Tensor)] + _stored(args)
@@ -283,6 +267,35 @@ def check(schedule, make_jit=make_jit):
     return "ok", ""
 '''
 
+# (appended to the driver with --keyword-calls: Note [arguments passed by keyword]; off, the source is as before)
+_KEYWORD_CALLS_SOURCE = '''
+
+def _spelled(args, state):
+    """(positional, keyword) arguments of this side's next call: Note [arguments passed by keyword] (oracle.py)."""
+    import inspect
+
+    state["calls"] = k = state.get("calls", 0) + 1
+    params = list(inspect.signature(prog).parameters.values())[:len(args)]
+    if len(params) < len(args) or any(p.kind is not p.POSITIONAL_OR_KEYWORD for p in params):
+        return list(args), {}
+    cut = max(0, len(args) - k)
+    return list(args[:cut]), {p.name: a for p, a in zip(params[cut:], args[cut:])}
+
+
+_run_by_position = _run
+
+
+def _run(fn, variant, state=None, wide=False):
+    if state is None or wide:  # (eager's float64 rerun: spelled as it likes)
+        return _run_by_position(fn, variant, state, wide)
+
+    def spelled(*args):
+        positional, keywords = _spelled(args, state)
+        return fn(*positional, **keywords)
+
+    return _run_by_position(spelled, variant, state, wide)
+'''
+
 FAILING_STATUSES = ("mismatch", "missed-rejection", "jit-raised")
 
 
@@ -305,8 +318,8 @@ def program_source(p: Program, system: str = "fusion_alias", unsafe: bool = Fals
         + _DRIVER.format(calls=p.calls, no_grad_call=p.no_grad_call, loss_reads_args=p.loss_reads_args,
                          carried=tuple(n for n, _ in p.bases if n in p.carried),
                          check_requires_grad=p.check_requires_grad, base_names=tuple(n for n, _ in p.bases),
-                         must_refuse=_must_refuse(p, system), write_outputs=WRITE_OUTPUTS,
-                         keyword_calls=KEYWORD_CALLS)
+                         must_refuse=_must_refuse(p, system), write_outputs=WRITE_OUTPUTS)
+        + (_KEYWORD_CALLS_SOURCE if KEYWORD_CALLS else "")
     )
 
 
