@@ -121,7 +121,7 @@ class _GuardedPrologue:
         self.needs_grad = needs_grad
         self.identity = identity
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, /, *args, **kwargs):  # (positional-only: a keyword argument may be named self)
         inps, pro_to_epi = self.fn(*args, **kwargs)
         key, grad = guard_key(inps)
         if self.identity is not None:
@@ -258,7 +258,7 @@ class AliasSpecializedFunction:
         self._with_grad[id(jfn)] = needs_grad
         return jfn
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, /, *args, **kwargs):  # (positional-only: a keyword argument may be named self)
         if is_tracing():
             raise RuntimeError(
                 f"fusion_alias.jit: {getattr(self._fn, '__name__', self._fn)!r} was called while Thunder is tracing "

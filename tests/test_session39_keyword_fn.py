@@ -121,3 +121,22 @@ def test_a_call_eager_rejects_raises_eagers_type_error():
     jitted = fusion_alias.jit(default_fn_after_number, backend="reference")
     with pytest.raises(TypeError, match="multiple values for argument 'fn'"):
         jitted(torch.arange(4.0), 1.0, negated, fn=scaled)
+
+
+@pytest.mark.parametrize("name", ["self", "fn", "args", "kwargs", "cls", "key", "flat", "ctx"])
+def test_a_keyword_named_as_a_wrappers_own_parameter(name):
+    """``jitted(x, self=2.0)`` met ``AliasSpecializedFunction.__call__``'s own ``self`` ("got multiple values for
+    argument 'self'"; plain ``thunder.jit`` runs it): the wrappers' ``self`` is positional-only now. Each name
+    both as a number given by keyword and as a function default the filler passes."""
+    ns: dict = {}
+    exec(f"def g(y, {name}=1.0):\n    return y.mul_({name})\n\n"
+         f"def inner(z):\n    return z * 5\n\n"
+         f"def h(y, {name}=inner):\n    return y.add_({name}(y))\n", ns)
+    g, h = fusion_alias.jit(ns["g"], backend="reference"), fusion_alias.jit(ns["h"], backend="reference")
+    for kwargs in ({name: 2.0}, {}, {name: 3.0}):
+        x = torch.arange(3.0)
+        torch.testing.assert_close(g(x, **kwargs), ns["g"](torch.arange(3.0), **kwargs))
+        torch.testing.assert_close(x, ns["g"](torch.arange(3.0), **kwargs))
+    x = torch.arange(3.0)
+    torch.testing.assert_close(h(x), ns["h"](torch.arange(3.0)))
+    torch.testing.assert_close(x, torch.arange(3.0) * 6)
