@@ -12,7 +12,8 @@ testing.md, "Session 37 (helper)").
 
 import pytest
 
-from fusion_alias.fuzz import hidden_deque_args, hidden_numbers, hidden_own_defaults, hidden_views, oracle, source
+from fusion_alias.fuzz import (hidden_deque_args, hidden_numbers, hidden_opaque_reads, hidden_own_defaults,
+                               hidden_views, oracle, source)
 from fusion_alias.fuzz.generator import generate_program
 from helpers import generated_programs, stream_digest
 
@@ -47,6 +48,7 @@ def test_the_forced_stream_is_pinned(case, monkeypatch):
 @pytest.mark.parametrize("case", list(DEFAULT), ids=str)
 def test_the_default_stream_is_pinned(case, monkeypatch):
     monkeypatch.setattr(hidden_own_defaults, "P_OWN_DEFAULT", 0.0)  # (session 38: test_session38_own_default_form.py)
+    monkeypatch.setattr(hidden_opaque_reads, "P_OPAQUE_READ", 0.0)  # (session 39: test_session39_opaque_read_form.py)
     assert stream_digest(("hidden",), *case) == DEFAULT[case]
 
 

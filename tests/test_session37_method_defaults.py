@@ -11,7 +11,8 @@ With the form in every hidden program (``P_NUMBER``, ``P_HELPER``, ``P_METHOD`` 
 
 import pytest
 
-from fusion_alias.fuzz import hidden_function_args, hidden_methods, hidden_numbers, hidden_own_defaults, oracle, source
+from fusion_alias.fuzz import (hidden_function_args, hidden_methods, hidden_numbers, hidden_opaque_reads,
+                               hidden_own_defaults, oracle, source)
 from fusion_alias.fuzz.generator import generate_program
 from helpers import generated_programs, stream_digest
 
@@ -31,6 +32,7 @@ def _force(monkeypatch, p_method=1.0):
     monkeypatch.setattr(hidden_methods, "P_METHOD", p_method)
     monkeypatch.setattr(hidden_function_args, "P_FUNCTION_ARG", 0.0)  # (test_session37_function_arguments.py)
     monkeypatch.setattr(hidden_own_defaults, "P_OWN_DEFAULT", 0.0)  # (session 38: test_session38_own_default_form.py)
+    monkeypatch.setattr(hidden_opaque_reads, "P_OPAQUE_READ", 0.0)  # (session 39: test_session39_opaque_read_form.py)
 
 
 def _kind(p):
@@ -45,7 +47,8 @@ def test_the_forced_stream_is_pinned(case, monkeypatch):
 
 
 @pytest.mark.parametrize("case", list(DEFAULT), ids=str)
-def test_the_default_stream_is_pinned(case):
+def test_the_default_stream_is_pinned(case, monkeypatch):
+    monkeypatch.setattr(hidden_opaque_reads, "P_OPAQUE_READ", 0.0)  # (session 39: test_session39_opaque_read_form.py)
     assert stream_digest(("hidden",), *case) == DEFAULT[case]
 
 

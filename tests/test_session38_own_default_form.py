@@ -13,7 +13,8 @@ on both by the documented operand-overlap refusal; #13 right on both).
 
 import pytest
 
-from fusion_alias.fuzz import hidden_function_args, hidden_methods, hidden_numbers, hidden_own_defaults, oracle, source
+from fusion_alias.fuzz import (hidden_function_args, hidden_methods, hidden_numbers, hidden_opaque_reads,
+                               hidden_own_defaults, oracle, source)
 from fusion_alias.fuzz.generator import generate_program
 from helpers import generated_programs, stream_digest
 
@@ -33,6 +34,7 @@ def _force(monkeypatch, p_own=1.0):
     monkeypatch.setattr(hidden_methods, "P_METHOD", 0.0)
     monkeypatch.setattr(hidden_function_args, "P_FUNCTION_ARG", 0.0)
     monkeypatch.setattr(hidden_own_defaults, "P_OWN_DEFAULT", p_own)
+    monkeypatch.setattr(hidden_opaque_reads, "P_OPAQUE_READ", 0.0)  # (session 39: test_session39_opaque_read_form.py)
 
 
 def _kind(p):

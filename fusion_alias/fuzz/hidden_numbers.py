@@ -42,7 +42,8 @@ Note [a number kept outside the function, changed between calls]
     aliasing compiles anew, so only a call that reuses a program shows a stale number (with it, 26 to 30 of 30
     programs of each form failed on 495c3bb; without it, 1 of 20 of the views form, seed 37001). Session 38 (helper)
     nests one more, drawn last: a function or a class in ``prog``'s own default, or a keyword-only default set in
-    place, in place of a ``number_default`` or ``number_helper`` program (hidden_own_defaults.py).
+    place, in place of a ``number_default`` or ``number_helper`` program (hidden_own_defaults.py). Session 39
+    (helper) one more after it: a number read through a call Thunder runs opaquely (hidden_opaque_reads.py).
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ import dataclasses
 import random
 
 from fusion_alias.fuzz import (hidden_deque_args, hidden_function_args, hidden_iterators, hidden_methods,
-                               hidden_own_defaults, hidden_views)
+                               hidden_opaque_reads, hidden_own_defaults, hidden_views)
 from fusion_alias.fuzz.own_stream_forms import own_stream
 from fusion_alias.fuzz.program import ATTR_HOLDER, Program, Stmt
 
@@ -98,6 +99,7 @@ def draw(rng: random.Random, nvariants: int) -> tuple[str, list[str]] | None:
     kind = hidden_iterators.redraw(rng, kind, (ITERATOR,))
     kind = hidden_function_args.redraw(rng, kind, hidden_methods.KINDS)
     kind = hidden_own_defaults.redraw(rng, kind)  # (session 38: the module Note's last paragraph)
+    kind = hidden_opaque_reads.redraw(rng, kind)  # (session 39: the module Note's last paragraph)
     return kind, values
 
 
@@ -112,7 +114,8 @@ def _extra(h: str, kind: str) -> tuple[str, str, str, str | None] | None:
     return None
 
 
-_FORMS = (hidden_views, hidden_deque_args, hidden_iterators, hidden_function_args, hidden_own_defaults)  # (4-tuples)
+_FORMS = (hidden_views, hidden_deque_args, hidden_iterators, hidden_function_args, hidden_own_defaults,
+          hidden_opaque_reads)  # (4-tuples)
 CLOSURE_KINDS = ("closure", hidden_iterators.CLOSURE)  # the hidden kinds held in a cell of ``_make_prog()``
 
 
