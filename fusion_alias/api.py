@@ -332,8 +332,9 @@ class AliasSpecializedFunction:
         try:
             try:
                 result = call(*args, **kwargs)
-            except RuntimeError as e:  # (errors.py, Note [a number the function changes and reads])
-                refusal = number_changed_while_tracing(e)
+            except (RuntimeError, AssertionError) as e:  # (errors.py, Note [a number the function changes and reads];
+                # keyword_fn.py, Note [a tensor parameter named args or kwargs])
+                refusal = number_changed_while_tracing(e) or keyword_fn.prologue_refusal(self._fn, e)
                 if refusal is not None:
                     raise refusal from e
                 inside = refusal_inside(e) or keyword_fn.refusal_for(e)  # (a refusal from inside Thunder's interpreter, as itself)

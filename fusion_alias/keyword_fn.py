@@ -109,6 +109,31 @@ def unpassed_shape(fn):
     return shape_of(kw[NAME])
 
 
+# Note [a tensor parameter named args or kwargs]
+# -----------------------------------------------
+# Thunder 0.2.6's prologue is ``def prologue(*args, **kwargs)`` and binds each tensor it unpacks to the
+# parameter's own name: a tensor parameter named ``args`` rebinds the prologue's ``args`` to the tensor, and the
+# next check fails with ``AssertionError: expected Tensor, got tuple`` (``kwargs``: ``got dict``), plain
+# ``thunder.jit`` too, positionally or by keyword (session 39 probe; a number or a list under that name runs).
+# The assertion is raised as a refusal that names the parameter.
+_PROLOGUE_WORDS = ("expected Tensor, got tuple", "expected Tensor, got dict")
+
+
+def prologue_refusal(function, error: Exception) -> KeywordFnError | None:
+    """The refusal for Thunder's prologue failing on a parameter named ``args`` or ``kwargs`` of ``function`` (Note
+    [a tensor parameter named args or kwargs]), or None."""
+    code = getattr(getattr(function, "forward", function), "__code__", None)
+    if not isinstance(error, AssertionError) or code is None or not any(w in str(error) for w in _PROLOGUE_WORDS):
+        return None
+    named = [n for n in code.co_varnames[: code.co_argcount + code.co_kwonlyargcount] if n in ("args", "kwargs")]
+    if not named:
+        return None
+    return KeywordFnError(
+        f"fusion_alias: {function.__qualname__ if hasattr(function, '__qualname__') else type(function).__name__!r} "
+        f"has a parameter named {named[0]!r}: Thunder 0.2.6's prologue, def prologue(*args, **kwargs), cannot take "
+        "a tensor under that name (plain thunder.jit fails too, with 'expected Tensor, got tuple'). Rename it")
+
+
 def refusal_for(error: Exception) -> KeywordFnError | None:
     """The refusal for Thunder's failure on a keyword ``fn`` of a call inside the program (module Note), or None."""
     cause = error.__cause__

@@ -140,3 +140,19 @@ def test_a_keyword_named_as_a_wrappers_own_parameter(name):
     x = torch.arange(3.0)
     torch.testing.assert_close(h(x), ns["h"](torch.arange(3.0)))
     torch.testing.assert_close(x, torch.arange(3.0) * 6)
+
+
+@pytest.mark.parametrize("name", ["args", "kwargs"])
+def test_a_tensor_parameter_named_args_is_refused_by_name(name):
+    """keyword_fn.py, Note [a tensor parameter named args or kwargs]: Thunder's prologue fails on it (plain
+    ``thunder.jit``: "expected Tensor, got tuple"); a number under that name runs."""
+    ns: dict = {}
+    exec(f"def g(x, {name}):\n    return x.mul_({name})\n", ns)
+    jitted = fusion_alias.jit(ns["g"], backend="reference")
+    with pytest.raises(KeywordFnError, match=f"parameter named '{name}'.*Rename it"):
+        jitted(torch.ones(2), torch.full((2,), 3.0))
+    with pytest.raises(AssertionError, match="expected Tensor"):
+        thunder.jit(ns["g"])(torch.ones(2), torch.full((2,), 3.0))
+    x = torch.ones(2)
+    torch.testing.assert_close(fusion_alias.jit(ns["g"], backend="reference")(x, 3.0), torch.full((2,), 3.0))
+    torch.testing.assert_close(x, torch.full((2,), 3.0))

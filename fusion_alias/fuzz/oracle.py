@@ -96,8 +96,32 @@ KEYWORD_CALLS = False  # set by the command line's --keyword-calls: Note [argume
 # defaults, keyword_fn.py's mover) was never compared with eager by the fuzzer (session 39: a default named
 # ``fn`` failed on every call). With ``--keyword-calls`` (``KEYWORD_CALLS``) the k-th call of each side passes
 # its last k arguments by their parameter names (the first call one, the next two, ...), so one program's calls
-# also change how they are spelled between calls, and the cache must key them apart or alike correctly.
-# Module programs (their own driver, gen_modules.py) are called as before.
+# also change how they are spelled between calls, and the cache must key them apart or alike correctly. The
+# program's parameters are renamed first to names the wrappers on the way take for their own (``self``, ``fn``,
+# ...: :func:`_renamed_parameters`), where ``jitted(x, self=y)`` and ``jitted(x, fn=y)`` failed before session 39
+# (api.py; keyword_fn.py, Note [a keyword argument named fn]); not ``args`` or ``kwargs``, which Thunder's prologue
+# cannot take for a tensor (keyword_fn.py, Note [a tensor parameter named args or kwargs]: refused). Module
+# programs (their own driver, gen_modules.py) are called as before.
+_WRAPPER_NAMES = ("self", "fn", "cls", "key", "func", "name")
+
+
+def _renamed_parameters(src: str) -> str:
+    """``src`` with the leading parameters of its ``prog`` renamed to :data:`_WRAPPER_NAMES` not used in it
+    (Note [arguments passed by keyword])."""
+    import ast
+
+    tree = ast.parse(src)
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)}
+    prog = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "prog")
+    free = [name for name in _WRAPPER_NAMES if name not in used]
+    inputs = prog.args.args[: len(prog.args.args) - len(prog.args.defaults)]  # (not a hidden number's default)
+    mapping = {a.arg: name for a, name in zip(inputs, free)}
+    for node in ast.walk(prog):
+        if isinstance(node, ast.arg) and node.arg in mapping:
+            node.arg = mapping[node.arg]
+        elif isinstance(node, ast.Name) and node.id in mapping:
+            node.id = mapping[node.id]
+    return ast.unparse(tree) + "\n"
 
 _DRIVER = '''
 CALLS = {calls!r}  # the aliasing variant of each call: Note [calls with changing aliasing]
@@ -311,7 +335,8 @@ def program_source(p: Program, system: str = "fusion_alias", unsafe: bool = Fals
         + "\n\n"
         + _make_inputs_source(p)
         + "\n\n"
-        + (keyword_spellings.respelled(_prog_source(p), p.name) if keyword_spellings.ENABLED else _prog_source(p))
+        + _renamed_if_keyword_calls(
+            keyword_spellings.respelled(_prog_source(p), p.name) if keyword_spellings.ENABLED else _prog_source(p))
         + "\n\n"
         + _make_jit_source(system, unsafe)
         + "\n"
@@ -321,6 +346,10 @@ def program_source(p: Program, system: str = "fusion_alias", unsafe: bool = Fals
                          must_refuse=_must_refuse(p, system), write_outputs=WRITE_OUTPUTS)
         + (_KEYWORD_CALLS_SOURCE if KEYWORD_CALLS else "")
     )
+
+
+def _renamed_if_keyword_calls(src: str) -> str:
+    return _renamed_parameters(src) if KEYWORD_CALLS else src
 
 
 def _must_refuse(p: Program, system: str) -> tuple[str, ...]:
