@@ -102,9 +102,11 @@ def measure(n: int, layout: str, *, reps: int = 15, min_batch_s: float = 0.01, c
         raise ValueError(f"unknown call {call!r}; expected one of {CALLS}")
     fns = _callables(n, layout)
     _batch = lambda fn, p, g, k: _batch_seconds(fn, p, g, k, call)  # noqa: E731
-    # batch size per system: enough calls for ~min_batch_s
+    # batch size per system: enough calls for ~min_batch_s, from cached calls of this spelling (its first
+    # call compiles: timed with it, the batches were of one call each, every one on cold caches)
     calls = {}
     for system, (fn, p, g) in fns.items():
+        _batch(fn, p, g, 2)
         once = _batch(fn, p, g, 3)
         calls[system] = max(1, int(min_batch_s / max(once, 1e-7)))
     samples: dict[str, list[float]] = {s: [] for s in fns}
