@@ -1,4 +1,5 @@
-"""A keyword argument named ``fn``, which Thunder 0.2.6's interpreter cannot take.
+"""Names Thunder 0.2.6 cannot take: a keyword argument named ``fn`` (its interpreter), a tensor parameter
+named ``args`` or ``kwargs`` (its prologue: Note [a tensor parameter named args or kwargs] below).
 
 Note [a keyword argument named fn]
 ----------------------------------
@@ -22,9 +23,10 @@ So the call's ``fn`` keyword goes to its position where the jitted function (or 
 takes it positionally: the parameters between the last positional argument and ``fn`` are filled from
 the call's keywords or their defaults (``g(x, fn=h)`` runs as ``g(x, h)``; ``def g(x, k=2.0, fn=inner)``
 called ``g(x, fn=h)`` as ``g(x, 2.0, h)``), which binds every parameter as the call did. A keyword-only
-``fn``'s default is not passed (mutable_defaults.py leaves it to Thunder, which reads it while tracing:
-docs/limits.md), and a keyword-only ``fn`` the caller gives, or one inside the program
-(``helper(x, fn=inner)``), is refused with an error that names the problem (:func:`refusal_for`).
+``fn``'s default is not passed (mutable_defaults.py leaves it to Thunder, which reads it while tracing), so
+api.py compiles anew where its shape changes (:func:`unpassed_shape`), and a keyword-only ``fn`` the caller
+gives, or one inside the program (``helper(x, fn=inner)``), is refused with an error that names the problem
+(:func:`refusal_for`).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import types
 
 import torch
 
+from fusion_alias.mutable_defaults import _constant
 from fusion_alias.object_shapes import shape_of
 
 NAME = "fn"  # (mutable_defaults.py's filler leaves a keyword-only default of this name out)
@@ -42,7 +45,8 @@ _THUNDER_WORDS = "general_jit_lookaside() got multiple values for argument 'fn'"
 
 
 class KeywordFnError(NotImplementedError):
-    """A call with a keyword argument named ``fn`` that cannot be passed positionally (module Note)."""
+    """A keyword argument named ``fn`` that cannot be passed positionally, or a tensor parameter named ``args`` or
+    ``kwargs`` (module Notes)."""
 
 
 def _message(where: str) -> str:
@@ -104,7 +108,7 @@ def unpassed_shape(fn):
     Thunder reads it while tracing, so api.py compiles anew where it changes (a function whose defaults are
     replaced), as the guard would for an argument (module Note); None where there is none."""
     kw = getattr(fn, "__kwdefaults__", None) if type(fn) is types.FunctionType else None
-    if not kw or NAME not in kw or isinstance(kw[NAME], (int, float, complex, bool, str, type(None))):
+    if not kw or NAME not in kw or _constant(kw[NAME]):
         return None
     return shape_of(kw[NAME])
 
