@@ -57,3 +57,22 @@ def stream_digest(generators, seed, n, grad=False) -> str:
     for p in generated_programs(generators, seed, n, grad):
         h.update(oracle.program_source(p).encode())
     return h.hexdigest()
+
+
+def run_on_ones(fn, arguments, jitted):
+    """``jitted(x, *arguments)`` against eager's ``fn(x, *arguments)`` on fresh ``ones(3)``: the output and the
+    written ``x``."""
+    xe, xj = torch.ones(3), torch.ones(3)
+    torch.testing.assert_close(jitted(xj, *arguments), fn(xe, *arguments))
+    torch.testing.assert_close(xj, xe)
+
+
+def run_with_values_set_between_calls(fn, arguments, set_value, jitted):
+    """:func:`run_on_ones` after ``set_value(v)`` for 2.0, then 3.0, then 2.0 again (the value the program reads
+    set between calls); 2.0 restored at the end."""
+    try:
+        for v in (2.0, 3.0, 2.0):
+            set_value(v)
+            run_on_ones(fn, arguments, jitted)
+    finally:
+        set_value(2.0)

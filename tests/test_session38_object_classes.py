@@ -14,6 +14,7 @@ import thunder
 import torch
 
 import fusion_alias
+from helpers import run_on_ones, run_with_values_set_between_calls
 
 SCHEDULES = ["reads-first", "writes-first"]
 
@@ -82,19 +83,13 @@ CALLS = {
 }
 
 
-def _run(fn, arguments, jitted):
-    xe, xj = torch.ones(3), torch.ones(3)
-    torch.testing.assert_close(jitted(xj, *arguments), fn(xe, *arguments))
-    torch.testing.assert_close(xj, xe)
-
-
 @pytest.mark.parametrize("schedule", SCHEDULES)
 @pytest.mark.parametrize("case", list(CALLS))
 def test_an_object_of_another_class(case, schedule):
     fn, arguments = CALLS[case]
     jitted = fusion_alias.jit(fn, backend="reference", schedule=schedule)
     for o in (A(), B(), A(), SubA()):
-        _run(fn, arguments(o), jitted)
+        run_on_ones(fn, arguments(o), jitted)
 
 
 @pytest.mark.parametrize("schedule", SCHEDULES)
@@ -103,7 +98,7 @@ def test_a_global_object_of_another_class(schedule):
     try:
         for o in (A(), B(), A()):
             G["o"] = o
-            _run(global_isinstance, (), jitted)
+            run_on_ones(global_isinstance, (), jitted)
     finally:
         G["o"] = A()
 
@@ -140,20 +135,11 @@ ATTRIBUTES = {
 }
 
 
-def _check_attribute(fn, extra, set_value, jitted):
-    try:
-        for v in (2.0, 3.0, 2.0):
-            set_value(v)
-            _run(fn, extra, jitted)
-    finally:
-        set_value(2.0)
-
-
 @pytest.mark.parametrize("schedule", SCHEDULES)
 @pytest.mark.parametrize("case", list(ATTRIBUTES))
 def test_a_class_attribute_read_through_type_set_between_calls(case, schedule):
     fn, extra, set_value = ATTRIBUTES[case]
-    _check_attribute(fn, extra, set_value, fusion_alias.jit(fn, backend="reference", schedule=schedule))
+    run_with_values_set_between_calls(fn, extra, set_value, fusion_alias.jit(fn, backend="reference", schedule=schedule))
 
 
 @pytest.mark.parametrize("case", ["isinstance", "type-attribute"])
@@ -162,13 +148,13 @@ def test_plain_thunder_is_wrong_there(case):
     jitted = thunder.jit(fn)
     with pytest.raises(AssertionError):
         for o in (A(), B()):
-            _run(fn, arguments(o), jitted)
+            run_on_ones(fn, arguments(o), jitted)
 
 
 def test_the_same_class_reuses_the_program():
     jitted = fusion_alias.jit(class_attribute, backend="reference")
     for _ in range(3):
-        _run(class_attribute, (A(),), jitted)
+        run_on_ones(class_attribute, (A(),), jitted)
     assert (thunder.cache_hits(jitted), thunder.cache_misses(jitted)) == (2, 1)
 
 
@@ -192,7 +178,7 @@ def global_module_isinstance(x):
 def test_a_module_argument_of_another_class(fn, schedule):  # (type_reads.py, Note [the class an isinstance asks about])
     jitted = fusion_alias.jit(fn, backend="reference", schedule=schedule)
     for m in (torch.nn.ReLU(), torch.nn.Tanh(), torch.nn.ReLU(), torch.nn.ReLU6()):
-        _run(fn, (m,), jitted)
+        run_on_ones(fn, (m,), jitted)
 
 
 @pytest.mark.parametrize("schedule", SCHEDULES)
@@ -201,7 +187,7 @@ def test_a_global_module_of_another_class(schedule):
     try:
         for m in (torch.nn.ReLU(), torch.nn.Tanh(), torch.nn.ReLU()):
             MODULES["m"] = m
-            _run(global_module_isinstance, (), jitted)
+            run_on_ones(global_module_isinstance, (), jitted)
     finally:
         MODULES["m"] = torch.nn.ReLU()
 
@@ -209,7 +195,7 @@ def test_a_global_module_of_another_class(schedule):
 def test_modules_of_one_class_reuse_the_program():
     jitted = fusion_alias.jit(module_isinstance, backend="reference")
     for _ in range(3):
-        _run(module_isinstance, (torch.nn.ReLU(),), jitted)
+        run_on_ones(module_isinstance, (torch.nn.ReLU(),), jitted)
     assert (thunder.cache_hits(jitted), thunder.cache_misses(jitted)) == (2, 1)
 
 
@@ -221,7 +207,7 @@ def test_isinstance_of_a_tensor_and_a_parameter_still_answers_for_the_tensor():
     w = torch.nn.Parameter(torch.ones(2))
     jitted = fusion_alias.jit(f, backend="reference")
     for _ in range(2):
-        _run(f, (w,), jitted)
+        run_on_ones(f, (w,), jitted)
 
 
 def _tensor_branches(x, w):
@@ -236,13 +222,13 @@ def test_the_type_of_a_tensor_and_a_parameter(schedule):  # (type_reads.py, Note
     w = torch.nn.Parameter(torch.ones(2))
     jitted = fusion_alias.jit(_tensor_branches, backend="reference", schedule=schedule)
     for _ in range(2):
-        _run(_tensor_branches, (w,), jitted)
+        run_on_ones(_tensor_branches, (w,), jitted)
 
 
 def test_plain_thunder_answers_the_proxys_type():
     w = torch.nn.Parameter(torch.ones(2))
     with pytest.raises(AssertionError):
-        _run(_tensor_branches, (w,), thunder.jit(_tensor_branches))
+        run_on_ones(_tensor_branches, (w,), thunder.jit(_tensor_branches))
 
 
 class Called:
@@ -260,7 +246,7 @@ def branch_callable(x, o):
 def test_a_callable_object_then_a_plain_one_again(schedule):  # (object_shapes.py, Note [an object's class])
     jitted = fusion_alias.jit(branch_callable, backend="reference", schedule=schedule)
     for o in (A(), Called(), A(), Called()):
-        _run(branch_callable, (o,), jitted)
+        run_on_ones(branch_callable, (o,), jitted)
 
 
 class Flags:
@@ -297,6 +283,6 @@ def test_a_class_attribute_added_or_removed_between_calls(case, schedule):
     try:
         for on in (False, True, False, True):
             _set_flags(on)
-            _run(fn, extra, jitted)
+            run_on_ones(fn, extra, jitted)
     finally:
         _set_flags(False)

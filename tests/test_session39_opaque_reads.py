@@ -15,6 +15,7 @@ import thunder
 import torch
 
 import fusion_alias
+from helpers import run_on_ones, run_with_values_set_between_calls
 
 SCHEDULES = ["reads-first", "writes-first"]
 
@@ -68,40 +69,25 @@ READS = {
 }
 
 
-def _run(fn, arguments, jitted):
-    xe, xj = torch.ones(3), torch.ones(3)
-    torch.testing.assert_close(jitted(xj, *arguments), fn(xe, *arguments))
-    torch.testing.assert_close(xj, xe)
-
-
-def _check(fn, extra, set_value, jitted):
-    try:
-        for v in (2.0, 3.0, 2.0):
-            set_value(v)
-            _run(fn, extra, jitted)
-    finally:
-        set_value(2.0)
-
-
 @pytest.mark.parametrize("schedule", SCHEDULES)
 @pytest.mark.parametrize("case", list(READS))
 def test_a_number_read_through_an_opaque_call_set_between_calls(case, schedule):
     fn, extra, set_value = READS[case]
-    _check(fn, extra, set_value, fusion_alias.jit(fn, backend="reference", schedule=schedule))
+    run_with_values_set_between_calls(fn, extra, set_value, fusion_alias.jit(fn, backend="reference", schedule=schedule))
 
 
 @pytest.mark.parametrize("case", ["vars(type(o))[k]", "vars(o)[k]", "object.__getattribute__(o, k)"])
 def test_plain_thunder_is_wrong_there(case):
     fn, extra, set_value = READS[case]
     with pytest.raises(AssertionError):
-        _check(fn, extra, set_value, thunder.jit(fn))
+        run_with_values_set_between_calls(fn, extra, set_value, thunder.jit(fn))
 
 
 def test_the_same_number_reuses_the_program():
     fn, extra, _ = READS["vars(type(o))[k]"]
     jitted = fusion_alias.jit(fn, backend="reference")
     for _ in range(3):
-        _run(fn, extra, jitted)
+        run_on_ones(fn, extra, jitted)
     assert (thunder.cache_hits(jitted), thunder.cache_misses(jitted)) == (2, 1)
 
 
@@ -115,7 +101,7 @@ class Loud:
 def test_object_getattribute_of_a_class_with_its_own_getattribute():
     fn = READS["object.__getattribute__(o, k)"][0]
     jitted = fusion_alias.jit(fn, backend="reference")
-    _run(fn, (Loud(),), jitted)
+    run_on_ones(fn, (Loud(),), jitted)
 
 
 def _tensor_classes(x, w):
@@ -130,12 +116,12 @@ def _tensor_classes(x, w):
 def test_the_class_attribute_of_a_tensor_and_a_parameter(schedule):  # (type_reads.py, Note [the type of a tensor])
     jitted = fusion_alias.jit(_tensor_classes, backend="reference", schedule=schedule)
     for w in (torch.ones(2), torch.nn.Parameter(torch.ones(2)), torch.ones(2)):
-        _run(_tensor_classes, (w,), jitted)
+        run_on_ones(_tensor_classes, (w,), jitted)
 
 
 def test_plain_thunder_answers_the_proxys_class():
     with pytest.raises(AssertionError):
-        _run(_tensor_classes, (torch.ones(2),), thunder.jit(_tensor_classes))
+        run_on_ones(_tensor_classes, (torch.ones(2),), thunder.jit(_tensor_classes))
 
 
 # (opaque_reads.py, Note [a container an opaque builtin reads])
@@ -185,20 +171,20 @@ def test_a_container_an_opaque_builtin_reads_changed_between_calls(case, schedul
     jitted = fusion_alias.jit(fn, backend="reference", schedule=schedule)
     if set_value is None:  # (the list given as an argument, a new one at each call)
         for v in (2.0, 3.0, 2.0):
-            _run(fn, ([v, 1.0],), jitted)
+            run_on_ones(fn, ([v, 1.0],), jitted)
         return
-    _check(fn, extra, set_value, jitted)
+    run_with_values_set_between_calls(fn, extra, set_value, jitted)
 
 
 def test_the_same_contents_reuse_the_program():
     fn = CONTAINERS["sum(global list)"][0]
     jitted = fusion_alias.jit(fn, backend="reference")
     for _ in range(3):
-        _run(fn, (), jitted)
+        run_on_ones(fn, (), jitted)
     assert (thunder.cache_hits(jitted), thunder.cache_misses(jitted)) == (2, 1)
 
 
 def test_plain_thunder_is_wrong_on_a_sum_of_a_global_list():
     fn, extra, set_value = CONTAINERS["sum(global list)"]
     with pytest.raises(AssertionError):
-        _check(fn, extra, set_value, thunder.jit(fn))
+        run_with_values_set_between_calls(fn, extra, set_value, thunder.jit(fn))
