@@ -331,13 +331,13 @@ class FusionAliasExecutor(FusionExecutor):
             meta = _RegionMeta([names] if len(names) > 1 else [], None, resolve_backend(ctx.backend), ctx.schedule)
         return self.fused(list(region.bound_symbols), inputs, outputs, meta, fusion_counter)[0]
 
-    def fused(self, bsyms: list, inputs: tuple, outputs: list, meta, fusion_counter: int) -> tuple:
+    def fused(self, bsyms: list, inputs: tuple, outputs: list, meta, fusion_counter: int, sym_ids=None) -> tuple:
         """``fuse`` for the region of ``bsyms`` with the facts ``meta`` (``regions._RegionMeta``),
-        in a tuple with its spec; ``fuse_regions`` calls it for the pass's own regions. The
-        fusion bound symbol and its spec keep ``bsyms``, ``inputs`` and ``outputs``."""
+        in a tuple with its spec; ``fuse_regions`` calls it for the pass's own regions, with their
+        symbols' ``sym_ids``. The fusion bound symbol and its spec keep ``bsyms``, ``inputs`` and ``outputs``."""
         name = f"FusionAlias{fusion_counter}"
         # (Note [regions planned at first use], region_plan.py)
-        spec, keep = planned_later(name, bsyms, inputs, outputs, meta)
+        spec, keep = planned_later(name, bsyms, inputs, outputs, meta, sym_ids)
         fn = make_callable(spec, meta.backend, meta.schedule)
         # A region that only writes returns nothing anyone reads: keep it from DCE.
         sym = self._fusion_symbol(name, _KEEP_TAGS if keep else ())

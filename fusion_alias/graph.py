@@ -98,11 +98,19 @@ def build_edges(
     group (None: memory no one writes) are looked up once and serve all of
     them, and a written name's facts (group, view, root) once per trace.
     """
-    opaque = [not is_fusible(b) for b in bsyms]
-    edges = DependencyEdges(len(bsyms), is_fusible, opaque)
-    edges.sym_ids = sym_ids = [b.sym.id for b in bsyms]
+    n = len(bsyms)
+    opaque: list[bool] = [False] * n
+    sym_ids: list = [None] * n
+    copies: list[int] = []
     copy_id = ops.COPY_ID
-    edges.copies = [i for i, sym_id in enumerate(sym_ids) if sym_id is copy_id]
+    for i, b in enumerate(bsyms):  # (one look at each symbol for all three: Note [the graph in one walk])
+        sym_ids[i] = sym_id = b.sym.id
+        if sym_id is copy_id:
+            copies.append(i)
+        if not is_fusible(b):
+            opaque[i] = True
+    edges = DependencyEdges(n, is_fusible, opaque)
+    edges.sym_ids, edges.copies = sym_ids, copies
     writes, written_group = trace_writes(bsyms, sym_ids, opaque, edges.copies, info)
     if not written_group:
         edges.producer_idx = _data_edges(bsyms, edges)  # no write: no hazard

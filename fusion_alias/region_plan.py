@@ -177,20 +177,23 @@ def planned_later(
     inputs: Sequence[Proxy],
     outputs: Sequence[Proxy],
     meta,
+    sym_ids: Sequence | None = None,
 ) -> tuple[RegionSpec, bool]:
     """``plan_region(name, bsyms, inputs, outputs, meta.alias_groups, meta.view_key)``, planned
     when first read, and whether it writes back (``bool(spec.writebacks)``), decided without
     planning where one look decides it (Note [regions planned at first use]). Raises
     ``TraceShapeError`` now, as ``plan_region`` would. ``meta``: what the pass knows of the
-    region (``regions._RegionMeta``), kept as ``spec.meta``; its alias groups are kept, not copied."""
+    region (``regions._RegionMeta``), kept as ``spec.meta``; its alias groups are kept, not copied.
+    ``sym_ids``: each of ``bsyms``' ``sym.id``, where the caller has them (the pass's graph does:
+    a list of them is read without touching each symbol, a region of 50k symbols on the bench)."""
     copy_id = ops.COPY_ID
     last_copy = None
-    for b in bsyms:  # (_copies_checked, less the list: what this needs is the last copy_)
-        sym_id = b.sym.id
+    # (_copies_checked, less the list: what this needs is the last copy_)
+    for k, sym_id in enumerate(sym_ids if sym_ids is not None else [b.sym.id for b in bsyms]):
         if sym_id is copy_id:
-            last_copy = b
+            last_copy = bsyms[k]
         elif sym_id is _BROADCAST_IN_DIM or sym_id is _CONVERT_ELEMENT_TYPE:
-            _check_trace_consistency(name, b)
+            _check_trace_consistency(name, bsyms[k])
     spec = _PlannedLater.__new__(_PlannedLater)
     spec.name, spec.inputs, spec.outputs, spec.bsyms, spec.alias_groups, spec.meta = (
         name, inputs, outputs, bsyms, meta.alias_groups, meta
