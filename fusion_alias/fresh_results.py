@@ -44,6 +44,20 @@ _TORCH_MODULES = frozenset({"thunder.torch", "torch", "torch.linalg"})
 # half ``x`` is ``x``), so it is new memory exactly when its result's dtype differs from its input's
 # (``x[0].copy_(x[1].half())`` was refused; hostile probe 12)
 _NEW_TENSOR_METHODS = frozenset({"new_empty", "new_zeros", "new_ones", "new_full", "new_tensor"})
+
+# Note [new_* in a call that computes gradients]
+# ----------------------------------------------
+# In a call that computes gradients (and for some values of a setitem or a copy_ without them) Thunder 0.2.6
+# hands ``x.new_ones(3)`` to the fusion pass as a leaf symbol of module ``thunder.torch``, with no
+# subsymbols, not as the ``Tensor`` method: ``new_*`` was read as new memory only from ``Tensor`` or
+# ``torch``, so, ``x`` a tensor the program made::
+#
+#     x = w * 2
+#     x.mul_(x.new_ones(3))      # refused: "an op whose result fusion_alias cannot relate to its input"
+#     x[1:] = x.new_zeros(2)     # refused likewise, with or without gradients
+#
+# where eager runs both (session 40 hand probe). Thunder's own ``new_*`` allocate as torch's do, so the
+# names are new memory from the modules a dtype conversion is trusted from (``_CONVERSION_MODULES``).
 _DTYPE_CONVERSIONS = frozenset({"half", "float", "double", "bfloat16", "int", "long", "short", "bool", "byte",
                                 "char", "cfloat", "cdouble", "to", "type"})
 
@@ -56,10 +70,11 @@ def returns_new_memory(bsym) -> bool:
     module = getattr(getattr(sym, "module", None), "__name__", None)
     if sym.name in _FRESH_RESULTS:
         return module in _TORCH_MODULES
+    if sym.name in _NEW_TENSOR_METHODS:
+        # (Note [new_* in a call that computes gradients])
+        return module in _CONVERSION_MODULES
     if module not in ("Tensor", "torch"):
         return False
-    if sym.name in _NEW_TENSOR_METHODS:
-        return True
     return converts_dtype(bsym)
 
 
