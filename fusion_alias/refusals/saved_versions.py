@@ -19,6 +19,7 @@ from fusion_alias.aliasing import AliasInfo, copies_in, proxy_args, tensor_outs
 from fusion_alias.errors import AliasInputError
 from fusion_alias.gradient_operands import NO_GRADIENT, gradient_operands
 from fusion_alias.refusals.live_backward import live_ops, written_by
+from fusion_alias.refusals.untracked_saves import UNTRACKED_SAVE_OPS, UNTRACKED_SAVES, refuse_untracked_save
 
 
 # Note [tensors saved for the backward, then written]
@@ -137,7 +138,9 @@ def saves_of(name: str, args) -> tuple:
     ranks = tuple(args[i].ndim for i in positions)
     found = SAVED_FOR_BACKWARD.get((name, positions, ranks))
     if found is None:
-        found = SAVED_FOR_BACKWARD.get((name, positions, _ANY), ())
+        found = SAVED_FOR_BACKWARD.get((name, positions, _ANY))
+    if found is None:  # (untracked_saves.py, Note [saves eager's version check does not track])
+        found = UNTRACKED_SAVES.get((name, positions, _ANY), ())
     return found
 
 
@@ -344,6 +347,8 @@ def _saves_now(arg_saves, args, memory, writes: dict, index: int, name: str) -> 
 
 def _refuse_stale_save(save: _Save, write) -> None:
     index, op = write
+    if save.op in UNTRACKED_SAVE_OPS:
+        refuse_untracked_save(save.op, save.name, op)
     raise AliasInputError(
         f"fusion_alias: {save.op} saves {save.name} for the backward, and a later in-place {op} writes "
         "into that memory before the backward, in a call that computes gradients. Eager PyTorch raises at "
