@@ -20,7 +20,7 @@ import gc
 import time
 
 import thunder
-from thunder.core.proxies import TensorProxy, Variable, unvariableify
+from thunder.core.proxies import Proxy, TensorProxy, Variable, unvariableify
 from thunder.core.symbol import BoundSymbol, Symbol
 from thunder.core.trace import TraceCtx, TraceProvenance
 from thunder.extend import FusionExecutor, register_executor
@@ -264,6 +264,8 @@ class FusionAliasExecutor(FusionExecutor):
         else:
             ok = self.can_execute(bsym)
         if ok:  # (an op table prim: ``op_info`` has it)
+            if type(bsym.output) is not TensorProxy and _constant_only(bsym):
+                return True  # (Note [a constant the trace already inlined])
             verdicts[id(bsym)] = (bsym, True if own else ops.op_info(bsym) is not None)
             out.append(bsym)
             return True
@@ -279,6 +281,8 @@ class FusionAliasExecutor(FusionExecutor):
             sub_id = sub.sym.id
             # (the call below for a prim of the op table, inlined: most subsymbols are one)
             if own and id(sub_id) in own and sub_id is not _PAD and claims(sub.args, sub.kwargs, cuda_only):
+                if type(sub.output) is not TensorProxy and _constant_only(sub):
+                    continue  # (Note [a constant the trace already inlined])
                 verdicts[id(sub)] = (sub, True)
                 out.append(sub)
             elif not self._flatten_into(sub, verdicts, out, cuda_only):
@@ -344,6 +348,27 @@ class FusionAliasExecutor(FusionExecutor):
         fused = BoundSymbol(sym, inputs, {}, outputs, bsyms)
         fused._call_ctx = {name: fn}  # (set here, not passed: a keyword argument costs a dict per region)
         return fused, spec
+
+
+# Note [a constant the trace already inlined]
+# -------------------------------------------
+# ``ltorch.mul(t1, 2)`` on a float tensor decomposes to ``_ = prims.convert_element_type(2, float)``
+# and ``t8 = prims.mul(t1, 2.0)``: Thunder computed the conversion while tracing and wrote its value,
+# ``2.0``, into the ``mul``. The conversion's result is a number, not a proxy, so no symbol can read
+# it: it is dead code that flattening exposed (Thunder's own DCE drops such a symbol at the top level,
+# never inside a composite). Kept, it was a node of every stage of the pass (14k of the bench's 100k
+# ``views`` symbols) and an op that each call of its region ran for nothing. Flattening leaves out a
+# claimed prim whose arguments hold no proxy and whose result is a plain value (not None: a symbol
+# that returns nothing may be there for what it checks), as DCE would.
+
+
+def _constant_only(bsym: BoundSymbol) -> bool:
+    """Whether ``bsym`` (one of the op table's prims) computes a plain value from constants: no proxy
+    in its arguments or its result, and a result (Note [a constant the trace already inlined])."""
+    out = bsym.output
+    if out is None or isinstance(out, (Proxy, tuple, list, dict)) or bsym.sym.id is ops.COPY_ID:
+        return False
+    return not any(isinstance(x, (Proxy, tuple, list, dict)) for x in (*bsym.args, *bsym.kwargs.values()))
 
 
 _KEEP_TAGS = (prims.OpTags.DONT_DCE,)  # (one tuple for every region that only writes)
