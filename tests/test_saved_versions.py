@@ -539,6 +539,7 @@ def _eager_op(name, positions, ranks):
         "prod": lambda x: x.prod(-1), "cumprod": lambda x: x.cumprod(-1), "norm": lambda x: x.norm(dim=-1),
         "rms_norm": lambda x: F.rms_norm(x, (4,)),
         "leaky_relu_": lambda x: F.leaky_relu(x, 0.1, inplace=True), "elu_": lambda x: F.elu(x, inplace=True),
+        "logsigmoid": F.logsigmoid, "hardsigmoid": F.hardsigmoid, "selu": F.selu, "celu": F.celu, "relu6": F.relu6,
     }
     if name.startswith("einsum:"):
         eq = name.split(":", 1)[1]

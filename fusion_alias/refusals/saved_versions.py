@@ -112,6 +112,11 @@ _entries("leaky_relu elu hardtanh mish hardswish atan", (0,), _ANY, _IN)
 _entries("leaky_relu_ elu_ tan", (0,), _ANY, _OUT)
 _entries("logsumexp prod cumprod norm", (0,), _ANY, (("out", (0,)), (0, (0,))))
 _entries("rms_norm", (0,), _ANY, _IN)
+# unary functions whose eager backward reads their input (session 40 hand probe: ``y = x.sinh(); x.add_(1);
+# return y`` ran, eager raises at backward)
+_entries("sinh cosh asin acos log2 log10 erfc lgamma digamma sinc nan_to_num", (0,), _ANY, _IN)
+_entries("logsigmoid hardsigmoid selu celu relu6", (0,), _ANY, _IN)
+_entries("atan2 fmax fmin", (0, 1), _ANY, ((0, (0, 1)), (1, (0, 1))))
 # normalization layers (hostile13 M14). ``batch_norm`` saves the same in training and eval, in
 # training its running stats as updated by its own write (that write bumps no version: a second
 # BatchNorm call on the same stats runs; a user's write into them raises). Its Thunder
