@@ -5,6 +5,7 @@ attribute names, and for a function, a class, a dtype or an enum member the obje
 from __future__ import annotations
 
 import enum
+import operator
 import types
 
 import torch
@@ -16,8 +17,10 @@ NOT_PLAIN = (type, types.ModuleType, types.FunctionType, types.MethodType, types
              torch.nn.Module, torch.Tensor, torch.dtype, torch.device)
 
 
-# compared as themselves (held, so that an id is never reused while a program keys by it)
-BY_IDENTITY = (types.FunctionType, types.BuiltinFunctionType, type, torch.dtype, enum.Enum)
+# compared as themselves (held, so that an id is never reused while a program keys by it); a getter of the operator
+# module too: its names are part of what it reads (opaque_reads.py, Note [an attribute read through attrgetter])
+BY_IDENTITY = (types.FunctionType, types.BuiltinFunctionType, type, torch.dtype, enum.Enum, operator.attrgetter,
+               operator.itemgetter)
 
 
 class Live:
@@ -75,8 +78,15 @@ def _scalar(v):
 def scalar_contents(obj):
     """``(type, ((type, value), ...))`` of a list, tuple, set, dict (its items), mappingproxy or dict view holding only
     Python numbers, strings, bools and Nones (a dict's items as key-value pairs); None for anything else, or past
-    10,000 entries."""
+    10,000 entries. A class's dict (a mappingproxy) may also hold objects compared by identity (Note [a class's dict
+    read whole])."""
     tp = type(obj)
+    if tp is types.MappingProxyType:
+        entries = [e for kv in obj.items() for e in kv]
+        if len(entries) > _MAX_SCALARS:
+            return None
+        out = tuple(_scalar(e) or _by_identity(e) for e in entries)
+        return None if any(e is None for e in out) else (tp, out)
     if isinstance(obj, (dict, types.MappingProxyType)):
         entries = [e for kv in obj.items() for e in kv]
     elif tp in (list, tuple) or tp in _SEQUENCE_VIEWS:
@@ -92,6 +102,24 @@ def scalar_contents(obj):
 
 
 _SEQUENCE_VIEWS = (type({}.keys()), type({}.values()), type({}.items()))
+
+
+# Note [a class's dict read whole]
+# --------------------------------
+# A class's dict holds its methods and descriptors beside its numbers, so ``scalar_contents`` had no answer for it,
+# and a program that read the numbers through the whole dict (``for k, v in vars(Cfg).items()``, ``vars(Cfg).copy()``)
+# kept the first call's values, silently (session 40 probe; plain ``thunder.jit`` too)::
+#
+#     class Cfg: scale = 2.0
+#     def f(x): return x * vars(Cfg).copy()["scale"]     # f(x); Cfg.scale = 3.0; f(x)   eager: x * 3;  was: x * 2
+#
+# (Not yet: ``dict(vars(Cfg))`` and ``{**D}``, copies the interpreter makes itself, whose entries no path reaches.)
+#
+# Its entries other than numbers and strings are kept in the answer themselves, compared by identity (the answer
+# holds them, so an id is never another object's): an entry whose class compares otherwise (``__eq__`` of its own: a
+# tensor) leaves the dict unanswered, as before. A class attribute replaced, a method too, compiles again.
+def _by_identity(v):
+    return ("object", v) if type(v).__eq__ is object.__eq__ else None
 
 
 class ScalarContents:

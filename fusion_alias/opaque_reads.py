@@ -24,11 +24,18 @@ call (Thunder's prologue then checks each number read, outside_reads.py records 
 - ``C.mro()``                                   ->  ``C.__mro__`` (where the metaclass keeps ``type.mro``; a tuple
   where ``mro()`` gives a list: entries are read by index alike)
 
+Note [an attribute read through attrgetter]: ``operator.attrgetter("k")(o)`` (``"a.b"``: ``o.a.b``) reads what the
+path ``o.k`` reads, as ``getattr`` does: that path, where the getter is reached from the call (Thunder records the
+call as ``attrgetter.__call__(getter, o)``; a getter the program made is a new one at each call). One with several names returns a tuple that no path spells, and
+is left as it was (session 40 probe: ``x * attrgetter("scale")(cfg)`` kept its first value, plain ``thunder.jit`` too).
+
 Thunder records an opaque call's positional arguments in reverse order (its own unpacking of ``__getitem__``
 reads them so); the operands below are read that way.
 """
 
 from __future__ import annotations
+
+import operator
 
 from thunder.core.interpreter import ProvenanceRecord, PseudoInst
 
@@ -39,6 +46,8 @@ from fusion_alias.type_reads import _reached_from_the_call as reached_from_the_c
 
 _MAPPINGPROXY = type(type.__dict__)
 _SUBSCRIPTS = {_MAPPINGPROXY.__getitem__, _MAPPINGPROXY.get}
+_ATTRGETTER_CALL = operator.attrgetter.__call__
+_NEW_GETTER = operator.attrgetter.__new__
 
 
 def _const(value) -> ProvenanceRecord:
@@ -59,6 +68,21 @@ def _plain_getattr(obj) -> bool:
     if isinstance(obj, type):
         return cls.__getattribute__ is type.__getattribute__ and "__getattr__" not in vars(cls)
     return cls.__getattribute__ is object.__getattribute__ and not hasattr(cls, "__getattr__")
+
+
+def _getter_names(record) -> tuple | None:
+    """The names of the ``operator.attrgetter`` that ``record`` reaches from the call (its identity is guarded:
+    object_shapes.BY_IDENTITY), or that the program made of constant names; None for any other."""
+    if record.inst is PseudoInst.OPAQUE and len(record.inputs) == 3 and _function(record.inputs[0]) is _NEW_GETTER:
+        operands = _operands(record.inputs[1])  # (attrgetter.__new__(attrgetter, *names))
+        if (operands and len(operands) > 1 and _function(operands[0]) is operator.attrgetter
+                and all(n.inst is PseudoInst.CONSTANT and type(n.value) is str for n in operands[1:])):
+            return tuple(n.value for n in operands[1:])
+        return None
+    getter = tensor_identity._follow(record, context.current(), tensor_identity.FOLLOW_DEPTH)
+    if type(getter) is operator.attrgetter and reached_from_the_call(record):
+        return getter.__reduce__()[1]
+    return None
 
 
 def _operands(args) -> list | None:
@@ -83,6 +107,14 @@ def _path_of(fn, fn_record, operands, value):
             obj = tensor_identity._follow(operands[0], context.current(), tensor_identity.FOLLOW_DEPTH)
             if obj is not tensor_identity._NOT_FOUND and _plain_getattr(obj) and getattr(obj, key, None) is value:
                 return ProvenanceRecord(PseudoInst.LOAD_ATTR, inputs=[operands[0], operands[1]])
+        return None
+    if fn is _ATTRGETTER_CALL and len(operands) == 2:  # Note [an attribute read through attrgetter]
+        names = _getter_names(operands[0])
+        if names is not None and len(names) == 1:
+            path = operands[1]
+            for part in names[0].split("."):
+                path = ProvenanceRecord(PseudoInst.LOAD_ATTR, inputs=[path, _const(part)])
+            return path
         return None
     if (not operands and getattr(fn, "__name__", None) == "mro" and isinstance(getattr(fn, "__self__", None), type)
             and type(fn.__self__).mro is type.mro and fn_record.inst is PseudoInst.LOAD_ATTR):
