@@ -31,6 +31,12 @@ _FRESH_RESULTS = frozenset({
     # functional scatters and embeddings (``x.copy_(torch.select_scatter(x, v, 0, 0))`` was refused as an
     # operand fusion_alias cannot relate to ``x``; session 19 hand probe)
     "select_scatter", "slice_scatter", "diagonal_scatter", "diag_embed",
+    # ``tile`` (a ``repeat``) allocates whatever its arguments: with gradients Thunder hands it over whole, and
+    # ``y = x.tile((1, 1)); x.add_(1); return y * 1`` was refused as memory the rewrite cannot follow (session 40
+    # hand probe). Not the stacks (``torch.hstack([x])``, a ``cat``, new memory too): with gradients the
+    # functional rewrite does not follow a tensor inside their list argument, and read as new memory they
+    # returned eager's values before the write (they stay "cannot tell", refused)
+    "tile",
     # elementwise functions whose ``out=`` fusion_alias traces (out_arguments.py) that it does not claim:
     # ``torch.fmax(x, y, out=x)`` was refused as an operand it cannot relate to ``x`` (session 20)
     "fmax", "fmin", "gcd", "lcm", "logaddexp", "logaddexp2", "acos", "acosh", "asinh", "atan", "atanh",

@@ -366,6 +366,7 @@ def test_torch_functions_trusted_to_return_new_memory_do_so_in_eager():
         "slice_scatter": lambda x: torch.slice_scatter(x, x, 0, 0, x.shape[0]),
         "diagonal_scatter": lambda x: torch.diagonal_scatter(x, x.diagonal(), 0),
         "diag_embed": lambda x: torch.diag_embed(x),
+        "tile": lambda x: torch.tile(x, (1, 1)),
     }
     # elementwise ops whose result may equal the argument's values (the out-of-place halves of
     # inplace_lookasides.py's in-place ops): one or two tensor arguments
