@@ -60,6 +60,7 @@ from fusion_alias import context, module_tables, tensor_identity
 from fusion_alias.errors import TracingRefusal
 from fusion_alias.object_shapes import BY_IDENTITY, NOT_PLAIN, Shape, is_opaque_value, shape_of
 from fusion_alias.opaque_reads import respell_opaque_read
+from fusion_alias.super_reads import is_super_read, respell_super_read
 from fusion_alias.trace_time_queries import _covered_by_arguments
 from fusion_alias.type_reads import getattr_lookaside, isinstance_lookaside, respell_type, type_lookaside
 
@@ -193,6 +194,8 @@ def _refuse_iterator(obj) -> None:
 def _wrap_callback(value):
     if isinstance(value.value, type) and context.current().has_call:  # (type_reads.py, Note [a class reached
         respell_type(value, _record_class)  # through type()])
+    elif is_super_read(value.provenance) and context.current().has_call:
+        respell_super_read(value, _record_class)  # (super_reads.py, Note [a number read through super()])
     elif value.provenance.inst is PseudoInst.OPAQUE and context.current().has_call:
         respell_opaque_read(value, _record_contents)  # (opaque_reads.py, Note [a dict or an attribute read through an
         # opaque call], Note [a container an opaque builtin reads])

@@ -1,4 +1,4 @@
-"""Session 40: numbers read through ``operator.attrgetter`` and through a class's whole dict.
+"""Session 40: numbers read through ``operator.attrgetter``, through a class's whole dict and through ``super()``.
 
 ``x.mul_(operator.attrgetter("scale")(cfg))`` and ``x.mul_(vars(Cfg).copy()["scale"])`` kept the first call's value
 after ``Cfg.scale`` changed, silently (plain ``thunder.jit`` too): the getter's read is now the path ``cfg.scale``
@@ -113,3 +113,98 @@ def test_method_replaced_keeps_the_class_dict_guarded():
     finally:
         Cfg.method = original
         Cfg.scale = 2.0
+
+
+# super().k (super_reads.py, Note [a number read through super()])
+
+
+class Base:
+    k = 2.0
+
+    def scale(self):
+        return 1.5
+
+
+class Mid(Base):
+    pass
+
+
+class Derived(Mid):
+    k = 3.0
+
+    def get(self):
+        return super().k
+
+    @classmethod
+    def class_get(cls):
+        return super().k
+
+    def scaled(self):
+        return super().scale()
+
+
+class Other(Mid):
+    k = 4.0
+
+    def get(self):
+        return super().k
+
+
+derived = Derived()
+
+
+def super_number(x):
+    return x.mul_(derived.get())
+
+
+def super_number_classmethod(x):
+    return x.mul_(Derived.class_get())
+
+
+def super_method(x):
+    return x.mul_(derived.scaled())
+
+
+def _set_base_k(v):
+    Base.k = v
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("fn", [super_number, super_number_classmethod], ids=lambda f: f.__name__)
+def test_super_number_changed_between_calls(fn, schedule):
+    jitted = fusion_alias.jit(fn, backend="reference", schedule=schedule)
+    run_with_values_set_between_calls(fn, (), _set_base_k, jitted)
+
+
+def test_super_number_set_on_a_class_between():
+    """``k`` set on ``Mid``, between ``Derived`` and ``Base``: ``super().k`` reads it from then on."""
+    jitted = fusion_alias.jit(super_number, backend="reference")
+    try:
+        run_on_ones(super_number, (), jitted)
+        Mid.k = 7.0
+        run_on_ones(super_number, (), jitted)
+    finally:
+        del Mid.k
+
+
+def test_super_number_of_another_class():
+    jitted = fusion_alias.jit(super_number, backend="reference")
+    try:
+        run_on_ones(super_number, (), jitted)
+        derived.__class__ = Other
+        Base.k = 6.0
+        run_on_ones(super_number, (), jitted)
+    finally:
+        derived.__class__ = Derived
+        Base.k = 2.0
+
+
+def test_super_method_replaced():
+    jitted = fusion_alias.jit(super_method, backend="reference")
+    original = Base.scale
+    try:
+        run_on_ones(super_method, (), jitted)
+        Base.scale = lambda self: 2.5
+        run_on_ones(super_method, (), jitted)
+    finally:
+        Base.scale = original

@@ -1,0 +1,91 @@
+"""A number read through ``super()``, respelled as the path it reads, so that Thunder's prologue checks it.
+
+Note [a number read through super()]
+------------------------------------
+Thunder 0.2.6's interpreter gives ``super().k`` the provenance ``SUPER(C, o).k``, a path its prologue does not
+follow: the number is baked into the trace and checked by nothing::
+
+    class Base: k = 2.0
+    class C(Base):
+        k = 3.0
+        def get(self): return super().k
+    def f(x): return x.mul_(OBJ.get())        # f(x); Base.k = 5.0; f(x)   eager: x * 5;  was: x * 2
+
+(session 40 probe; plain ``thunder.jit`` too). ``super(C, o).k`` reads ``k`` from the first class after ``C`` in
+``type(o).__mro__`` whose own dict has it. Where that entry is the plain value read (a number, a string, a bool,
+None: no descriptor), the value gets the provenance ``o.__class__.__mro__[j].k``, which the prologue checks at each
+call, and ``o.__class__`` is recorded as a class read (object_shapes.py, Note [a class's attribute names]: the
+attribute names of every class of its MRO), so a ``k`` set on a class between ``C`` and the owner, or ``o``'s class
+changed, compiles again. ``super(C, cls).k`` in a classmethod reads ``cls.__mro__`` alike. A method called through
+``super()`` (``super().scale()``, its body inlined in the trace) is recorded as the function in its owner's dict, by
+identity and code (object_shapes.py, Note [a function's code and defaults]): replacing ``Base.scale`` compiles again.
+Other reads through ``super()`` (descriptors) are left as they were, and so is every read through ``super()`` of a
+module: Thunder's prologue reaches ``torch.nn.Module`` as a module's ``__class__``, where the number is not (a
+failure at the first call). A number a module's ``forward`` reads through ``super()`` still keeps its first value
+(docs/limits.md).
+"""
+
+from __future__ import annotations
+
+import types
+
+import torch
+from thunder.core.interpreter import ProvenanceRecord, PseudoInst
+
+from fusion_alias import context, tensor_identity
+from fusion_alias.type_reads import _reached_from_the_call as reached_from_the_call
+
+_PLAIN = (int, float, complex, bool, str, type(None))
+
+
+def _const(value) -> ProvenanceRecord:
+    return ProvenanceRecord(PseudoInst.CONSTANT, inputs=[], value=value)
+
+
+def _attr(record, name: str) -> ProvenanceRecord:
+    return ProvenanceRecord(PseudoInst.LOAD_ATTR, inputs=[record, _const(name)])
+
+
+def is_super_read(record) -> bool:
+    """Whether ``record`` is ``SUPER(C, o).<name>``."""
+    return (record is not None and record.inst is PseudoInst.LOAD_ATTR and len(record.inputs) == 2
+            and record.inputs[0].inst is PseudoInst.SUPER)
+
+
+def respell_super_read(value, record_class) -> None:
+    """Give ``value``, read as ``super(C, o).<name>``, the provenance of the path it reads, and record ``o``'s class
+    by ``record_class(path, cls)`` (module Note); nothing where the read is not a plain value found that way."""
+    sup, name_record = value.provenance.inputs
+    if name_record.inst is not PseudoInst.CONSTANT or type(name_record.value) is not str or len(sup.inputs) != 2:
+        return
+    name = name_record.value
+    plain = type(value.value) in _PLAIN
+    cls_record, obj_record = sup.inputs
+    if not reached_from_the_call(obj_record):
+        return
+    ctx = context.current()
+    cls = tensor_identity._follow(cls_record, ctx, tensor_identity.FOLLOW_DEPTH)
+    obj = tensor_identity._follow(obj_record, ctx, tensor_identity.FOLLOW_DEPTH)
+    if not isinstance(cls, type) or obj is tensor_identity._NOT_FOUND or isinstance(obj, torch.nn.Module):
+        return  # (a module: Thunder's prologue reaches another class as its ``__class__``; module Note)
+    owner = obj if isinstance(obj, type) else type(obj)
+    mro = owner.__mro__
+    if cls not in mro:
+        return
+    for j in range(mro.index(cls) + 1, len(mro)):
+        entries = vars(mro[j])
+        if name in entries:
+            found = entries[name]
+            break
+    else:
+        return
+    class_record = obj_record if isinstance(obj, type) else _attr(obj_record, "__class__")
+    owner_record = ProvenanceRecord(PseudoInst.BINARY_SUBSCR, inputs=[_attr(class_record, "__mro__"), _const(j)])
+    if plain and found is value.value:
+        value.provenance = _attr(owner_record, name)
+    elif type(found) is types.FunctionType:  # (a method: recorded as the function it is, by its own dict entry)
+        record_class(ProvenanceRecord(PseudoInst.BINARY_SUBSCR, inputs=[_attr(owner_record, "__dict__"),
+                                                                        _const(name)]), found)
+    else:
+        return  # (a descriptor, or a value super() does not return as it is)
+    record_class(class_record, owner)
