@@ -56,7 +56,7 @@ import torch
 from thunder.core import jit_ext
 from thunder.core.interpreter import INTERPRETER_CALLBACKS, PseudoInst
 
-from fusion_alias import context, module_tables, tensor_identity
+from fusion_alias import context, dict_unpacking, module_tables, tensor_identity
 from fusion_alias.errors import TracingRefusal
 from fusion_alias.object_shapes import BY_IDENTITY, NOT_PLAIN, Shape, is_opaque_value, shape_of
 from fusion_alias.opaque_reads import respell_opaque_read
@@ -274,6 +274,7 @@ def register(executor) -> None:
     from a global, a closure or an attribute], Note [the shape of a container read from outside the
     arguments])."""
     jit_ext.general_jit_callbacks[INTERPRETER_CALLBACKS.WRAP_CALLBACK] = _wrap_callback
+    dict_unpacking.register()  # ``{**D}`` keeps its values' paths (Note [a dict unpacked into a new one])
     jit_ext._general_jit_lookaside_map[isinstance] = isinstance_lookaside(_record_class)
     jit_ext._general_jit_lookaside_map[type] = type_lookaside  # (type_reads.py, Note [the type of a tensor])
     jit_ext._general_jit_lookaside_map[getattr] = getattr_lookaside  # (``x.__class__``: the same Note)

@@ -1,4 +1,4 @@
-"""Session 40: numbers read through ``operator.attrgetter``, through a class's whole dict and through ``super()``.
+"""Session 40: numbers read through ``operator.attrgetter``, a class's whole dict, ``super()`` and ``{**D}``.
 
 ``x.mul_(operator.attrgetter("scale")(cfg))`` and ``x.mul_(vars(Cfg).copy()["scale"])`` kept the first call's value
 after ``Cfg.scale`` changed, silently (plain ``thunder.jit`` too): the getter's read is now the path ``cfg.scale``
@@ -208,3 +208,54 @@ def test_super_method_replaced():
         run_on_ones(super_method, (), jitted)
     finally:
         Base.scale = original
+
+
+# {**D} (dict_unpacking.py, Note [a dict unpacked into a new one])
+
+NUMBERS = {"k": 2.0}
+DEFAULTS = {"k": 2.0, "z": 1.0}
+TENSORS = {"w": torch.full((3,), 2.0)}
+
+
+def unpacked(x):
+    return x.mul_({**NUMBERS}["k"])
+
+
+def unpacked_with_more(x):
+    return x.mul_({**NUMBERS, "z": 1}["k"])
+
+
+def _options(x, **kw):
+    opts = {**DEFAULTS, **kw}
+    return x.mul_(opts["k"] * opts["z"])
+
+
+def unpacked_defaults(x):
+    return _options(x, z=2.0)
+
+
+def unpacked_tensor(x):
+    return x.mul_({**TENSORS}["w"])
+
+
+def _set_numbers(v):
+    NUMBERS["k"] = v
+
+
+def _set_defaults(v):
+    DEFAULTS["k"] = v
+
+
+def _set_tensor(v):
+    TENSORS["w"].fill_(v)
+
+
+UNPACKED = [(unpacked, _set_numbers), (unpacked_with_more, _set_numbers), (unpacked_defaults, _set_defaults),
+            (unpacked_tensor, _set_tensor)]
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("fn, set_value", UNPACKED, ids=[f.__name__ for f, _ in UNPACKED])
+def test_unpacked_dict_changed_between_calls(fn, set_value, schedule):
+    jitted = fusion_alias.jit(fn, backend="reference", schedule=schedule)
+    run_with_values_set_between_calls(fn, (), set_value, jitted)
