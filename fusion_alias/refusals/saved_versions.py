@@ -134,6 +134,14 @@ _entries("layer_norm", (0, 2), _ANY, ((0, (0, 2)), (2, (0, 2))))
 _entries("layer_norm", (0, 2, 3), _ANY, ((0, (0, 2, 3)), (2, (0, 2, 3)), (3, (0, 2, 3))))
 
 
+# Note [conj of a detached tensor is detached]: ``x.conj()`` (of a real ``x``: ``x`` itself; of a complex one: a view
+# with the conjugate bit) and ``resolve_conj`` of a detached tensor give a tensor that requires no
+# grad, as a view of it does. Not so read, ``with torch.no_grad(): t = a.detach().conj().view(-1)`` then
+# ``t.copy_(c)`` of a ``c`` that requires no grad was refused saying eager raises ("A view was created in no_grad
+# mode ..."), where eager runs it (fuzz ``--generator dtype --grad`` seed 40162 #57)
+_SAME_TENSOR_OPS = frozenset({"conj", "resolve_conj"})
+
+
 def saves_of(name: str, args) -> tuple:
     """The ``(saved, needs)`` pairs of ``SAVED_FOR_BACKWARD`` for an op ``name`` called with ``args``
     (an in-place op by its name with ``_``; ``einsum`` with its equation), or ``()`` when unknown."""
@@ -276,7 +284,8 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
         # (``t.type_as(h)``: h gives a dtype, not a gradient; gradient_operands.py)
         differentiable = grad and any(requires(a) for a in gradient_operands(b.sym.name, tensor_args))
         name = b.sym.name
-        if b.sym.name == "detach" or (b.sym in detaching_views and args and getattr(args[0], "name", None) in detached):
+        if b.sym.name == "detach" or ((b.sym in detaching_views or b.sym.name in _SAME_TENSOR_OPS) and args
+                                      and getattr(args[0], "name", None) in detached):
             detached.update(o.name for o in outs)
         written, of_self = written_by(b, memory)
         if of_self and written and all(t.name in detached for t in written):
