@@ -33,6 +33,7 @@ def _force(monkeypatch, p_method=1.0):
     monkeypatch.setattr(hidden_function_args, "P_FUNCTION_ARG", 0.0)  # (test_session37_function_arguments.py)
     monkeypatch.setattr(hidden_own_defaults, "P_OWN_DEFAULT", 0.0)  # (session 38: test_session38_own_default_form.py)
     monkeypatch.setattr(hidden_opaque_reads, "P_OPAQUE_READ", 0.0)  # (session 39: test_session39_opaque_read_form.py)
+    monkeypatch.setattr("fusion_alias.fuzz.hidden_stale_reads.P_STALE_READ", 0.0)  # (session 40: test_session40_stale_read_form.py)
 
 
 def _kind(p):
@@ -49,6 +50,7 @@ def test_the_forced_stream_is_pinned(case, monkeypatch):
 @pytest.mark.parametrize("case", list(DEFAULT), ids=str)
 def test_the_default_stream_is_pinned(case, monkeypatch):
     monkeypatch.setattr(hidden_opaque_reads, "P_OPAQUE_READ", 0.0)  # (session 39: test_session39_opaque_read_form.py)
+    monkeypatch.setattr("fusion_alias.fuzz.hidden_stale_reads.P_STALE_READ", 0.0)  # (session 40: test_session40_stale_read_form.py)
     assert stream_digest(("hidden",), *case) == DEFAULT[case]
 
 

@@ -43,7 +43,9 @@ Note [a number kept outside the function, changed between calls]
     programs of each form failed on 495c3bb; without it, 1 of 20 of the views form, seed 37001). Session 38 (helper)
     nests one more, drawn last: a function or a class in ``prog``'s own default, or a keyword-only default set in
     place, in place of a ``number_default`` or ``number_helper`` program (hidden_own_defaults.py). Session 39
-    (helper) one more after it: a number read through a call Thunder runs opaquely (hidden_opaque_reads.py).
+    (helper) one more after it: a number read through a call Thunder runs opaquely (hidden_opaque_reads.py). Session 40
+    one more after that: a number read through ``operator.attrgetter``, a class's whole dict, ``super()`` or ``{**D}``
+    (hidden_stale_reads.py).
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ import dataclasses
 import random
 
 from fusion_alias.fuzz import (hidden_deque_args, hidden_function_args, hidden_iterators, hidden_methods,
-                               hidden_opaque_reads, hidden_own_defaults, hidden_views)
+                               hidden_opaque_reads, hidden_own_defaults, hidden_stale_reads, hidden_views)
 from fusion_alias.fuzz.own_stream_forms import own_stream
 from fusion_alias.fuzz.program import ATTR_HOLDER, Program, Stmt
 
@@ -100,6 +102,7 @@ def draw(rng: random.Random, nvariants: int) -> tuple[str, list[str]] | None:
     kind = hidden_function_args.redraw(rng, kind, hidden_methods.KINDS)
     kind = hidden_own_defaults.redraw(rng, kind)  # (session 38: the module Note's last paragraph)
     kind = hidden_opaque_reads.redraw(rng, kind)  # (session 39: the module Note's last paragraph)
+    kind = hidden_stale_reads.redraw(rng, kind)  # (session 40: the module Note's last paragraph)
     return kind, values
 
 
@@ -115,7 +118,7 @@ def _extra(h: str, kind: str) -> tuple[str, str, str, str | None] | None:
 
 
 _FORMS = (hidden_views, hidden_deque_args, hidden_iterators, hidden_function_args, hidden_own_defaults,
-          hidden_opaque_reads)  # (4-tuples)
+          hidden_opaque_reads, hidden_stale_reads)  # (4-tuples)
 CLOSURE_KINDS = ("closure", hidden_iterators.CLOSURE)  # the hidden kinds held in a cell of ``_make_prog()``
 
 
