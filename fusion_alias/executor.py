@@ -26,7 +26,7 @@ from thunder.core.trace import TraceCtx, TraceProvenance
 from thunder.extend import FusionExecutor, register_executor
 import thunder.core.prims as prims
 
-from fusion_alias import (bool_reductions, reduction_dtypes, unbiased_spellings, eager_keywords, context, data_attribute, outside_reads, process_state, tensor_identity, dropped_attributes, foreach_lookasides, inplace_lookasides, ops, out_arguments, pipeline,
+from fusion_alias import (stack_family, bool_reductions, reduction_dtypes, unbiased_spellings, eager_keywords, context, data_attribute, outside_reads, process_state, tensor_identity, dropped_attributes, foreach_lookasides, inplace_lookasides, ops, out_arguments, pipeline,
                           untraceable_calls, item_branches, return_types, clamp_ties, zero_norms, saturated_sigmoid, trace_time_queries, identity_results,
                           loss_defaults, lerp_shapes, pool_ties, nan_relu, safe_elu)
 from fusion_alias.refusals import bool_keys
@@ -443,4 +443,5 @@ data_attribute.register(executor)  # Tensor.data as detach() (Thunder 0.2.6's pr
 tensor_identity.register(executor)  # `a is b`, id(a) on tensors as eager answers it (Note [tensor identity in a trace])
 unbiased_spellings.register(executor)  # x.var(0, unbiased=False): Thunder's correction (Note [unbiased is a correction])
 eager_keywords.register(executor)  # x.mul(other=2), torch.add(input=x, other=y) (Note [eager's keyword names for operands])
+stack_family.register(executor)  # torch.hstack & co. as the cat they are, which Thunder differentiates (Note [the stacks' gradient])
 register_executor(executor)
