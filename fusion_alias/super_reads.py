@@ -33,13 +33,10 @@ import torch
 from thunder.core.interpreter import ProvenanceRecord, PseudoInst
 
 from fusion_alias import context, tensor_identity
+from fusion_alias.opaque_reads import _const
 from fusion_alias.type_reads import _reached_from_the_call as reached_from_the_call
 
 _PLAIN = (int, float, complex, bool, str, type(None))
-
-
-def _const(value) -> ProvenanceRecord:
-    return ProvenanceRecord(PseudoInst.CONSTANT, inputs=[], value=value)
 
 
 def _attr(record, name: str) -> ProvenanceRecord:

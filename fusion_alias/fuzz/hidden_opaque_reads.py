@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import random
 
-from fusion_alias.fuzz.own_stream_forms import own_stream
+from fusion_alias.fuzz.own_stream_forms import redrawn
 
 P_OPAQUE_READ = 0.3
 PARENTS = ("number_default", "number_helper")
@@ -46,7 +46,4 @@ KINDS = {
 
 def redraw(rng: random.Random, kind: str) -> str:
     """``kind``, or one of ``KINDS`` in its place where ``kind`` is among ``PARENTS`` (module Note)."""
-    s = own_stream(rng, "numbers:opaque read")
-    if kind in PARENTS and P_OPAQUE_READ > 0 and s.random() < P_OPAQUE_READ:
-        return s.choice(tuple(KINDS))
-    return kind
+    return redrawn(rng, kind, "numbers:opaque read", PARENTS, P_OPAQUE_READ, KINDS)

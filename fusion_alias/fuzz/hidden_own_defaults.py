@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import random
 
-from fusion_alias.fuzz.own_stream_forms import own_stream
+from fusion_alias.fuzz.own_stream_forms import redrawn
 
 P_OWN_DEFAULT = 0.4
 PARENTS = ("number_default", "number_helper")
@@ -72,7 +72,4 @@ def params(hidden) -> list[str]:
 
 def redraw(rng: random.Random, kind: str) -> str:
     """``kind``, or one of ``KINDS`` in its place where ``kind`` is among ``PARENTS`` (module Note)."""
-    s = own_stream(rng, "numbers:own default")
-    if kind in PARENTS and P_OWN_DEFAULT > 0 and s.random() < P_OWN_DEFAULT:
-        return s.choice(tuple(KINDS))
-    return kind
+    return redrawn(rng, kind, "numbers:own default", PARENTS, P_OWN_DEFAULT, KINDS)

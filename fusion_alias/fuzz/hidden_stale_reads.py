@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import random
 
-from fusion_alias.fuzz.own_stream_forms import own_stream
+from fusion_alias.fuzz.own_stream_forms import redrawn
 
 P_STALE_READ = 0.3
 PARENTS = ("number_default", "number_helper")
@@ -43,7 +43,4 @@ KINDS = {
 
 def redraw(rng: random.Random, kind: str) -> str:
     """``kind``, or one of ``KINDS`` in its place where ``kind`` is among ``PARENTS`` (module Note)."""
-    s = own_stream(rng, "numbers:stale read")
-    if kind in PARENTS and P_STALE_READ > 0 and s.random() < P_STALE_READ:
-        return s.choice(tuple(KINDS))
-    return kind
+    return redrawn(rng, kind, "numbers:stale read", PARENTS, P_STALE_READ, KINDS)

@@ -53,6 +53,15 @@ def own_stream(rng: random.Random, label: str) -> random.Random:
     return random.Random(str(rng.getstate()[1][:16]) + ":" + label)
 
 
+def redrawn(rng: random.Random, kind: str, label: str, parents, p: float, kinds) -> str:
+    """``kind``, or one of ``kinds`` in its place where ``kind`` is among ``parents``, drawn with probability ``p``
+    from ``own_stream(rng, label)`` (the hidden generator's number forms: with ``p`` 0, every program is the one it was)."""
+    s = own_stream(rng, label)
+    if kind in parents and p > 0 and s.random() < p:
+        return s.choice(tuple(kinds))
+    return kind
+
+
 def drawn(form, rng: random.Random, label: str, p: float):
     """``form(s)`` of ``s = own_stream(rng, label)`` where the form is drawn (probability ``p``), else None."""
     s = own_stream(rng, label)
