@@ -19,6 +19,7 @@ from fusion_alias.aliasing import AliasInfo, copies_in, proxy_args, tensor_outs
 from fusion_alias.errors import AliasInputError
 from fusion_alias.gradient_operands import NO_GRADIENT, gradient_operands
 from fusion_alias.refusals.live_backward import live_ops, written_by
+from fusion_alias.refusals.no_grad_copies import is_no_grad_contiguous_copy, refuse_no_grad_contiguous_output
 from fusion_alias.refusals.untracked_saves import UNTRACKED_SAVE_OPS, UNTRACKED_SAVES, refuse_untracked_save
 
 
@@ -231,6 +232,7 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
     multi: set = set()
     no_grad_views: dict[str, int] = {}  # Note [writes into views made under no_grad]: name -> writes of its memory then
     made_without_grad: set = set()  # results of ops under no_grad: no gradient goes through them
+    no_grad_copies: set = set()  # Note [a contiguous copy made under no_grad, returned] (no_grad_copies.py)
     views, maybe_views = _views_only(), _views_maybe()
     detaching_views = views | maybe_views
 
@@ -264,6 +266,8 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
                 if (isinstance(a, TensorProxy) and a.name in no_grad_views and requires(a) and memory(a) in input_memory
                         and dtypes.is_inexact_dtype(a.dtype)):
                     _refuse_no_grad_view_output(a.name)
+                if isinstance(a, TensorProxy) and a.name in no_grad_copies:
+                    refuse_no_grad_contiguous_output(a.name)
             n = i
             break
         if b.sym.id is prims.PrimIDs.UNPACK_TRIVIAL:
@@ -329,6 +333,8 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
         # decision; fuzz seed 20771 #59, hidden --grad: ``with torch.no_grad(): t2 = t0.reshape(1)``, then ``t2.abs_()``)
         viewing = b.sym in views and _is_a_view(b) or (b.sym in maybe_views and args and isinstance(args[0], TensorProxy)
                                                         and all(memory(o) == memory(args[0]) for o in outs))
+        if not grad and is_no_grad_contiguous_copy(b, args, outs, requires, memory):
+            no_grad_copies.update(o.name for o in outs)  # Note [a contiguous copy made under no_grad, returned]
         if viewing and (not grad or getattr(args[0], "name", None) in no_grad_views):
             no_grad_views.update((o.name, len(writes.get(memory(o), ()))) for o in outs if o.name not in detached)
         for what, needs in saved:
