@@ -347,13 +347,7 @@ def _checked_as_the_fusion_pass_sees_it(trace, explicit, ret, tensor_inputs, inp
 
 
 def _clone_before(flat: list, copied: set, trace) -> list:
-    """``flat`` with a clone before each view whose output is in ``copied`` (a reshape that copies).
-
-    Note [a copying reshape made under no_grad]: eager's ``with torch.no_grad(): t = b.t().reshape(16)`` of a
-    ``b`` that requires grad copies, and the copy requires no grad. The clone put here is tagged as made under
-    no_grad when the reshape was, so ``gradient_paths.requires_grad_by_name`` reads its result (and the view
-    of it, ``t``) as eager's, requiring no grad; untagged, ``t`` came back requiring grad in a call that writes
-    (fuzz ``--generator calls --grad`` seed 35051 #14; tests/test_session41_no_grad_copies.py)."""
+    """``flat`` with a clone before each view whose output is in ``copied`` (a reshape that copies)."""
     if not copied:
         return flat
     out = []
@@ -362,8 +356,7 @@ def _clone_before(flat: list, copied: set, trace) -> list:
             x = b.args[0]
             with tracectx(trace):
                 fresh = TensorProxy(like=x)
-                if ProxyTag.DETACHED_AUTOGRAD_GRAPH in b.output.tags:  # Note [a copying reshape made under no_grad]
-                    fresh.tags.add(ProxyTag.DETACHED_AUTOGRAD_GRAPH)
+                fresh.tags.update(b.output.tags & {ProxyTag.DETACHED_AUTOGRAD_GRAPH})  # Note [a copying reshape made under no_grad] (refusals/no_grad_copies.py)
                 out.append(prims.clone.bind(x, output=fresh))
             b = b.from_bsym(args=(fresh, *b.args[1:]))
         out.append(b)

@@ -23,6 +23,18 @@ requires grad is refused in ``saved_versions.check_saved_versions``, as a progra
 (computed under grad mode from a tensor made under no_grad or from ``b``: both require grad only where eager's
 does). The reshape that copies is read right instead (Note [a copying reshape made under no_grad],
 autograd_functionalize.py: layouts.copying_reshapes decides view or copy from the call's tensors).
+Note [a copying reshape made under no_grad]
+-------------------------------------------
+Eager's ``with torch.no_grad(): t = b.t().reshape(16)`` of a ``b`` that requires grad copies, and the copy requires
+no grad. ``autograd_functionalize._clone_before`` puts a ``prims.clone`` before such a reshape (layouts.copying_reshapes'
+decision); the clone is tagged as made under no_grad when the reshape was, so ``gradient_paths.requires_grad_by_name``
+reads it (and ``t``, a view of it) as eager's, requiring no grad. Untagged, ``t`` came back requiring grad in a call
+that writes in place (fuzz ``--generator calls --grad`` seed 35051 #14; tests/test_session41_no_grad_copies.py)::
+
+    b.detach().add_(1.0)
+    with torch.no_grad():
+        t = b.t().reshape(16)     # eager: a copy, t.requires_grad False; was True
+    return t
 """
 
 from __future__ import annotations
