@@ -113,7 +113,8 @@ _SEQUENCE_VIEWS = (type({}.keys()), type({}.values()), type({}.items()))
 #     class Cfg: scale = 2.0
 #     def f(x): return x * vars(Cfg).copy()["scale"]     # f(x); Cfg.scale = 3.0; f(x)   eager: x * 3;  was: x * 2
 #
-# (Not yet: ``dict(vars(Cfg))`` and ``{**D}``, copies the interpreter makes itself, whose entries no path reaches.)
+# (``dict(vars(Cfg))`` and ``{**vars(Cfg)}``, copies the interpreter makes itself: opaque_reads.py, Note [a class's
+# dict the interpreter copies].)
 #
 # Its entries other than numbers and strings are kept in the answer themselves, compared by identity (the answer
 # holds them, so an id is never another object's): an entry whose class compares otherwise (``__eq__`` of its own: a

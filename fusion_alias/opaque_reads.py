@@ -137,15 +137,34 @@ def _path_of(fn, fn_record, operands, value):
 # value at each call (the path followed to ``object_shapes.CONTENTS``); the program runs only for calls where they
 # are the same, another call compiles its own. Coarser than the read (any entry changed compiles again), never
 # finer. A container holding a tensor or an object is not recorded this way (its tensors are the prologue's).
-def _record_contents(operands, record) -> None:
+def _record_contents(operands, record, class_dicts_only: bool = False) -> None:
     ctx = context.current()
     for op in operands:
         if op.inst is PseudoInst.CONSTANT or not reached_from_the_call(op):
             continue
         obj = tensor_identity._follow(op, ctx, tensor_identity.FOLLOW_DEPTH)
+        if class_dicts_only and type(obj) is not _MAPPINGPROXY:
+            continue
         contents = None if obj is tensor_identity._NOT_FOUND else scalar_contents(obj)
         if contents is not None:
             record(ProvenanceRecord(PseudoInst.BINARY_SUBSCR, inputs=[op, _const(CONTENTS)]), ("contents", contents))
+
+
+# Note [a class's dict the interpreter copies]
+# --------------------------------------------
+# ``dict(vars(Cfg))`` and ``{**vars(Cfg)}`` copy a class's dict in Thunder's own code (its ``dict`` lookaside, the
+# ``update`` of ``DICT_MERGE``/``DICT_UPDATE``), which reads the mappingproxy opaquely, key by key: the keys come
+# from an iterator, so no read is a path, and the copy's values had none. A number read from the copy was baked into
+# the trace and checked by nothing::
+#
+#     class Cfg: k = 2.0
+#     def f(x): return x * dict(vars(Cfg))["k"]     # f(x); Cfg.k = 3.0; f(x)   eager: x * 3;  was: x * 2
+#
+# (session 41 probe, ``{**vars(Cfg)}`` alike; plain ``thunder.jit`` too.) So an opaque read Thunder's code makes of
+# a class's dict reached from the call records that dict's contents as the user's own opaque calls do (Note [a
+# container an opaque builtin reads]; Note [a class's dict read whole], object_shapes.py): any class attribute
+# changed compiles again. Only class dicts: the interpreter reads other containers opaquely for its own bookkeeping
+# (a module program reads no class dict this way; probed on ``nn.Sequential(Linear, ReLU, LayerNorm)``).
 
 
 def respell_opaque_read(value, record) -> None:
@@ -167,3 +186,5 @@ def respell_opaque_read(value, record) -> None:
         value.provenance = path
     elif _called_from_the_users_code():
         _record_contents(operands, record)
+    elif getattr(fn, "__objclass__", None) is _MAPPINGPROXY:  # Note [a class's dict the interpreter copies]
+        _record_contents(operands, record, class_dicts_only=True)

@@ -195,7 +195,7 @@ def _wrap_callback(value):
     if isinstance(value.value, type) and context.current().has_call:  # (type_reads.py, Note [a class reached
         respell_type(value, _record_class)  # through type()])
     elif is_super_read(value.provenance) and context.current().has_call:
-        respell_super_read(value, _record_class)  # (super_reads.py, Note [a number read through super()])
+        respell_super_read(value, _record_class, _record_contents)  # (super_reads.py, Note [a number read through super()])
     elif value.provenance.inst is PseudoInst.OPAQUE and context.current().has_call:
         respell_opaque_read(value, _record_contents)  # (opaque_reads.py, Note [a dict or an attribute read through an
         # opaque call], Note [a container an opaque builtin reads])

@@ -19,10 +19,24 @@ attribute names of every class of its MRO), so a ``k`` set on a class between ``
 changed, compiles again. ``super(C, cls).k`` in a classmethod reads ``cls.__mro__`` alike. A method called through
 ``super()`` (``super().scale()``, its body inlined in the trace) is recorded as the function in its owner's dict, by
 identity and code (object_shapes.py, Note [a function's code and defaults]): replacing ``Base.scale`` compiles again.
-Other reads through ``super()`` (descriptors) are left as they were, and so is every read through ``super()`` of a
-module: Thunder's prologue reaches ``torch.nn.Module`` as a module's ``__class__``, where the number is not (a
-failure at the first call). A number a module's ``forward`` reads through ``super()`` still keeps its first value
-(docs/limits.md).
+Other reads through ``super()`` (descriptors) are left as they were.
+
+Note [a number a module reads through super()]
+----------------------------------------------
+A module's path cannot be respelled so: Thunder's prologue reaches ``torch.nn.Module`` as a module's ``__class__``,
+where the number is not (a failure at the first call), and a number a module's ``forward`` read through ``super()``
+kept its first value (session 40 probe; plain ``thunder.jit`` too)::
+
+    class Scaled(nn.Module): factor = 2.0
+    class MyScaled(Scaled):
+        factor = 5.0
+        def forward(self, x): return x * super().factor    # m(x); Scaled.factor = 3.0; m(x)   eager: x * 3
+
+So the value keeps its provenance, and fusion_alias's own guard, which follows paths from the module called,
+records by its contents (opaque_reads.py, Note [a container an opaque builtin reads]) the dict of each class
+``super()`` looked in, from the one after ``C`` to the one the value was found in (``o.__class__.__mro__[i].__dict__``):
+any attribute of those classes changed or added (a ``factor`` set on a class in between, which ``super()`` would
+then find first) compiles again. Coarser than the read, never finer.
 """
 
 from __future__ import annotations
@@ -33,6 +47,7 @@ import torch
 from thunder.core.interpreter import ProvenanceRecord, PseudoInst
 
 from fusion_alias import context, tensor_identity
+from fusion_alias.object_shapes import CONTENTS, scalar_contents
 from fusion_alias.opaque_reads import _const
 from fusion_alias.type_reads import _reached_from_the_call as reached_from_the_call
 
@@ -49,9 +64,27 @@ def is_super_read(record) -> bool:
             and record.inputs[0].inst is PseudoInst.SUPER)
 
 
-def respell_super_read(value, record_class) -> None:
+def _mro_entry(class_record, i: int) -> ProvenanceRecord:
+    return ProvenanceRecord(PseudoInst.BINARY_SUBSCR, inputs=[_attr(class_record, "__mro__"), _const(i)])
+
+
+def _record_owner_dict(owner_record, owner: type, record_contents) -> None:
+    """Record the contents of ``owner``'s dict, reached by ``owner_record``, by ``record_contents(path, answer)``
+    (Note [a number a module reads through super()]), where the guard finds that dict again by the path."""
+    contents = scalar_contents(vars(owner))
+    if contents is None or tensor_identity._follow(owner_record, context.current(),
+                                                   tensor_identity.FOLLOW_DEPTH) is not owner:
+        return  # (a class's ``__dict__`` is a new mappingproxy at each read: the class is compared)
+    dict_record = _attr(owner_record, "__dict__")
+    record_contents(ProvenanceRecord(PseudoInst.BINARY_SUBSCR, inputs=[dict_record, _const(CONTENTS)]),
+                    ("contents", contents))
+
+
+def respell_super_read(value, record_class, record_contents) -> None:
     """Give ``value``, read as ``super(C, o).<name>``, the provenance of the path it reads, and record ``o``'s class
-    by ``record_class(path, cls)`` (module Note); nothing where the read is not a plain value found that way."""
+    by ``record_class(path, cls)`` (module Note); nothing where the read is not a plain value found that way. Of a
+    module, record the dict of the class the value was found in by ``record_contents(path, answer)`` instead (Note [a
+    number a module reads through super()])."""
     sup, name_record = value.provenance.inputs
     if name_record.inst is not PseudoInst.CONSTANT or type(name_record.value) is not str or len(sup.inputs) != 2:
         return
@@ -63,8 +96,8 @@ def respell_super_read(value, record_class) -> None:
     ctx = context.current()
     cls = tensor_identity._follow(cls_record, ctx, tensor_identity.FOLLOW_DEPTH)
     obj = tensor_identity._follow(obj_record, ctx, tensor_identity.FOLLOW_DEPTH)
-    if not isinstance(cls, type) or obj is tensor_identity._NOT_FOUND or isinstance(obj, torch.nn.Module):
-        return  # (a module: Thunder's prologue reaches another class as its ``__class__``; module Note)
+    if not isinstance(cls, type) or obj is tensor_identity._NOT_FOUND:
+        return
     owner = obj if isinstance(obj, type) else type(obj)
     mro = owner.__mro__
     if cls not in mro:
@@ -77,7 +110,12 @@ def respell_super_read(value, record_class) -> None:
     else:
         return
     class_record = obj_record if isinstance(obj, type) else _attr(obj_record, "__class__")
-    owner_record = ProvenanceRecord(PseudoInst.BINARY_SUBSCR, inputs=[_attr(class_record, "__mro__"), _const(j)])
+    owner_record = _mro_entry(class_record, j)
+    if isinstance(obj, torch.nn.Module):  # Note [a number a module reads through super()]
+        if plain and found is value.value:
+            for i in range(mro.index(cls) + 1, j + 1):  # (the classes super() looked in, the owner last)
+                _record_owner_dict(_mro_entry(class_record, i), mro[i], record_contents)
+        return
     if plain and found is value.value:
         value.provenance = _attr(owner_record, name)
     elif type(found) is types.FunctionType:  # (a method: recorded as the function it is, by its own dict entry)
