@@ -541,6 +541,22 @@ def _eager_op(name, positions, ranks):
         "leaky_relu_": lambda x: F.leaky_relu(x, 0.1, inplace=True), "elu_": lambda x: F.elu(x, inplace=True),
         "logsigmoid": F.logsigmoid, "hardsigmoid": F.hardsigmoid, "selu": F.selu, "celu": F.celu, "relu6": F.relu6,
     }
+    unary.update({  # (session 41's entries)
+        "std": lambda x: x.std(-1), "median": lambda x: x.median(), "nanmedian": lambda x: x.nanmedian(),
+        "logcumsumexp": lambda x: x.logcumsumexp(-1), "torch_max": lambda x: x.max(),
+        "normalize": lambda x: F.normalize(x, dim=-1), "renorm": lambda x: x.renorm(2, 0, 1.0), "softsign": F.softsign,
+        "cummax": lambda x: x.cummax(-1).values, "cummin": lambda x: x.cummin(-1).values,
+    })
+    others = {
+        ("gather", (0, 2)): (lambda x: torch.gather(x, 1, torch.tensor([[0, 1, 0], [1, 1, 0], [2, 0, 1]])), [(3, 4)]),
+        ("pow", (1,)): (lambda x: 2 ** x, [(3, 4)]),
+        ("mse_loss", (0, 1)): (F.mse_loss, [(3, 4), (3, 4)]), ("torch_max", (0, 1)): (torch.max, [(3, 4), (3, 4)]),
+        ("outer", (0, 1)): (torch.outer, [(3,), (4,)]), ("ger", (0, 1)): (torch.ger, [(3,), (4,)]),
+        ("cross", (0, 1)): (lambda a, b: torch.cross(a, b, dim=-1), [(4, 3), (4, 3)]),
+        ("lerp", (0, 1, 2)): (torch.lerp, [(3, 4)] * 3),
+    }
+    if (name, positions) in others:
+        return others[(name, positions)]
     if name.startswith("einsum:"):
         eq = name.split(":", 1)[1]
         ins = eq.split("->")[0].split(",")

@@ -118,6 +118,17 @@ _entries("rms_norm", (0,), _ANY, _IN)
 _entries("sinh cosh asin acos log2 log10 erfc lgamma digamma sinc nan_to_num", (0,), _ANY, _IN)
 _entries("logsigmoid hardsigmoid selu celu relu6", (0,), _ANY, _IN)
 _entries("atan2 fmax fmin", (0, 1), _ANY, ((0, (0, 1)), (1, (0, 1))))
+# session 41 (the rest of session 40's sweep: each ran where eager raises at backward). ``median``/``nanmedian`` over
+# a dim save only their indices: saves_of gives them nothing (``torch_max`` over a dim traces as argmax & co.)
+_entries("std median nanmedian logcumsumexp torch_max", (0,), _ANY, (("out", (0,)), (0, (0,))))
+_entries("normalize renorm softsign cummax cummin", (0,), _ANY, _IN)
+_entries("gather", (0, 2), _ANY, ((0, (0,)),))
+_entries("pow", (1,), _ANY, (("out", (1,)), (1, (1,))))  # (``2 ** x``)
+_entries("hypot", (0, 1), _ANY, (("out", (0, 1)), (0, (0,)), (1, (1,))))
+_entries("copysign", (0, 1), _ANY, (("out", (0, 1)), (0, (0,))))
+_entries("mse_loss torch_max", (0, 1), _ANY, ((0, (0, 1)), (1, (0, 1))))
+_entries("outer ger cross", (0, 1), _ANY, ((0, (1,)), (1, (0,))))
+_entries("lerp", (0, 1, 2), _ANY, ((0, (2,)), (1, (2,)), (2, (0, 1, 2))))
 # normalization layers (hostile13 M14). ``batch_norm`` saves the same in training and eval, in
 # training its running stats as updated by its own write (that write bumps no version: a second
 # BatchNorm call on the same stats runs; a user's write into them raises). Its Thunder
@@ -143,13 +154,16 @@ _entries("layer_norm", (0, 2, 3), _ANY, ((0, (0, 2, 3)), (2, (0, 2, 3)), (3, (0,
 _SAME_TENSOR_OPS = frozenset({"conj", "resolve_conj"})
 
 
-def saves_of(name: str, args) -> tuple:
+def saves_of(name: str, args, kwargs=None) -> tuple:
     """The ``(saved, needs)`` pairs of ``SAVED_FOR_BACKWARD`` for an op ``name`` called with ``args``
     (an in-place op by its name with ``_``; ``einsum`` with its equation), or ``()`` when unknown."""
     positions = tuple(i for i, a in enumerate(args) if isinstance(a, TensorProxy))
     if name == "einsum" and args and isinstance(args[0], str):
         name = "einsum:" + args[0].replace(" ", "")
     ranks = tuple(args[i].ndim for i in positions)
+    dim = args[1] if len(args) > 1 else (kwargs or {}).get("dim")
+    if name in ("median", "nanmedian") and dim is not None:
+        return ()  # (over a dim: its indices only)
     found = SAVED_FOR_BACKWARD.get((name, positions, ranks))
     if found is None:
         found = SAVED_FOR_BACKWARD.get((name, positions, _ANY))
@@ -300,7 +314,7 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
             gradless.update(o.name for o in outs)
         if of_self:
             name = name if name.endswith("_") else name + "_"  # F.relu(h, inplace=True) is relu_
-        saved = saves_of(name, args) if differentiable else ()
+        saved = saves_of(name, args, b.kwargs) if differentiable else ()
         arg_saves = [
             (what, needs) for what, needs in saved
             if what != "out" and any(requires(args[p]) for p in needs if isinstance(args[p], TensorProxy))
