@@ -54,6 +54,7 @@ def test_the_streams_are_pinned(case, monkeypatch):
     monkeypatch.setattr(hidden_own_defaults, "P_OWN_DEFAULT", 0.0)  # (session 38's: test_session38_own_default_form.py)
     monkeypatch.setattr(hidden_opaque_reads, "P_OPAQUE_READ", 0.0)  # (session 39: test_session39_opaque_read_form.py)
     monkeypatch.setattr("fusion_alias.fuzz.hidden_stale_reads.P_STALE_READ", 0.0)  # (session 40: test_session40_stale_read_form.py)
+    monkeypatch.setattr("fusion_alias.fuzz.hidden_copied_reads.P_COPIED_READ", 0.0)  # (session 41: test_session41_copied_read_form.py)
     generators, grad, seed, n = case
     h = hashlib.sha1()
     for p in _programs(generators, seed, n, grad):
@@ -118,6 +119,7 @@ def test_a_hidden_number_changes_from_call_to_call(monkeypatch):
     monkeypatch.setattr(hidden_own_defaults, "P_OWN_DEFAULT", 0.0)  # (session 38: test_session38_own_default_form.py)
     monkeypatch.setattr(hidden_opaque_reads, "P_OPAQUE_READ", 0.0)  # (session 39: test_session39_opaque_read_form.py)
     monkeypatch.setattr("fusion_alias.fuzz.hidden_stale_reads.P_STALE_READ", 0.0)  # (session 40: test_session40_stale_read_form.py)
+    monkeypatch.setattr("fusion_alias.fuzz.hidden_copied_reads.P_COPIED_READ", 0.0)  # (session 41: test_session41_copied_read_form.py)
     kinds, changed = set(), 0
     for p in _programs(("hidden",), 35050, 20):
         (kind,) = [k for h, k, _ in p.hidden if h == hidden_numbers.NAME]

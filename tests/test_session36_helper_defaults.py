@@ -256,6 +256,7 @@ def test_the_hidden_generator_reads_a_number_from_a_helper_default(monkeypatch):
     monkeypatch.setattr(hidden_own_defaults, "P_OWN_DEFAULT", 0.0)  # (session 38: test_session38_own_default_form.py)
     monkeypatch.setattr(hidden_opaque_reads, "P_OPAQUE_READ", 0.0)  # (session 39: test_session39_opaque_read_form.py)
     monkeypatch.setattr("fusion_alias.fuzz.hidden_stale_reads.P_STALE_READ", 0.0)  # (session 40: test_session40_stale_read_form.py)
+    monkeypatch.setattr("fusion_alias.fuzz.hidden_copied_reads.P_COPIED_READ", 0.0)  # (session 41: test_session41_copied_read_form.py)
     helpers = 0
     for p in _hidden_programs(36002, 20):
         kinds = [k for h, k, _ in p.hidden if h == hidden_numbers.NAME]
@@ -279,6 +280,7 @@ def test_the_helper_form_off_leaves_the_programs_as_they_were(monkeypatch):
     monkeypatch.setattr(hidden_own_defaults, "P_OWN_DEFAULT", 0.0)  # (session 38: test_session38_own_default_form.py)
     monkeypatch.setattr(hidden_opaque_reads, "P_OPAQUE_READ", 0.0)  # (session 39: test_session39_opaque_read_form.py)
     monkeypatch.setattr("fusion_alias.fuzz.hidden_stale_reads.P_STALE_READ", 0.0)  # (session 40: test_session40_stale_read_form.py)
+    monkeypatch.setattr("fusion_alias.fuzz.hidden_copied_reads.P_COPIED_READ", 0.0)  # (session 41: test_session41_copied_read_form.py)
     assert all(k != hidden_numbers.HELPER for p in _hidden_programs(36002, 12) for _, k, _ in p.hidden)
     # (the stream as session 35 made it: these programs hold no helper with the form off)
     assert stream_digest(("hidden",), 36002, 12) == DIGEST_36002_WITHOUT_HELPER

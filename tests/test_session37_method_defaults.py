@@ -34,6 +34,7 @@ def _force(monkeypatch, p_method=1.0):
     monkeypatch.setattr(hidden_own_defaults, "P_OWN_DEFAULT", 0.0)  # (session 38: test_session38_own_default_form.py)
     monkeypatch.setattr(hidden_opaque_reads, "P_OPAQUE_READ", 0.0)  # (session 39: test_session39_opaque_read_form.py)
     monkeypatch.setattr("fusion_alias.fuzz.hidden_stale_reads.P_STALE_READ", 0.0)  # (session 40: test_session40_stale_read_form.py)
+    monkeypatch.setattr("fusion_alias.fuzz.hidden_copied_reads.P_COPIED_READ", 0.0)  # (session 41: test_session41_copied_read_form.py)
 
 
 def _kind(p):
@@ -51,6 +52,7 @@ def test_the_forced_stream_is_pinned(case, monkeypatch):
 def test_the_default_stream_is_pinned(case, monkeypatch):
     monkeypatch.setattr(hidden_opaque_reads, "P_OPAQUE_READ", 0.0)  # (session 39: test_session39_opaque_read_form.py)
     monkeypatch.setattr("fusion_alias.fuzz.hidden_stale_reads.P_STALE_READ", 0.0)  # (session 40: test_session40_stale_read_form.py)
+    monkeypatch.setattr("fusion_alias.fuzz.hidden_copied_reads.P_COPIED_READ", 0.0)  # (session 41: test_session41_copied_read_form.py)
     assert stream_digest(("hidden",), *case) == DEFAULT[case]
 
 

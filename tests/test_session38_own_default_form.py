@@ -36,6 +36,7 @@ def _force(monkeypatch, p_own=1.0):
     monkeypatch.setattr(hidden_own_defaults, "P_OWN_DEFAULT", p_own)
     monkeypatch.setattr(hidden_opaque_reads, "P_OPAQUE_READ", 0.0)  # (session 39: test_session39_opaque_read_form.py)
     monkeypatch.setattr("fusion_alias.fuzz.hidden_stale_reads.P_STALE_READ", 0.0)  # (session 40: test_session40_stale_read_form.py)
+    monkeypatch.setattr("fusion_alias.fuzz.hidden_copied_reads.P_COPIED_READ", 0.0)  # (session 41: test_session41_copied_read_form.py)
 
 
 def _kind(p):

@@ -11,8 +11,8 @@ write into an expand()ed input.
 
 import pytest
 
-from fusion_alias.fuzz import (hidden_function_args, hidden_methods, hidden_numbers, hidden_opaque_reads,
-                               hidden_own_defaults, hidden_stale_reads, oracle, source)
+from fusion_alias.fuzz import (hidden_copied_reads, hidden_function_args, hidden_methods, hidden_numbers,
+                               hidden_opaque_reads, hidden_own_defaults, hidden_stale_reads, oracle, source)
 from fusion_alias.fuzz.generator import generate_program
 from helpers import generated_programs
 
@@ -33,6 +33,7 @@ def _force(monkeypatch, p=1.0):
     monkeypatch.setattr(hidden_own_defaults, "P_OWN_DEFAULT", 0.0)
     monkeypatch.setattr(hidden_opaque_reads, "P_OPAQUE_READ", 0.0)
     monkeypatch.setattr(hidden_stale_reads, "P_STALE_READ", p)
+    monkeypatch.setattr(hidden_copied_reads, "P_COPIED_READ", 0.0)  # (session 41: test_session41_copied_read_form.py)
 
 
 def _kind(p):

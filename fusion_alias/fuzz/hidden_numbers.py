@@ -45,7 +45,8 @@ Note [a number kept outside the function, changed between calls]
     place, in place of a ``number_default`` or ``number_helper`` program (hidden_own_defaults.py). Session 39
     (helper) one more after it: a number read through a call Thunder runs opaquely (hidden_opaque_reads.py). Session 40
     one more after that: a number read through ``operator.attrgetter``, a class's whole dict, ``super()`` or ``{**D}``
-    (hidden_stale_reads.py).
+    (hidden_stale_reads.py). Session 41 one more after that: a number read from a class's dict the interpreter
+    copies, or through ``super()`` in a module (hidden_copied_reads.py).
 """
 
 from __future__ import annotations
@@ -53,8 +54,9 @@ from __future__ import annotations
 import dataclasses
 import random
 
-from fusion_alias.fuzz import (hidden_deque_args, hidden_function_args, hidden_iterators, hidden_methods,
-                               hidden_opaque_reads, hidden_own_defaults, hidden_stale_reads, hidden_views)
+from fusion_alias.fuzz import (hidden_copied_reads, hidden_deque_args, hidden_function_args, hidden_iterators,
+                               hidden_methods, hidden_opaque_reads, hidden_own_defaults, hidden_stale_reads,
+                               hidden_views)
 from fusion_alias.fuzz.own_stream_forms import own_stream
 from fusion_alias.fuzz.program import ATTR_HOLDER, Program, Stmt
 
@@ -103,6 +105,7 @@ def draw(rng: random.Random, nvariants: int) -> tuple[str, list[str]] | None:
     kind = hidden_own_defaults.redraw(rng, kind)  # (session 38: the module Note's last paragraph)
     kind = hidden_opaque_reads.redraw(rng, kind)  # (session 39: the module Note's last paragraph)
     kind = hidden_stale_reads.redraw(rng, kind)  # (session 40: the module Note's last paragraph)
+    kind = hidden_copied_reads.redraw(rng, kind)  # (session 41: the same)
     return kind, values
 
 
@@ -118,7 +121,7 @@ def _extra(h: str, kind: str) -> tuple[str, str, str, str | None] | None:
 
 
 _FORMS = (hidden_views, hidden_deque_args, hidden_iterators, hidden_function_args, hidden_own_defaults,
-          hidden_opaque_reads, hidden_stale_reads)  # (4-tuples)
+          hidden_opaque_reads, hidden_stale_reads, hidden_copied_reads)  # (4-tuples)
 CLOSURE_KINDS = ("closure", hidden_iterators.CLOSURE)  # the hidden kinds held in a cell of ``_make_prog()``
 
 

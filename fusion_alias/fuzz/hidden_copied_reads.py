@@ -1,0 +1,42 @@
+"""The hidden generator's number read from a class's dict the interpreter copies, or through ``super()`` in a
+module, changed between calls.
+
+Note [a number read from a copy the interpreter makes, in the fuzzer]
+    Session 41 (opaque_reads.py, Note [a class's dict the interpreter copies]; super_reads.py, Note [a number a
+    module reads through super()]): ``dict(vars(Cfg))['k']``, ``{**vars(Cfg)}['k']`` and ``super().k`` in a method of
+    an ``nn.Module`` with the number set between calls ran the first call's number, silently (plain ``thunder.jit``
+    too; found by hand probes, the neighbours of session 40's forms). A ``number_default`` or ``number_helper``
+    program that the forms before this one left as it was becomes, with probability ``P_COPIED_READ`` drawn from a
+    stream of its own (with it 0, every program is the one it was), one of::
+
+        number_class_dict_copy       class Cfg_n0: k = 0.0                   n0 = dict(vars(Cfg_n0))['k']
+        number_unpacked_class_dict   the same                                n0 = {**vars(Cfg_n0)}['k']
+        number_module_super          BaseM_n0(nn.Module).k, read by          n0 = MSUB_n0.get()
+                                     SubM_n0.get(): super().k
+
+    hidden_numbers.py ends such a program's calls with the first variant's aliasing and another number, so a stale
+    number shows.
+"""
+
+from __future__ import annotations
+
+import random
+
+from fusion_alias.fuzz.own_stream_forms import redrawn
+
+P_COPIED_READ = 0.3
+PARENTS = ("number_default", "number_helper")
+_CLASS = "class Cfg_{h}:\n    k = 0.0\n"
+_MODULE_SUPER = ("class BaseM_{h}(torch.nn.Module):\n    k = 0.0\n\n\nclass SubM_{h}(BaseM_{h}):\n    k = -1.0\n\n"
+                 "    def get(self):\n        return super().k\n\n\nMSUB_{h} = SubM_{h}()\n")
+# kind -> (holder lines, the line installing this call's number, how the program reads it, no argument)
+KINDS = {
+    "number_class_dict_copy": (_CLASS, "    Cfg_{h}.k = hidden[{h!r}]", "dict(vars(Cfg_{h}))['k']", None),
+    "number_unpacked_class_dict": (_CLASS, "    Cfg_{h}.k = hidden[{h!r}]", "{{**vars(Cfg_{h})}}['k']", None),
+    "number_module_super": (_MODULE_SUPER, "    BaseM_{h}.k = hidden[{h!r}]", "MSUB_{h}.get()", None),
+}
+
+
+def redraw(rng: random.Random, kind: str) -> str:
+    """``kind``, or one of ``KINDS`` in its place where ``kind`` is among ``PARENTS`` (module Note)."""
+    return redrawn(rng, kind, "numbers:copied read", PARENTS, P_COPIED_READ, KINDS)
