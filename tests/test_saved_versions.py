@@ -546,6 +546,9 @@ def _eager_op(name, positions, ranks):
         "logcumsumexp": lambda x: x.logcumsumexp(-1), "torch_max": lambda x: x.max(),
         "normalize": lambda x: F.normalize(x, dim=-1), "renorm": lambda x: x.renorm(2, 0, 1.0), "softsign": F.softsign,
         "cummax": lambda x: x.cummax(-1).values, "cummin": lambda x: x.cummin(-1).values,
+        "var_mean": lambda x: torch.var_mean(x, -1)[0], "softshrink": F.softshrink, "hardshrink": F.hardshrink,
+        "glu": F.glu, "threshold": lambda x: F.threshold(x, 0.1, 0.0), "rrelu": lambda x: F.rrelu(x, training=False),
+        "vector_norm": lambda x: torch.linalg.vector_norm(x, dim=-1),
     })
     others = {
         ("gather", (0, 2)): (lambda x: torch.gather(x, 1, torch.tensor([[0, 1, 0], [1, 1, 0], [2, 0, 1]])), [(3, 4)]),
@@ -554,6 +557,11 @@ def _eager_op(name, positions, ranks):
         ("outer", (0, 1)): (torch.outer, [(3,), (4,)]), ("ger", (0, 1)): (torch.ger, [(3,), (4,)]),
         ("cross", (0, 1)): (lambda a, b: torch.cross(a, b, dim=-1), [(4, 3), (4, 3)]),
         ("lerp", (0, 1, 2)): (torch.lerp, [(3, 4)] * 3),
+        ("polygamma", (1,)): (lambda x: torch.polygamma(1, x), [(3, 4)]),
+        ("prelu", (0, 1)): (F.prelu, [(3, 4), (1,)]), ("clamp", (0, 2)): (lambda a, b: a.clamp(max=b), [(3, 4)] * 2),
+        ("clamp", (0, 1, 2)): (torch.clamp, [(3, 4)] * 3),
+        ("addmm", (0, 1, 2)): (torch.addmm, [(3, 5), (3, 4), (4, 5)]),
+        ("baddbmm", (0, 1, 2)): (torch.baddbmm, [(2, 3, 5), (2, 3, 4), (2, 4, 5)]),
     }
     if (name, positions) in others:
         return others[(name, positions)]

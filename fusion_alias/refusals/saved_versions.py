@@ -129,6 +129,16 @@ _entries("copysign", (0, 1), _ANY, (("out", (0, 1)), (0, (0,))))
 _entries("mse_loss torch_max", (0, 1), _ANY, ((0, (0, 1)), (1, (0, 1))))
 _entries("outer ger cross", (0, 1), _ANY, ((0, (1,)), (1, (0,))))
 _entries("lerp", (0, 1, 2), _ANY, ((0, (2,)), (1, (2,)), (2, (0, 1, 2))))
+_entries("var_mean softshrink hardshrink logit i0 glu asinh acosh atanh erfinv angle threshold rrelu", (0,), _ANY, _IN)
+_entries("exp2", (0,), _ANY, _OUT)
+_entries("vector_norm", (0,), _ANY, (("out", (0,)), (0, (0,))))
+_entries("polygamma", (1,), _ANY, ((1, (1,)),))
+_entries("xlogy logaddexp logaddexp2 clamp prelu", (0, 1), _ANY, ((0, (0, 1)), (1, (0, 1))))
+_entries("clamp", (0, 2), _ANY, ((0, (0, 2)), (2, (0, 2))))
+_entries("clamp", (0, 1, 2), _ANY, tuple((p, (0, 1, 2)) for p in (0, 1, 2)))
+_entries("fmod remainder", (0, 1), _ANY, ((0, (1,)), (1, (1,))))
+_entries("true_divide", (0, 1), _ANY, ((0, (1,)), (1, (0, 1))))  # (``a / b``: div's saves)
+_entries("addmm baddbmm", (0, 1, 2), _ANY, ((1, (2,)), (2, (1,))))
 # normalization layers (hostile13 M14). ``batch_norm`` saves the same in training and eval, in
 # training its running stats as updated by its own write (that write bumps no version: a second
 # BatchNorm call on the same stats runs; a user's write into them raises). Its Thunder
