@@ -19,9 +19,9 @@ import warnings
 import pytest
 
 from fusion_alias import fuzz
-from fusion_alias.fuzz import (dtype_spellings, gen_aliasing, hidden_numbers, hidden_opaque_reads, hidden_own_defaults,
-                               kernel_layouts, oracle, source)
+from fusion_alias.fuzz import dtype_spellings, gen_aliasing, hidden_numbers, kernel_layouts, oracle, source
 from fusion_alias.fuzz.generator import generate_program
+from number_forms import forms_off
 
 # (generators, grad, seed, programs) -> sha1 of the rendered programs, the three forms at their default probabilities
 STREAMS = {
@@ -51,10 +51,7 @@ def test_the_streams_are_pinned(case, monkeypatch):
     monkeypatch.setattr(hidden_numbers, "P_HELPER", 0.0)  # (session 36's forms: test_session36_*.py)
     monkeypatch.setattr(hidden_numbers, "P_ARRAY", 0.0)
     monkeypatch.setattr(hidden_numbers, "P_ITERATOR", 0.0)
-    monkeypatch.setattr(hidden_own_defaults, "P_OWN_DEFAULT", 0.0)  # (session 38's: test_session38_own_default_form.py)
-    monkeypatch.setattr(hidden_opaque_reads, "P_OPAQUE_READ", 0.0)  # (session 39: test_session39_opaque_read_form.py)
-    monkeypatch.setattr("fusion_alias.fuzz.hidden_stale_reads.P_STALE_READ", 0.0)  # (session 40: test_session40_stale_read_form.py)
-    monkeypatch.setattr("fusion_alias.fuzz.hidden_copied_reads.P_COPIED_READ", 0.0)  # (session 41: test_session41_copied_read_form.py)
+    forms_off(monkeypatch)  # (the number forms since session 38: number_forms.py)
     generators, grad, seed, n = case
     h = hashlib.sha1()
     for p in _programs(generators, seed, n, grad):
@@ -116,10 +113,7 @@ def test_a_hidden_number_changes_from_call_to_call(monkeypatch):
     monkeypatch.setattr(hidden_numbers, "P_HELPER", 0.0)  # (session 36's forms: test_session36_*.py)
     monkeypatch.setattr(hidden_numbers, "P_ARRAY", 0.0)
     monkeypatch.setattr(hidden_numbers, "P_ITERATOR", 0.0)
-    monkeypatch.setattr(hidden_own_defaults, "P_OWN_DEFAULT", 0.0)  # (session 38: test_session38_own_default_form.py)
-    monkeypatch.setattr(hidden_opaque_reads, "P_OPAQUE_READ", 0.0)  # (session 39: test_session39_opaque_read_form.py)
-    monkeypatch.setattr("fusion_alias.fuzz.hidden_stale_reads.P_STALE_READ", 0.0)  # (session 40: test_session40_stale_read_form.py)
-    monkeypatch.setattr("fusion_alias.fuzz.hidden_copied_reads.P_COPIED_READ", 0.0)  # (session 41: test_session41_copied_read_form.py)
+    forms_off(monkeypatch)  # (the number forms since session 38: number_forms.py)
     kinds, changed = set(), 0
     for p in _programs(("hidden",), 35050, 20):
         (kind,) = [k for h, k, _ in p.hidden if h == hidden_numbers.NAME]

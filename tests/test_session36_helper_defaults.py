@@ -17,6 +17,7 @@ import torch
 
 import fusion_alias
 from helpers import generated_programs, stream_digest
+from number_forms import forms_off
 
 SCHEDULES = ["reads-first", "writes-first"]
 
@@ -249,14 +250,11 @@ def _hidden_programs(seed, n):
 
 
 def test_the_hidden_generator_reads_a_number_from_a_helper_default(monkeypatch):
-    from fusion_alias.fuzz import hidden_numbers, hidden_opaque_reads, hidden_own_defaults, oracle
+    from fusion_alias.fuzz import hidden_numbers, oracle
 
     monkeypatch.setattr(hidden_numbers, "P_NUMBER", 1.0)
     monkeypatch.setattr(hidden_numbers, "P_HELPER", 1.0)
-    monkeypatch.setattr(hidden_own_defaults, "P_OWN_DEFAULT", 0.0)  # (session 38: test_session38_own_default_form.py)
-    monkeypatch.setattr(hidden_opaque_reads, "P_OPAQUE_READ", 0.0)  # (session 39: test_session39_opaque_read_form.py)
-    monkeypatch.setattr("fusion_alias.fuzz.hidden_stale_reads.P_STALE_READ", 0.0)  # (session 40: test_session40_stale_read_form.py)
-    monkeypatch.setattr("fusion_alias.fuzz.hidden_copied_reads.P_COPIED_READ", 0.0)  # (session 41: test_session41_copied_read_form.py)
+    forms_off(monkeypatch)  # (the number forms since session 38: number_forms.py)
     helpers = 0
     for p in _hidden_programs(36002, 20):
         kinds = [k for h, k, _ in p.hidden if h == hidden_numbers.NAME]
@@ -271,16 +269,13 @@ def test_the_hidden_generator_reads_a_number_from_a_helper_default(monkeypatch):
 
 
 def test_the_helper_form_off_leaves_the_programs_as_they_were(monkeypatch):
-    from fusion_alias.fuzz import hidden_numbers, hidden_opaque_reads, hidden_own_defaults
+    from fusion_alias.fuzz import hidden_numbers
 
     monkeypatch.setattr(hidden_numbers, "P_NUMBER", 1.0)
     monkeypatch.setattr(hidden_numbers, "P_HELPER", 0.0)
     monkeypatch.setattr(hidden_numbers, "P_ARRAY", 0.0)  # (test_session36_numpy_arrays.py)
     monkeypatch.setattr(hidden_numbers, "P_ITERATOR", 0.0)  # (test_session36_outside_iterators.py)
-    monkeypatch.setattr(hidden_own_defaults, "P_OWN_DEFAULT", 0.0)  # (session 38: test_session38_own_default_form.py)
-    monkeypatch.setattr(hidden_opaque_reads, "P_OPAQUE_READ", 0.0)  # (session 39: test_session39_opaque_read_form.py)
-    monkeypatch.setattr("fusion_alias.fuzz.hidden_stale_reads.P_STALE_READ", 0.0)  # (session 40: test_session40_stale_read_form.py)
-    monkeypatch.setattr("fusion_alias.fuzz.hidden_copied_reads.P_COPIED_READ", 0.0)  # (session 41: test_session41_copied_read_form.py)
+    forms_off(monkeypatch)  # (the number forms since session 38: number_forms.py)
     assert all(k != hidden_numbers.HELPER for p in _hidden_programs(36002, 12) for _, k, _ in p.hidden)
     # (the stream as session 35 made it: these programs hold no helper with the form off)
     assert stream_digest(("hidden",), 36002, 12) == DIGEST_36002_WITHOUT_HELPER

@@ -12,10 +12,10 @@ testing.md, "Session 37 (helper)").
 
 import pytest
 
-from fusion_alias.fuzz import (hidden_deque_args, hidden_numbers, hidden_opaque_reads, hidden_own_defaults,
-                               hidden_views, oracle, source)
+from fusion_alias.fuzz import hidden_deque_args, hidden_numbers, hidden_views, oracle, source
 from fusion_alias.fuzz.generator import generate_program
 from helpers import generated_programs, stream_digest
+from number_forms import forms_off
 
 FORCED = {(37002, 12): "8b2a7bdb330597730b4592334bd8a0132e36b806"}  # (seed, programs) -> the digest of the hidden stream with the form forced
 DEFAULT = {(37016, 40): "f113e7d605859d0ed16ae32f395fd9e8d14ff4b4"}  # every form at its default (2 hold the form)
@@ -47,10 +47,7 @@ def test_the_forced_stream_is_pinned(case, monkeypatch):
 
 @pytest.mark.parametrize("case", list(DEFAULT), ids=str)
 def test_the_default_stream_is_pinned(case, monkeypatch):
-    monkeypatch.setattr(hidden_own_defaults, "P_OWN_DEFAULT", 0.0)  # (session 38: test_session38_own_default_form.py)
-    monkeypatch.setattr(hidden_opaque_reads, "P_OPAQUE_READ", 0.0)  # (session 39: test_session39_opaque_read_form.py)
-    monkeypatch.setattr("fusion_alias.fuzz.hidden_stale_reads.P_STALE_READ", 0.0)  # (session 40: test_session40_stale_read_form.py)
-    monkeypatch.setattr("fusion_alias.fuzz.hidden_copied_reads.P_COPIED_READ", 0.0)  # (session 41: test_session41_copied_read_form.py)
+    forms_off(monkeypatch)  # (the number forms since session 38: number_forms.py)
     assert stream_digest(("hidden",), *case) == DEFAULT[case]
 
 

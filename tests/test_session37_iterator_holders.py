@@ -12,9 +12,10 @@ this commit), 0 / 0 / 0 now, all 90 runs eager accepts refused by name (docs/tes
 
 import pytest
 
-from fusion_alias.fuzz import hidden_iterators, hidden_numbers, hidden_opaque_reads, oracle, source
+from fusion_alias.fuzz import hidden_iterators, hidden_numbers, oracle, source
 from fusion_alias.fuzz.generator import generate_program
 from helpers import generated_programs, stream_digest
+from number_forms import forms_off
 
 FORCED = {(37004, 12): "6cff7f87fb6e27f6cd6890acc7d39231c6a779cf"}  # (seed, programs) -> the digest of the hidden stream with the form forced
 DEFAULT = {(37018, 40): "0a11b193f2d0050c197a3fb3fb1b94771c996040"}  # every form at its default (1 holds the form)
@@ -45,9 +46,7 @@ def test_the_forced_stream_is_pinned(case, monkeypatch):
 
 @pytest.mark.parametrize("case", list(DEFAULT), ids=str)
 def test_the_default_stream_is_pinned(case, monkeypatch):
-    monkeypatch.setattr(hidden_opaque_reads, "P_OPAQUE_READ", 0.0)  # (session 39: test_session39_opaque_read_form.py)
-    monkeypatch.setattr("fusion_alias.fuzz.hidden_stale_reads.P_STALE_READ", 0.0)  # (session 40: test_session40_stale_read_form.py)
-    monkeypatch.setattr("fusion_alias.fuzz.hidden_copied_reads.P_COPIED_READ", 0.0)  # (session 41: test_session41_copied_read_form.py)
+    forms_off(monkeypatch, since=39)  # (number_forms.py)
     assert stream_digest(("hidden",), *case) == DEFAULT[case]
 
 

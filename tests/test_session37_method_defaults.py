@@ -11,10 +11,10 @@ With the form in every hidden program (``P_NUMBER``, ``P_HELPER``, ``P_METHOD`` 
 
 import pytest
 
-from fusion_alias.fuzz import (hidden_function_args, hidden_methods, hidden_numbers, hidden_opaque_reads,
-                               hidden_own_defaults, oracle, source)
+from fusion_alias.fuzz import hidden_function_args, hidden_methods, hidden_numbers, oracle, source
 from fusion_alias.fuzz.generator import generate_program
 from helpers import generated_programs, stream_digest
+from number_forms import forms_off
 
 FORCED = {(37003, 12): "e8a4b3c88e8ad96b469fb179c35eafd06f571bd6"}  # (seed, programs) -> the digest of the hidden stream with the form forced
 DEFAULT = {(37011, 40): "c2b129eac3dda91a61f1a8e5b58471b843bd8036"}  # every form at its default (1 holds the form)
@@ -31,10 +31,7 @@ def _force(monkeypatch, p_method=1.0):
     monkeypatch.setattr(hidden_numbers, "P_HELPER", 1.0)
     monkeypatch.setattr(hidden_methods, "P_METHOD", p_method)
     monkeypatch.setattr(hidden_function_args, "P_FUNCTION_ARG", 0.0)  # (test_session37_function_arguments.py)
-    monkeypatch.setattr(hidden_own_defaults, "P_OWN_DEFAULT", 0.0)  # (session 38: test_session38_own_default_form.py)
-    monkeypatch.setattr(hidden_opaque_reads, "P_OPAQUE_READ", 0.0)  # (session 39: test_session39_opaque_read_form.py)
-    monkeypatch.setattr("fusion_alias.fuzz.hidden_stale_reads.P_STALE_READ", 0.0)  # (session 40: test_session40_stale_read_form.py)
-    monkeypatch.setattr("fusion_alias.fuzz.hidden_copied_reads.P_COPIED_READ", 0.0)  # (session 41: test_session41_copied_read_form.py)
+    forms_off(monkeypatch)  # (the number forms since session 38: number_forms.py)
 
 
 def _kind(p):
@@ -50,9 +47,7 @@ def test_the_forced_stream_is_pinned(case, monkeypatch):
 
 @pytest.mark.parametrize("case", list(DEFAULT), ids=str)
 def test_the_default_stream_is_pinned(case, monkeypatch):
-    monkeypatch.setattr(hidden_opaque_reads, "P_OPAQUE_READ", 0.0)  # (session 39: test_session39_opaque_read_form.py)
-    monkeypatch.setattr("fusion_alias.fuzz.hidden_stale_reads.P_STALE_READ", 0.0)  # (session 40: test_session40_stale_read_form.py)
-    monkeypatch.setattr("fusion_alias.fuzz.hidden_copied_reads.P_COPIED_READ", 0.0)  # (session 41: test_session41_copied_read_form.py)
+    forms_off(monkeypatch, since=39)  # (number_forms.py)
     assert stream_digest(("hidden",), *case) == DEFAULT[case]
 
 

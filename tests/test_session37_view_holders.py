@@ -12,10 +12,10 @@ writable memoryview: "cannot hash") on 495c3bb (fusion_alias/fuzz/ of this commi
 
 import pytest
 
-from fusion_alias.fuzz import (hidden_deque_args, hidden_numbers, hidden_opaque_reads, hidden_own_defaults,
-                               hidden_views, oracle, source)
+from fusion_alias.fuzz import hidden_deque_args, hidden_numbers, hidden_views, oracle, source
 from fusion_alias.fuzz.generator import generate_program
 from helpers import generated_programs, stream_digest
+from number_forms import forms_off
 
 FORCED = {(37001, 12): "8fc612ad8cb124cb4c6f0713fdf04d4edab54bd7"}  # (seed, programs) -> the digest of the hidden stream with the form forced
 DEFAULT = {(37013, 40): "45174cf170006f69d903e11fc2c8aacb7fdda6dd"}  # every form at its default (1 holds the form)
@@ -46,10 +46,7 @@ def test_the_forced_stream_is_pinned(case, monkeypatch):
 
 @pytest.mark.parametrize("case", list(DEFAULT), ids=str)
 def test_the_default_stream_is_pinned(case, monkeypatch):
-    monkeypatch.setattr(hidden_own_defaults, "P_OWN_DEFAULT", 0.0)  # (session 38: test_session38_own_default_form.py)
-    monkeypatch.setattr(hidden_opaque_reads, "P_OPAQUE_READ", 0.0)  # (session 39: test_session39_opaque_read_form.py)
-    monkeypatch.setattr("fusion_alias.fuzz.hidden_stale_reads.P_STALE_READ", 0.0)  # (session 40: test_session40_stale_read_form.py)
-    monkeypatch.setattr("fusion_alias.fuzz.hidden_copied_reads.P_COPIED_READ", 0.0)  # (session 41: test_session41_copied_read_form.py)
+    forms_off(monkeypatch)  # (the number forms since session 38: number_forms.py)
     assert stream_digest(("hidden",), *case) == DEFAULT[case]
 
 

@@ -13,10 +13,10 @@ on both by the documented operand-overlap refusal; #13 right on both).
 
 import pytest
 
-from fusion_alias.fuzz import (hidden_function_args, hidden_methods, hidden_numbers, hidden_opaque_reads,
-                               hidden_own_defaults, oracle, source)
+from fusion_alias.fuzz import hidden_numbers, hidden_own_defaults, oracle, source
 from fusion_alias.fuzz.generator import generate_program
 from helpers import generated_programs, stream_digest
+from number_forms import force, number_kind
 
 SCHEDULES = ["reads-first", "writes-first", "reverse-writes"]
 FORCED = {(38001, 12): "713624d008c19e29b539ff10b779e349fd66eb96"}  # (seed, programs) -> the digest of the hidden stream with the form forced
@@ -28,20 +28,7 @@ def _no_special_values(monkeypatch):
 
 
 def _force(monkeypatch, p_own=1.0):
-    monkeypatch.setattr(hidden_numbers, "P_NUMBER", 1.0)
-    monkeypatch.setattr(hidden_numbers, "KINDS", ("number_default",))
-    monkeypatch.setattr(hidden_numbers, "P_HELPER", 0.5)
-    monkeypatch.setattr(hidden_methods, "P_METHOD", 0.0)
-    monkeypatch.setattr(hidden_function_args, "P_FUNCTION_ARG", 0.0)
-    monkeypatch.setattr(hidden_own_defaults, "P_OWN_DEFAULT", p_own)
-    monkeypatch.setattr(hidden_opaque_reads, "P_OPAQUE_READ", 0.0)  # (session 39: test_session39_opaque_read_form.py)
-    monkeypatch.setattr("fusion_alias.fuzz.hidden_stale_reads.P_STALE_READ", 0.0)  # (session 40: test_session40_stale_read_form.py)
-    monkeypatch.setattr("fusion_alias.fuzz.hidden_copied_reads.P_COPIED_READ", 0.0)  # (session 41: test_session41_copied_read_form.py)
-
-
-def _kind(p):
-    (kind,) = [k for h, k, _ in p.hidden if h == hidden_numbers.NAME]
-    return kind
+    force(monkeypatch, hidden_own_defaults, p_own)
 
 
 @pytest.mark.parametrize("case", list(FORCED), ids=str)
@@ -61,8 +48,8 @@ def test_every_kind_is_drawn_and_the_form_off_leaves_the_programs(monkeypatch):
     _force(monkeypatch)
     seen = set()
     for p, q in zip(plain, generated_programs(("hidden",), 38001, 20)):
-        assert _kind(p) in hidden_own_defaults.PARENTS
-        kind = _kind(q)
+        assert number_kind(p) in hidden_own_defaults.PARENTS
+        kind = number_kind(q)
         kept = tuple(st for st in p.stmts if st.must_refuse != hidden_numbers.CHANGED)  # (a base kind's only)
         assert kind in hidden_own_defaults.KINDS and kept == q.stmts and p.args == q.args
         seen.add(kind)
@@ -83,7 +70,7 @@ def test_the_oracle_sees_the_class(index, monkeypatch):
     b7efa12; each runs as eager now."""
     _force(monkeypatch)
     p = generate_program(38001, index, generators=("hidden",))
-    assert _kind(p) in hidden_own_defaults.KINDS
+    assert number_kind(p) in hidden_own_defaults.KINDS
     for schedule in SCHEDULES:
         status, detail = oracle.run_program(p, schedule)
         assert status == "ok", detail
