@@ -354,8 +354,10 @@ def _dropout(a, p: float = 0.5, training: bool = True, inplace: bool = False):
     (``nn.Dropout(inplace=True)``) its result stored into ``a`` (the same numbers: Thunder's generator draws
     the mask either way)."""
     dropout_checks.check("dropout", a, p)  # (Note [a dropout's arguments are checked before the shortcut])
-    if inplace and _dropout_leaves_input(a, p, training):
-        return a  # eager's dropout_ returns its input untouched: no write (no leaf or saved-tensor error either)
+    if _dropout_leaves_input(a, p, training):
+        # eager's dropout_ returns its input untouched: no write (no leaf or saved-tensor error either); so does
+        # its dropout, the same tensor (Note [ops eager returns as their input], same_tensor_results.py)
+        return a
     # eager's p == 1 is a product with zero (inf and nan give nan; a zero gradient): Thunder's gives zeros
     # without autograd history (hostile probe 14)
     drops_all = training and isinstance(p, (int, float)) and p == 1

@@ -1,0 +1,42 @@
+"""Ops whose eager result is their input itself, traced as that input.
+
+Note [ops eager returns as their input]
+---------------------------------------
+Eager's ``torch.positive(x)`` (of a non-bool ``x``), ``F.dropout(x, training=False)``, ``F.dropout(x, 0.0)`` and the
+dropout of an empty ``x`` return ``x`` itself (``torch.positive(x) is x``). Thunder 0.2.6 traces ``positive`` as a
+symbol of its own that its torch executor runs whole, and, in a call that computes gradients, ``dropout`` too: a
+result the alias analysis cannot relate to ``x``. So a write after or through one, with gradients, was refused
+("cannot express as views of one tensor"), where eager runs it (session 40 limit)::
+
+    def f(x):                          # x = w * 1, w requires grad
+        y = torch.positive(x)          # y is x
+        x.add_(1.0)
+        return y * 1                   # eager: (x + 1) * 1; was refused
+
+Each is traced as its input itself here (``_dropout`` in inplace_lookasides.py for the dropouts), so a write through
+either name is a write of one tensor, as in eager; a bool ``positive`` keeps Thunder's (eager's error).
+``contiguous``, ``ravel``, ``resolve_neg``, ``repeat`` and ``einsum`` stay refused with gradients: whether they return
+their input, a view or a copy depends on the layout or on a bit the trace does not carry (docs/limits.md).
+"""
+
+from __future__ import annotations
+
+import torch
+from thunder.core import dtypes
+from thunder.core.proxies import TensorProxy
+
+from fusion_alias.wrapped_lookasides import wrap_lookasides
+
+
+def _itself(previous):
+    def traced(a, *args, **kwargs):
+        if isinstance(a, TensorProxy) and not args and not kwargs and not dtypes.is_boolean_dtype(a.dtype):
+            return a
+        return previous(a, *args, **kwargs)
+
+    return traced
+
+
+def register(executor) -> None:
+    """Lend ``executor`` the lookaside of Note [ops eager returns as their input] for ``torch.positive``."""
+    wrap_lookasides(executor, torch.positive, _itself, torch.Tensor.positive, with_symbol=True)
