@@ -51,6 +51,9 @@ _OPS = (
     # ``torch.nan_to_num(input=x)`` (tests/test_session40_keyword_shapes.py): Thunder's symbols take the shape as
     # their varargs, which a tuple in the first place fills
     "reshape", "view", "permute", "split", "nan_to_num",
+    # session 41: ``x.expand(size=(3, 4))``, ``x.repeat(repeats=(1, 2))``, ``x.expand_as(other=y)``, ``x.view_as(other=y)``
+    # (tests/test_session41_keyword_shapes.py)
+    "expand", "repeat", "expand_as", "view_as",
 )
 
 
