@@ -48,9 +48,30 @@ _FUNCTION_ONLY = {
 }
 
 
+# Note [shape keywords, from a stream of their own]: session 41 respells a shape method's varargs as eager's one
+# keyword (``x.reshape(2, 8)`` -> ``x.reshape(shape=(2, 8))``, ``x.view(-1)`` -> ``x.view(size=(-1,))``,
+# ``x.permute(1, 0)`` -> ``x.permute(dims=(1, 0))``, ``x.expand(3, 4)``, ``x.repeat(1, 2)``), about half of them,
+# drawn from a stream named apart (``keyword-shapes:``): these calls drew nothing before, so every respelling
+# above keeps its draws and seeds run before keep their programs but for these calls. A dtype view
+# (``x.view(torch.int8)``) or a shape held in a name is left as it is.
+_SHAPE_KEYWORDS = {"reshape": "shape", "view": "size", "permute": "dims", "expand": "size", "repeat": "repeats"}
+
+
+def _shape_tuple(args):
+    """The one tuple eager's keyword takes for a shape method's positional ``args``, or None (a dtype, a name)."""
+    def is_int(a):
+        return (isinstance(a, ast.Constant) and type(a.value) is int) or (
+            isinstance(a, ast.UnaryOp) and isinstance(a.op, ast.USub) and is_int(a.operand))
+
+    if len(args) == 1 and isinstance(args[0], (ast.Tuple, ast.List)) and all(is_int(a) for a in args[0].elts):
+        return ast.Tuple(list(args[0].elts), ast.Load())
+    return ast.Tuple(list(args), ast.Load()) if args and all(is_int(a) for a in args) else None
+
+
 class _Respeller(ast.NodeTransformer):
-    def __init__(self, rng: random.Random):
+    def __init__(self, rng: random.Random, shapes: random.Random | None = None):
         self.rng = rng
+        self.shapes = shapes  # Note [shape keywords, from a stream of their own]
         self.respelled = 0
 
     def visit_Call(self, node: ast.Call):
@@ -59,6 +80,12 @@ class _Respeller(ast.NodeTransformer):
         if not isinstance(f, ast.Attribute) or any(isinstance(a, ast.Starred) for a in node.args):
             return node
         is_torch = isinstance(f.value, ast.Name) and f.value.id == "torch"
+        if not is_torch and f.attr in _SHAPE_KEYWORDS and self.shapes is not None:
+            shape = None if node.keywords else _shape_tuple(node.args)
+            if shape is not None and self.shapes.random() < 0.5:
+                node.args, node.keywords = [], [ast.keyword(_SHAPE_KEYWORDS[f.attr], shape)]
+                self.respelled += 1
+            return node
         op = f.attr[:-1] if f.attr.endswith("_") and not is_torch else f.attr
         if is_torch:
             names = _FUNCTION_ONLY.get(op) or (("input", *_OPERANDS[op]) if op in _OPERANDS else None)
@@ -80,6 +107,6 @@ class _Respeller(ast.NodeTransformer):
 def respelled(source: str, label: str) -> str:
     """``source`` with about half its eligible calls respelled (module Note), drawn from a stream of ``label``."""
     tree = ast.parse(source)
-    respeller = _Respeller(random.Random("keyword-spellings:" + label))
+    respeller = _Respeller(random.Random("keyword-spellings:" + label), random.Random("keyword-shapes:" + label))
     tree = respeller.visit(tree)
     return ast.unparse(ast.fix_missing_locations(tree)) + "\n" if respeller.respelled else source
