@@ -19,7 +19,7 @@ import warnings
 import pytest
 
 from fusion_alias import fuzz
-from fusion_alias.fuzz import dtype_spellings, gen_aliasing, hidden_numbers, kernel_layouts, oracle, source
+from fusion_alias.fuzz import dtype_spellings, fresh_memory_ops, gen_aliasing, hidden_numbers, kernel_layouts, oracle, source
 from fusion_alias.fuzz.generator import generate_program
 from number_forms import forms_off
 
@@ -52,6 +52,7 @@ def test_the_streams_are_pinned(case, monkeypatch):
     monkeypatch.setattr(hidden_numbers, "P_ARRAY", 0.0)
     monkeypatch.setattr(hidden_numbers, "P_ITERATOR", 0.0)
     forms_off(monkeypatch)  # (the number forms since session 38: number_forms.py)
+    monkeypatch.setattr(fresh_memory_ops, "P_FRESH", 0.0)  # (session 41: fresh_memory_ops.py)
     generators, grad, seed, n = case
     h = hashlib.sha1()
     for p in _programs(generators, seed, n, grad):

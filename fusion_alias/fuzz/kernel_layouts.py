@@ -23,6 +23,8 @@ import random
 
 import torch
 
+from fusion_alias.fuzz import fresh_memory_ops
+
 P_KERNEL = 0.2
 
 # (expression over ``{x}``, the least dim it needs); ``{c}`` is dim 1's size, ``{last}`` the last dim's
@@ -67,7 +69,8 @@ def kernel_expr(kernel: random.Random, x: str, t: torch.Tensor) -> str | None:
     fits = [e for e, least in _OPS if v.dim() >= least and (least != 3 or v.dim() in (3, 4))
             and (least != 4 or v.dim() == 4)]
     e = kernel.choice(fits)
-    return e.format(x=src, c=v.shape[1] if v.dim() > 1 else 1, last=v.shape[-1])
+    fresh = fresh_memory_ops.expr(kernel, src)  # (fresh_memory_ops.py, Note [new-memory ops in the kernel form])
+    return fresh or e.format(x=src, c=v.shape[1] if v.dim() > 1 else 1, last=v.shape[-1])
 
 
 def reshape_expr(kernel: random.Random, t: str, nd: int) -> str:
