@@ -117,10 +117,16 @@ _SEQUENCE_VIEWS = (type({}.keys()), type({}.values()), type({}.items()))
 # dict the interpreter copies].)
 #
 # Its entries other than numbers and strings are kept in the answer themselves, compared by identity (the answer
-# holds them, so an id is never another object's): an entry whose class compares otherwise (``__eq__`` of its own: a
-# tensor) leaves the dict unanswered, as before. A class attribute replaced, a method too, compiles again.
+# holds them, so an id is never another object's). A class attribute replaced, a method too, compiles again.
+#
+# Session 41: an entry whose class compares otherwise (``__eq__`` of its own: a tensor, a dict, the
+# ``__annotations__`` of a class with an annotated attribute) is held in a ``Same``, compared by identity too; it left
+# the whole dict unanswered, and so unguarded: ``factor: float = 2.0`` beside a ``const = torch.tensor(1.)`` in a
+# module's base class kept ``super().factor``'s first value (super_reads.py, Note [a number a module reads through
+# super()]). What such an entry holds is not compared (a dict entry changed in place): a read of it is a path of its
+# own, guarded as such; this record guards which object each name of the class is bound to.
 def _by_identity(v):
-    return ("object", v) if type(v).__eq__ is object.__eq__ else None
+    return ("object", v) if type(v).__eq__ is object.__eq__ else ("object", Same(v))
 
 
 class ScalarContents:

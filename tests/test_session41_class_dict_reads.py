@@ -106,3 +106,62 @@ def test_module_own_class_attribute_is_not_what_super_reads():
         run_on_ones(module, (), jitted)
     finally:
         MyScaled.factor = 5.0
+
+
+# a class's dict holding entries that compare otherwise (object_shapes.py, Note [a class's dict read whole]); a tensor
+# in a class dict the interpreter copies is Thunder's to unpack, and it cannot (a NotImplementedError, plain thunder.jit
+# too), so the copied dict holds containers only
+
+
+class TensorHolder:
+    scale: float = 2.0  # (an annotation: the class dict holds ``__annotations__``, a dict)
+    table = {"a": 1}
+    items = [1, 2]
+
+
+class AnnotatedBase(torch.nn.Module):
+    factor: float = 2.0
+    const = torch.tensor(1.0)
+
+
+class AnnotatedSub(AnnotatedBase):
+    def forward(self, x):
+        return x.mul_(super().factor)
+
+
+def copied_dict_with_containers(x):
+    return x.mul_(dict(vars(TensorHolder))["scale"])
+
+
+def _set_holder_scale(v):
+    TensorHolder.scale = v
+
+
+def _set_annotated_factor(v):
+    AnnotatedBase.factor = v
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_class_dict_with_containers_copied(schedule):
+    jitted = fusion_alias.jit(copied_dict_with_containers, backend="reference", schedule=schedule)
+    run_with_values_set_between_calls(copied_dict_with_containers, (), _set_holder_scale, jitted)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_module_super_number_beside_a_tensor_attribute(schedule):
+    module = AnnotatedSub()
+    jitted = fusion_alias.jit(module, backend="reference", schedule=schedule)
+    run_with_values_set_between_calls(module, (), _set_annotated_factor, jitted)
+
+
+def test_an_entry_compared_by_identity_replaced_compiles_again():
+    """A list class attribute rebound (equal contents, another object): a new program, and the right number."""
+    jitted = fusion_alias.jit(copied_dict_with_containers, backend="reference")
+    original = TensorHolder.items
+    try:
+        run_on_ones(copied_dict_with_containers, (), jitted)
+        TensorHolder.items = [1, 2]
+        run_on_ones(copied_dict_with_containers, (), jitted)
+        assert thunder.cache_misses(jitted) == 2
+    finally:
+        TensorHolder.items = original
