@@ -562,6 +562,7 @@ def _eager_op(name, positions, ranks):
         ("clamp", (0, 1, 2)): (torch.clamp, [(3, 4)] * 3),
         ("addmm", (0, 1, 2)): (torch.addmm, [(3, 5), (3, 4), (4, 5)]),
         ("baddbmm", (0, 1, 2)): (torch.baddbmm, [(2, 3, 5), (2, 3, 4), (2, 4, 5)]),
+        ("pairwise_distance", (0, 1)): (F.pairwise_distance, [(3, 4), (3, 4)]),
     }
     if (name, positions) in others:
         return others[(name, positions)]

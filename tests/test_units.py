@@ -367,6 +367,9 @@ def test_torch_functions_trusted_to_return_new_memory_do_so_in_eager():
         "diagonal_scatter": lambda x: torch.diagonal_scatter(x, x.diagonal(), 0),
         "diag_embed": lambda x: torch.diag_embed(x),
         "tile": lambda x: torch.tile(x, (1, 1)),
+        "l1_loss": lambda x: torch.nn.functional.l1_loss(x, x, reduction="none"),
+        "pairwise_distance": lambda x: torch.nn.functional.pairwise_distance(x, x),
+        "mode": lambda x: torch.mode(x, 0),
     }
     # elementwise ops whose result may equal the argument's values (the out-of-place halves of
     # inplace_lookasides.py's in-place ops): one or two tensor arguments
