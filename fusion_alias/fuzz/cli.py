@@ -53,7 +53,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--keyword-calls", action="store_true",
                     help="the k-th call of each program passes its last k arguments by name (Note [arguments "
                          "passed by keyword], oracle.py)")
+    ap.add_argument("--saving-ops", action="store_true",
+                    help="a quarter of the out-of-place statements of a floating tensor are ops that save it for the "
+                         "backward (std, hypot, a / b, ...: Note [ops that save what a later write changes], saving_ops.py)")
     ns = ap.parse_args(argv)
+    if ns.saving_ops:
+        from fusion_alias.fuzz import saving_ops
+
+        saving_ops.P_SAVING = 0.25
     if ns.keyword_calls:
         from fusion_alias.fuzz import oracle
 

@@ -11,7 +11,7 @@ from typing import Sequence
 
 import torch
 
-from fusion_alias.fuzz import foreach_spellings, identity_spellings, opaque_spellings, out_spellings, source
+from fusion_alias.fuzz import foreach_spellings, identity_spellings, opaque_spellings, out_spellings, saving_ops, source
 from fusion_alias.fuzz.hazard import _has_internal_overlap, _overlaps
 from fusion_alias.fuzz.program import PARAM_NAMES, Stmt
 
@@ -479,7 +479,7 @@ class _Gen:
         spelled = opaque_spellings.opaque_in(self.opaque, self.env, identity_spellings.gather_in(self.ident, self.env, e, x), x)
         if self.env[x].is_floating_point():
             spelled = identity_spellings.identity_factor(self.ident, self.env, self.names, self.same_as, spelled)
-        e = identity_spellings.if_same_result(self.env, e, spelled)
+        e = saving_ops.saving_in(self.opaque, self.env, identity_spellings.if_same_result(self.env, e, spelled), x)
         t = self.fresh()
         return Stmt(f"{t} = {e}", target=t, reads=reads)
 
