@@ -563,6 +563,7 @@ def _eager_op(name, positions, ranks):
         ("addmm", (0, 1, 2)): (torch.addmm, [(3, 5), (3, 4), (4, 5)]),
         ("baddbmm", (0, 1, 2)): (torch.baddbmm, [(2, 3, 5), (2, 3, 4), (2, 4, 5)]),
         ("pairwise_distance", (0, 1)): (F.pairwise_distance, [(3, 4), (3, 4)]),
+        ("local_response_norm", (0,)): (lambda x: F.local_response_norm(x, 2), [(2, 3, 4)]),
     }
     if (name, positions) in others:
         return others[(name, positions)]

@@ -44,6 +44,7 @@ OPS.update({  # (the neighbours a second sweep found: ``a / b`` traces as true_d
     "rrelu_eval": (lambda x: F.rrelu(x, training=False), 1), "fmod": (lambda a, b: torch.fmod(a, b.abs() + 0.5), 2),
     "remainder": (lambda a, b: torch.remainder(a, b.abs() + 0.5), 2), "exp2": (torch.exp2, 1),
     "vector_norm": (lambda x: torch.linalg.vector_norm(x, dim=-1), 1), "angle": (torch.angle, 1),
+    "local_response_norm": (lambda x: F.local_response_norm(x[None], 2), 1),
 })
 # (op, written operand) pairs eager runs: the op saves nothing of that operand that its backward reads
 RUNS = {("median_dim", 0), ("median_dim_kw", 0), ("max_dim", 0), ("lerp_number", 0), ("lerp_number", 1),

@@ -139,6 +139,7 @@ _entries("clamp", (0, 1, 2), _ANY, tuple((p, (0, 1, 2)) for p in (0, 1, 2)))
 _entries("fmod remainder", (0, 1), _ANY, ((0, (1,)), (1, (1,))))
 _entries("true_divide", (0, 1), _ANY, ((0, (1,)), (1, (0, 1))))  # (``a / b``: div's saves)
 _entries("addmm baddbmm", (0, 1, 2), _ANY, ((1, (2,)), (2, (1,))))
+_entries("local_response_norm", (0,), _ANY, _IN)
 _entries("pairwise_distance", (0, 1), _ANY, (("out", (0, 1)),))  # (its norm's result; new memory: fresh_results.py)
 # normalization layers (hostile13 M14). ``batch_norm`` saves the same in training and eval, in
 # training its running stats as updated by its own write (that write bumps no version: a second
