@@ -32,7 +32,10 @@ rounding_mode="floor")`` is another op, with a zero gradient, and runs in both).
 (in place: a zero gradient), so the program ran where eager's autograd rejects it: a missed rejection (session 40
 limit; ``2 // x`` failed instead with "fmod() received an invalid combination of arguments"). With grad mode on and
 a floating operand that requires grad, the call is refused with eager's words when it is traced (a backward that
-would not reach it, ``(x // 2).detach()``, is refused too: where unsure, refuse).
+would not reach it, ``(x // 2).detach()``, is refused too: where unsure, refuse). The in-place ``asinh_``,
+``acosh_`` and ``atanh_`` have no derivative in eager either ("the derivative for 'inplace version of asinh' is not
+implemented", where the out-of-place ops have one; session 41 sweep of the in-place methods): refused alike when
+they write a tensor that requires grad.
 """
 
 from __future__ import annotations
@@ -85,6 +88,21 @@ def _no_derivative(previous):
     return traced
 
 
+def _no_inplace_derivative(name: str):
+    def wrap(previous):
+        def traced(*args, **kwargs):
+            if _requiring_grad(args[:1]):  # Note [floor_divide has no derivative], its last paragraph
+                raise NotImplementedError(
+                    f"fusion_alias: the derivative for 'inplace version of {name}' is not implemented: eager PyTorch "
+                    f"raises this at backward for {name}_() of a tensor that requires grad. Use the out-of-place "
+                    f"torch.{name}(x)")
+            return previous(*args, **kwargs)
+
+        return traced
+
+    return wrap
+
+
 def register(executor) -> None:
     """Lend ``executor`` the lookasides of Note [floor and ceil carry a zero gradient] and Note [floor_divide has no
     derivative], over what was lent before for each (identity_results.py's copies of integer tensors, keywords)."""
@@ -92,5 +110,8 @@ def register(executor) -> None:
         wrap_lookasides(executor, fn, _with_zero_gradient, getattr(torch.Tensor, fn.__name__), with_symbol=True)
     wrap_lookasides(executor, torch.floor_divide, _no_derivative, torch.Tensor.floor_divide, with_symbol=True)
     wrap_lookasides(executor, torch.Tensor.floor_divide_, _no_derivative, with_symbol=True)
+    for name in ("asinh", "acosh", "atanh"):
+        fn = getattr(torch.Tensor, name + "_")
+        wrap_lookasides(executor, getattr(torch, name + "_"), _no_inplace_derivative(name), fn, with_symbol=True)
     for dunder in (TensorProxy.__floordiv__, TensorProxy.__rfloordiv__, TensorProxy.__ifloordiv__):  # (//, //=)
         executor._lookasides[dunder] = _no_derivative(executor._lookasides.get(dunder, dunder))

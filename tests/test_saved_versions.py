@@ -564,6 +564,9 @@ def _eager_op(name, positions, ranks):
         ("baddbmm", (0, 1, 2)): (torch.baddbmm, [(2, 3, 5), (2, 3, 4), (2, 4, 5)]),
         ("pairwise_distance", (0, 1)): (F.pairwise_distance, [(3, 4), (3, 4)]),
         ("local_response_norm", (0,)): (lambda x: F.local_response_norm(x, 2), [(2, 3, 4)]),
+        ("clamp_", (0, 1, 2)): (lambda x, a, b: x.clamp_(a, b), [(3, 4)] * 3),
+        ("clip_", (0, 1, 2)): (lambda x, a, b: x.clip_(a, b), [(3, 4)] * 3),
+        ("lerp_", (0, 1, 2)): (lambda x, y, w: x.lerp_(y, w), [(3, 4)] * 3),
     }
     if (name, positions) in others:
         return others[(name, positions)]

@@ -90,6 +90,35 @@ def test_eagers_verdict(name, written, schedule):
         fusion_alias.jit(prog, backend="reference", schedule=schedule)(*make()[1])
 
 
+INPLACE = {  # (the in-place forms: ``t = x * 1``, the op into ``t``, then a write of ``t`` or of the operand ``y``)
+    "exp2_": lambda t, y: t.exp2_(), "tan_": lambda t, y: t.tan_(), "hypot_": lambda t, y: t.hypot_(y),
+    "pow_": lambda t, y: t.abs_().add_(0.5).pow_(y), "clamp_": lambda t, y: t.clamp_(min=y),
+    "atan2_": lambda t, y: t.atan2_(y), "copysign_": lambda t, y: t.copysign_(y), "clip_": lambda t, y: t.clip_(y, y + 1),
+    "lerp_": lambda t, y: t.lerp_(y * 2, y.sigmoid()),
+}
+INPLACE_CASES = [(n, w) for n in INPLACE for w in ("t", "y") if not (w == "y" and n in ("exp2_", "tan_"))]
+
+
+@pytest.mark.parametrize("name,written", INPLACE_CASES, ids=[f"{n}-{w}" for n, w in INPLACE_CASES])
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_in_place_forms_eagers_verdict(name, written, schedule):
+    def prog(x, y):
+        t = x * 1
+        INPLACE[name](t, y)
+        (t if written == "t" else y).add_(1.0)
+        return t * 1
+
+    make = _make(2)
+    try:
+        prog(*make()[1]).sum().backward()
+    except RuntimeError as e:
+        assert "modified by an inplace operation" in str(e)
+        with pytest.raises(AliasInputError):
+            fusion_alias.jit(prog, backend="reference", schedule=schedule)(*make()[1])
+        return
+    assert_matches_eager(prog, make)
+
+
 @pytest.mark.parametrize("name", ["std", "median", "normalize", "hypot", "lerp"])
 def test_without_the_write_eagers_gradients(name):
     op, n = OPS[name]

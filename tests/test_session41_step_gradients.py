@@ -162,3 +162,20 @@ def test_without_gradients_nothing_changes(fn):
     with torch.no_grad():
         x, y = _make()[1]
         torch.testing.assert_close(fusion_alias.jit(fn, backend="reference")(x, y), fn(x, y), equal_nan=True)
+
+
+@pytest.mark.parametrize("name", ["asinh", "acosh", "atanh"])
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_in_place_inverse_hyperbolics_are_refused_as_eager_raises(name, schedule):
+    def fn(x, y):
+        t = x * 0.1 + 1.5 if name == "acosh" else x * 0.1
+        getattr(t, name + "_")()
+        return t * y
+
+    with pytest.raises(RuntimeError, match=f"derivative for 'inplace version of {name}' is not implemented"):
+        fn(*_make()[1]).sum().backward()
+    with pytest.raises(NotImplementedError, match=f"inplace version of {name}"):
+        fusion_alias.jit(fn, backend="reference", schedule=schedule)(*_make()[1])
+    with torch.no_grad():  # (no gradient: eager's values)
+        x, y = _make()[1]
+        torch.testing.assert_close(fusion_alias.jit(fn, backend="reference", schedule=schedule)(x, y), fn(x, y))

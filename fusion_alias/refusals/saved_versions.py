@@ -140,6 +140,13 @@ _entries("fmod remainder", (0, 1), _ANY, ((0, (1,)), (1, (1,))))
 _entries("true_divide", (0, 1), _ANY, ((0, (1,)), (1, (0, 1))))  # (``a / b``: div's saves)
 _entries("addmm baddbmm", (0, 1, 2), _ANY, ((1, (2,)), (2, (1,))))
 _entries("local_response_norm", (0,), _ANY, _IN)
+_entries("exp2_ tan_", (0,), _ANY, _OUT)  # (the in-place forms the session 41 sweep found)
+_entries("hypot_", (0, 1), _ANY, (("out", (0, 1)), (1, (1,))))
+_entries("pow_", (0, 1), _ANY, (("out", (0, 1)), (1, (0, 1))))
+_entries("clamp_ atan2_", (0, 1), _ANY, ((1, (0, 1)),))
+_entries("copysign_", (0, 1), _ANY, (("out", (0, 1)),))
+_entries("clamp_ clip_", (0, 1, 2), _ANY, ((1, (0, 1, 2)), (2, (0, 1, 2))))
+_entries("lerp_", (0, 1, 2), _ANY, ((1, (2,)), (2, (0, 1, 2))))
 _entries("pairwise_distance", (0, 1), _ANY, (("out", (0, 1)),))  # (its norm's result; new memory: fresh_results.py)
 # normalization layers (hostile13 M14). ``batch_norm`` saves the same in training and eval, in
 # training its running stats as updated by its own write (that write bumps no version: a second
