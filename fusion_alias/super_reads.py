@@ -36,7 +36,11 @@ So the value keeps its provenance, and fusion_alias's own guard, which follows p
 records by its contents (opaque_reads.py, Note [a container an opaque builtin reads]) the dict of each class
 ``super()`` looked in, from the one after ``C`` to the one the value was found in (``o.__class__.__mro__[i].__dict__``):
 any attribute of those classes changed or added (a ``factor`` set on a class in between, which ``super()`` would
-then find first) compiles again. Coarser than the read, never finer.
+then find first) compiles again. Coarser than the read, never finer. A method a module calls through ``super()``
+(``super().scale()``) is recorded as for any object, by fusion_alias's guard too (it kept its first body after
+``Base.scale`` was replaced, silently: session 41 probe), where the class that holds it is the user's: a method of
+torch's (``super().forward(x)`` in a subclass of ``nn.Linear``) is a constant, as torch's functions and classes are
+everywhere else (mutable_defaults.py, ``user_class``); its two records cost 8-11 us a call.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from thunder.core.interpreter import ProvenanceRecord, PseudoInst
 
 from fusion_alias import context, tensor_identity
 from fusion_alias.object_shapes import CONTENTS, scalar_contents
+from fusion_alias.mutable_defaults import user_class
 from fusion_alias.opaque_reads import _const
 from fusion_alias.type_reads import _reached_from_the_call as reached_from_the_call
 
@@ -82,9 +87,9 @@ def _record_owner_dict(owner_record, owner: type, record_contents) -> None:
 
 def respell_super_read(value, record_class, record_contents) -> None:
     """Give ``value``, read as ``super(C, o).<name>``, the provenance of the path it reads, and record ``o``'s class
-    by ``record_class(path, cls)`` (module Note); nothing where the read is not a plain value found that way. Of a
-    module, record the dict of the class the value was found in by ``record_contents(path, answer)`` instead (Note [a
-    number a module reads through super()])."""
+    by ``record_class(path, cls)`` (module Note); nothing where the read is not a plain value or a method found that
+    way. A number a module reads: record the dicts of the classes ``super()`` looked in by ``record_contents(path,
+    answer)`` instead (Note [a number a module reads through super()])."""
     sup, name_record = value.provenance.inputs
     if name_record.inst is not PseudoInst.CONSTANT or type(name_record.value) is not str or len(sup.inputs) != 2:
         return
@@ -111,14 +116,15 @@ def respell_super_read(value, record_class, record_contents) -> None:
         return
     class_record = obj_record if isinstance(obj, type) else _attr(obj_record, "__class__")
     owner_record = _mro_entry(class_record, j)
-    if isinstance(obj, torch.nn.Module):  # Note [a number a module reads through super()]
-        if plain and found is value.value:
+    if plain and found is value.value:
+        if isinstance(obj, torch.nn.Module):  # Note [a number a module reads through super()]
             for i in range(mro.index(cls) + 1, j + 1):  # (the classes super() looked in, the owner last)
                 _record_owner_dict(_mro_entry(class_record, i), mro[i], record_contents)
-        return
-    if plain and found is value.value:
+            return
         value.provenance = _attr(owner_record, name)
     elif type(found) is types.FunctionType:  # (a method: recorded as the function it is, by its own dict entry)
+        if isinstance(obj, torch.nn.Module) and not user_class(mro[j]):
+            return  # (``super().forward(x)`` of an ``nn.Linear``: torch's, a constant: module Note)
         record_class(ProvenanceRecord(PseudoInst.BINARY_SUBSCR, inputs=[_attr(owner_record, "__dict__"),
                                                                         _const(name)]), found)
     else:

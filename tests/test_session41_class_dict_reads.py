@@ -165,3 +165,49 @@ def test_an_entry_compared_by_identity_replaced_compiles_again():
         assert thunder.cache_misses(jitted) == 2
     finally:
         TensorHolder.items = original
+
+
+class ScaleBase(torch.nn.Module):
+    def scale(self):
+        return 2.0
+
+
+class ScaleSub(ScaleBase):
+    def scale(self):
+        return 7.0
+
+    def forward(self, x):
+        return x.mul_(super().scale())
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_module_method_called_through_super_replaced(schedule):
+    """``Base.scale`` replaced between calls: ``super().scale()`` in a module's forward runs the new body (it kept the
+    first one, silently; super_reads.py, Note [a number a module reads through super()])."""
+    module = ScaleSub()
+    jitted = fusion_alias.jit(module, backend="reference", schedule=schedule)
+    original = ScaleBase.scale
+    try:
+        run_on_ones(module, (), jitted)
+        ScaleBase.scale = lambda self: 3.0
+        run_on_ones(module, (), jitted)
+    finally:
+        ScaleBase.scale = original
+
+
+class DoubledLinear(torch.nn.Linear):
+    def forward(self, x):
+        return super().forward(x) * 2
+
+
+def test_module_super_forward_of_a_torch_class_runs_right():
+    """``super().forward(x)`` of an ``nn.Linear`` subclass: torch's method is a constant (no record, no cost a call),
+    and the result is eager's, on calls made twice."""
+    torch.manual_seed(0)
+    module = DoubledLinear(4, 3)
+    jitted = fusion_alias.jit(module, backend="reference")
+    x = torch.randn(2, 4)
+    with torch.no_grad():
+        for _ in range(2):
+            torch.testing.assert_close(jitted(x), module(x))
+    assert thunder.cache_misses(jitted) == 1
