@@ -60,6 +60,7 @@ from fusion_alias import context, dict_unpacking, module_tables, tensor_identity
 from fusion_alias.errors import TracingRefusal
 from fusion_alias.object_shapes import BY_IDENTITY, NOT_PLAIN, Shape, is_opaque_value, shape_of
 from fusion_alias.opaque_reads import respell_opaque_read
+from fusion_alias.super_properties import make_getattr_lookaside
 from fusion_alias.super_reads import is_super_read, respell_super_read
 from fusion_alias.trace_time_queries import _covered_by_arguments
 from fusion_alias.type_reads import getattr_lookaside, isinstance_lookaside, respell_type, type_lookaside
@@ -277,4 +278,5 @@ def register(executor) -> None:
     dict_unpacking.register()  # ``{**D}`` keeps its values' paths (Note [a dict unpacked into a new one])
     jit_ext._general_jit_lookaside_map[isinstance] = isinstance_lookaside(_record_class)
     jit_ext._general_jit_lookaside_map[type] = type_lookaside  # (type_reads.py, Note [the type of a tensor])
-    jit_ext._general_jit_lookaside_map[getattr] = getattr_lookaside  # (``x.__class__``: the same Note)
+    # (``x.__class__``: the same Note; a property through ``super()``: super_properties.py, its Note)
+    jit_ext._general_jit_lookaside_map[getattr] = make_getattr_lookaside(getattr_lookaside, _record_class)
