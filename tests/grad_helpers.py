@@ -55,3 +55,16 @@ def assert_matches_eager(fn, make_inputs, *, calls=2):
                 assert (g is None) == (w is None), (schedule, g, w)
                 if w is not None:
                     torch.testing.assert_close(g, w)
+
+
+def _requires_grad_flags(out) -> list[bool]:
+    return [o.requires_grad for o in _as_tuple(out)]
+
+
+def assert_requires_grad_flags_match(fn, make_inputs, schedule: str, *, calls: int = 2) -> None:
+    """Each output of ``fusion_alias.jit(fn)`` requires grad exactly where eager's does, on ``schedule``, for the
+    first and the cached calls (``make_inputs()`` as for :func:`assert_matches_eager`)."""
+    want = _requires_grad_flags(fn(*make_inputs()[1]))
+    jitted = fusion_alias.jit(fn, backend="reference", schedule=schedule)
+    for _ in range(calls):
+        assert _requires_grad_flags(jitted(*make_inputs()[1])) == want

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import fusion_alias
-from tests.grad_helpers import assert_matches_eager
+from tests.grad_helpers import assert_matches_eager, assert_requires_grad_flags_match
 
 SCHEDULES = ["reads-first", "writes-first"]
 
@@ -76,11 +76,6 @@ def _make():
     return [wx, wy], (wx * 1, wy * 1)
 
 
-def _flags(out):
-    out = out if isinstance(out, tuple) else (out,)
-    return [o.requires_grad for o in out]
-
-
 @pytest.mark.parametrize("fn", PROGRAMS, ids=lambda f: f.__name__)
 def test_matches_eager(fn):
     assert_matches_eager(fn, _make)
@@ -89,10 +84,7 @@ def test_matches_eager(fn):
 @pytest.mark.parametrize("fn", PROGRAMS, ids=lambda f: f.__name__)
 @pytest.mark.parametrize("schedule", SCHEDULES)
 def test_requires_grad_flags_are_eagers(fn, schedule):
-    want = _flags(fn(*_make()[1]))
-    jitted = fusion_alias.jit(fn, backend="reference", schedule=schedule)
-    for _ in range(2):
-        assert _flags(jitted(*_make()[1])) == want
+    assert_requires_grad_flags_match(fn, _make, schedule)
 
 
 @pytest.mark.parametrize("op", ["floor", "ceil"])
