@@ -29,25 +29,12 @@ from __future__ import annotations
 import types
 
 from thunder.core import interpreter
-from thunder.core.interpreter import ProvenanceRecord, PseudoInst, WrappedValue, unwrap, wrap
+from thunder.core.interpreter import PseudoInst, WrappedValue, unwrap, wrap
 
 from fusion_alias import context
 from fusion_alias.mutable_defaults import user_class
-from fusion_alias.opaque_reads import _const
+from fusion_alias.super_reads import _mro_entry, class_record_of, dict_entry_record, found_after
 from fusion_alias.type_reads import _reached_from_the_call as reached_from_the_call
-
-
-def _found(sup: super, name: str):
-    """``(index in the MRO, the entry)`` that ``super`` object ``sup`` finds for ``name``, or None."""
-    this, owner = sup.__thisclass__, sup.__self_class__
-    mro = getattr(owner, "__mro__", ())
-    if this not in mro:
-        return None
-    for j in range(mro.index(this) + 1, len(mro)):
-        entries = vars(mro[j])
-        if name in entries:
-            return j, entries[name]
-    return None
 
 
 def make_getattr_lookaside(fallback, record_class):
@@ -70,21 +57,17 @@ def _property_value(obj: WrappedValue, name, record_class):
     if (not isinstance(name, str) or sup.__self__ is None or pr is None or pr.inst is not PseudoInst.SUPER
             or len(pr.inputs) != 2):
         return None
-    found = _found(sup, name)
+    owner = sup.__self_class__
+    found = found_after(owner, sup.__thisclass__, name)
     if found is None:
         return None
     j, entry = found
     if type(entry) is not property or type(entry.fget) is not types.FunctionType:
         return None
-    owner = sup.__self_class__
     if not user_class(owner.__mro__[j]):
         return None  # (torch's property: a constant, module Note)
     obj_record = pr.inputs[1]
     if reached_from_the_call(obj_record):
-        class_record = obj_record if isinstance(sup.__self__, type) else ProvenanceRecord(
-            PseudoInst.LOAD_ATTR, inputs=[obj_record, _const("__class__")])
-        mro_entry = ProvenanceRecord(PseudoInst.BINARY_SUBSCR, inputs=[
-            ProvenanceRecord(PseudoInst.LOAD_ATTR, inputs=[class_record, _const("__mro__")]), _const(j)])
-        record_class(ProvenanceRecord(PseudoInst.BINARY_SUBSCR, inputs=[
-            ProvenanceRecord(PseudoInst.LOAD_ATTR, inputs=[mro_entry, _const("__dict__")]), _const(name)]), entry)
+        owner_record = _mro_entry(class_record_of(obj_record, sup.__self__), j)
+        record_class(dict_entry_record(owner_record, name), entry)
     return interpreter._interpret_call(entry.fget, wrap(sup.__self__, provenance=obj_record))

@@ -69,6 +69,31 @@ def is_super_read(record) -> bool:
             and record.inputs[0].inst is PseudoInst.SUPER)
 
 
+def found_after(owner: type, cls: type, name: str) -> tuple | None:
+    """``(j, entry)``: what ``super(cls, o).<name>`` finds, with ``owner`` ``o``'s class (or ``o``, a class): the
+    first class after ``cls`` in ``owner.__mro__`` whose own dict holds ``name`` (its index) and the entry; None
+    where none does."""
+    mro = getattr(owner, "__mro__", ())
+    if cls not in mro:
+        return None
+    for j in range(mro.index(cls) + 1, len(mro)):
+        entries = vars(mro[j])
+        if name in entries:
+            return j, entries[name]
+    return None
+
+
+def class_record_of(obj_record, obj) -> ProvenanceRecord:
+    """The path to the class ``super()``'s MRO is taken from: ``obj`` itself where it is a class, else its
+    ``__class__``."""
+    return obj_record if isinstance(obj, type) else _attr(obj_record, "__class__")
+
+
+def dict_entry_record(owner_record, name: str) -> ProvenanceRecord:
+    """The path ``<owner>.__dict__[name]``: an entry recorded as the object it is."""
+    return ProvenanceRecord(PseudoInst.BINARY_SUBSCR, inputs=[_attr(owner_record, "__dict__"), _const(name)])
+
+
 def _mro_entry(class_record, i: int) -> ProvenanceRecord:
     return ProvenanceRecord(PseudoInst.BINARY_SUBSCR, inputs=[_attr(class_record, "__mro__"), _const(i)])
 
@@ -105,16 +130,11 @@ def respell_super_read(value, record_class, record_contents) -> None:
         return
     owner = obj if isinstance(obj, type) else type(obj)
     mro = owner.__mro__
-    if cls not in mro:
+    looked_up = found_after(owner, cls, name)
+    if looked_up is None:
         return
-    for j in range(mro.index(cls) + 1, len(mro)):
-        entries = vars(mro[j])
-        if name in entries:
-            found = entries[name]
-            break
-    else:
-        return
-    class_record = obj_record if isinstance(obj, type) else _attr(obj_record, "__class__")
+    j, found = looked_up
+    class_record = class_record_of(obj_record, obj)
     owner_record = _mro_entry(class_record, j)
     if plain and found is value.value:
         if isinstance(obj, torch.nn.Module):  # Note [a number a module reads through super()]
@@ -125,8 +145,7 @@ def respell_super_read(value, record_class, record_contents) -> None:
     elif type(found) is types.FunctionType:  # (a method: recorded as the function it is, by its own dict entry)
         if isinstance(obj, torch.nn.Module) and not user_class(mro[j]):
             return  # (``super().forward(x)`` of an ``nn.Linear``: torch's, a constant: module Note)
-        record_class(ProvenanceRecord(PseudoInst.BINARY_SUBSCR, inputs=[_attr(owner_record, "__dict__"),
-                                                                        _const(name)]), found)
+        record_class(dict_entry_record(owner_record, name), found)
     else:
         return  # (a descriptor, or a value super() does not return as it is)
     record_class(class_record, owner)
