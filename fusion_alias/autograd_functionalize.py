@@ -71,7 +71,7 @@ from fusion_alias.same_object_outputs import not_the_callers, same_object_output
 from fusion_alias.refusals.strided_outputs import check_returned_strided_views
 from fusion_alias.spent_histories import cut_spent_histories
 from fusion_alias.functionalized_epilogue import eager_store_flags, epilogue_returning_finals, refuse_stores_of_input_views
-from fusion_alias.leaf_views import detached_names
+from fusion_alias.leaf_views import detached_inputs, detached_names
 from fusion_alias.no_grad_writes import detached_view
 from fusion_alias.view_outputs import remade_outputs
 from fusion_alias.view_rewrites import as_view_prim
@@ -402,7 +402,7 @@ def functionalize(prologue_trc, trace, epilogue_trc):
     flat = read_through_first(flat, same_inputs, tensor_inputs)
     info = analyze(flat, tensor_inputs, list(input_groups) + alias_facts, same_inputs, detach_is_view=True)
     requires = requires_grad_by_name(flat, info, tensor_inputs)
-    detached = detached_names(flat, requires)  # Note [reads through detach, after writes]
+    detached = detached_names(flat, requires, detached_inputs(flat, requires, input_groups, actual))  # (leaf_views.py)
     proxies = tensor_proxies_by_name(flat, tensor_inputs)
     keep = detached | sources_of_other_gradients(flat, requires, info.root)  # (Note [a copy from itself detached], noop_copies.py)
     own = {n: t for n, t in actual.items() if isinstance(t, torch.Tensor) and own_gradient(t)}  # inputs whose gradient is their own

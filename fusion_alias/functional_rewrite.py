@@ -163,8 +163,11 @@ class Rewriter:
                 continue
             if len({(t.dtype, t.device) for t in tensors}) > 1:
                 continue
-            if any(t.requires_grad for t in tensors) and len({id(autograd_base(t)) for t in tensors}) > 1:
-                continue
+            if any(t.requires_grad for t in tensors) and (
+                    len({id(autograd_base(t)) for t in tensors if t.requires_grad}) > 1
+                    or any(not t.requires_grad and n not in self.detached for n, t in zip(group, tensors))):
+                continue  # (a member that requires no grad joins as a detached alias: leaf_views.py, Note [an
+                # input that is a detached alias of one that requires grad])
             lo = min(t.storage_offset() for t in tensors)
             hi = max(t.storage_offset() + sum((n - 1) * st for n, st in zip(t.shape, t.stride()) if n > 0) + 1
                      for t in tensors)
@@ -172,7 +175,10 @@ class Rewriter:
             proto = inputs[group[0]]
             base = prims.full((hi - lo,), 0, device=proto.device, dtype=proto.dtype)
             self._skip_self_overlapping(group, tensors, lo, hi)
-            for name, t in zip(group, tensors):
+            # members that require grad are copied in last: an element two members hold takes its gradient
+            # from the one whose gradient eager follows (Note [an input that is a detached alias of one that
+            # requires grad])
+            for name, t in sorted(zip(group, tensors), key=lambda member: member[1].requires_grad):
                 pos = _positions(t, lo, proto.device)
                 self.positions[name] = pos
                 self.memory[name] = mem

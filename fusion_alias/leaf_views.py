@@ -7,6 +7,7 @@ Note [unknown ops alias conservatively]).
 
 from __future__ import annotations
 
+import torch
 from thunder.core.proxies import TensorProxy
 from thunder.core.symbol import BoundSymbol
 
@@ -45,7 +46,7 @@ def detaches(b: BoundSymbol, detached: set) -> bool:
     return b.sym.name == "detach" or (ops.is_view(b) and bool(b.args) and getattr(b.args[0], "name", None) in detached)
 
 
-def detached_names(flat, requires) -> frozenset:
+def detached_names(flat, requires, seeds=frozenset()) -> frozenset:
     """Note [reads through detach, after writes]
     -------------------------------------------
     ``x.detach()`` is ``x``'s memory with no gradient (leaf_views.py, Note [detach is the same view]).
@@ -62,8 +63,9 @@ def detached_names(flat, requires) -> frozenset:
     ``detach``, views of them, and ``copy_`` results that write into them. A write of a value that
     requires grad through one (``d = x.detach(); d.copy_(y)``: eager's ``d`` then carries ``y``'s
     gradient while ``x`` does not) is refused. ``requires``: a predicate over names, whether one
-    requires grad by eager's rules (``autograd_functionalize._requires_grad``)."""
-    names: set = set()
+    requires grad by eager's rules (``autograd_functionalize._requires_grad``). ``seeds``: inputs that
+    are detached tensors already (:func:`detached_inputs`)."""
+    names: set = set(seeds)
     for b in flat:
         if ops.is_copy(b):
             src, dst = b.args[0], b.args[1]
@@ -79,3 +81,46 @@ def detached_names(flat, requires) -> frozenset:
         if detaches(b, names):
             names.update(o.name for o in b.flat_outs if isinstance(o, TensorProxy))
     return frozenset(names)
+
+
+def detached_inputs(flat, requires, input_groups, actual: dict) -> frozenset:
+    """Note [an input that is a detached alias of one that requires grad]
+    --------------------------------------------------------------------
+    ``f(x0, x0.detach()[1])`` with ``x0`` a leaf that requires grad: the second input shares ``x0``'s
+    memory and requires no grad, and eager's autograd does not relate the two. A write through it
+    (``with no_grad(): x.add_(1)``, or under grad mode with a value that requires no grad) changes
+    ``x0``'s elements and nothing of its history: a later read of ``x0`` has the new values and
+    passes its gradient to ``x0`` whole, as after a ``no_grad`` write of ``x0`` itself. A read of
+    ``x`` has no gradient. That is exactly what a name made by ``detach()`` inside the program is
+    to the rewrite (Note [reads through detach, after writes]), so such an input is one from the
+    start, and the rewrite may join it with ``x0`` as views of one base (functional_rewrite.py, Note
+    [inputs that overlap, as views of one base]). Before, the two were roots of one memory group
+    the rewrite could not relate, and a read after the write was refused (two thirds of the nograd
+    fuzz generator's ``--grad`` runs).
+
+    The names returned: inputs that require no grad and may overlap an input that does
+    (``input_groups``, ``actual``: the call's tensors by name), except those into which the program
+    writes a value that requires grad under grad mode (eager's ``x`` then carries that gradient
+    while ``x0`` does not): those stay roots of their own, as before."""
+    candidates: dict[str, str] = {}
+    for group in input_groups:
+        tensors = [(n, actual.get(n)) for n in group]
+        if any(isinstance(t, torch.Tensor) and t.requires_grad for _, t in tensors):
+            for n, t in tensors:
+                if isinstance(t, torch.Tensor) and not t.requires_grad:
+                    candidates[n] = n
+    if not candidates:
+        return frozenset()
+    kept = set(candidates)
+    for b in flat:
+        if ops.is_copy(b):
+            src, dst = b.args[0], b.args[1]
+            origin = candidates.get(getattr(dst, "name", None))
+            if origin is not None:
+                if isinstance(src, TensorProxy) and b.kwargs.get("grad_enabled", True) and requires(src.name):
+                    kept.discard(origin)
+                candidates.update((o.name, origin) for o in b.flat_outs if isinstance(o, TensorProxy))
+        elif ops.is_view(b) and b.args and getattr(b.args[0], "name", None) in candidates:
+            origin = candidates[b.args[0].name]
+            candidates.update((o.name, origin) for o in b.flat_outs if isinstance(o, TensorProxy))
+    return frozenset(kept)
