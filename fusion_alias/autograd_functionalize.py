@@ -35,9 +35,8 @@ Worked example (issue 13's silently wrong gradient), ``a`` from a leaf::
 
     t0 = a * 0.5; t1 = t0.neg_(); t0.mul_(0.5); return t1, t0
 
-becomes ``t0 = a * 0.5; n = neg(t0); m = mul(n, 0.5); return m, m``: both outputs
-are the final value of ``t0``'s memory, so the gradients of the two outputs add
-up in ``a`` (eager: -1 per element for the loss ``o1.sum() + 3 * o2.sum()``).
+becomes ``t0 = a * 0.5; n = neg(t0); m = mul(n, 0.5); return m, m``: both outputs are the final value of ``t0``'s
+memory, so the gradients of the two outputs add up in ``a`` (eager: -1 per element for ``o1.sum() + 3 * o2.sum()``).
 
 Not functionalized (refused with a message): a written memory that shares a
 storage with another root (inputs that overlap, an opaque view such as
@@ -70,6 +69,7 @@ from fusion_alias.refusals.returned_views import check_returned_no_grad_views
 from fusion_alias.same_object_outputs import not_the_callers, same_object_outputs
 from fusion_alias.refusals.strided_outputs import check_returned_strided_views
 from fusion_alias.spent_histories import cut_spent_histories
+from fusion_alias.unreached_writebacks import record_reach, watched
 from fusion_alias.functionalized_epilogue import eager_store_flags, epilogue_returning_finals, refuse_stores_of_input_views
 from fusion_alias.leaf_views import detached_inputs, detached_names
 from fusion_alias.no_grad_writes import detached_view
@@ -96,7 +96,7 @@ class FunctionalizeForAutograd(Transform):
         return prologue_trc, computation_trc, epilogue_trc
 
     def transform_trace_post_optimization(self, computation_trace, **kwargs):
-        return cut_spent_histories(computation_trace)  # (spent_histories.py: Thunder's forward, else as it is)
+        return record_reach(cut_spent_histories(computation_trace))  # (spent_histories.py: Thunder's forward; unreached_writebacks.py: its backward)
 
 
 class WriteBacks:
@@ -128,7 +128,7 @@ def write_back(result, writebacks: WriteBacks):
     """Copy the final values into the caller's tensors in eager, each under the grad mode of the
     program's last write into it; return the program's own output."""
     out, finals, constants, differentiable, returned = result
-    for (tensor, grad_mode), value in zip(writebacks.targets, finals):
+    for (tensor, grad_mode), value in zip(writebacks.targets, watched(finals, writebacks.targets, writebacks.inputs)):  # (unreached_writebacks.py)
         with torch.set_grad_enabled(grad_mode):
             tensor.copy_(value)
     sources = _sources_in_new_memory(writebacks, finals)
