@@ -126,7 +126,7 @@ class _Layouts:
         if p.name in self.results and p.name not in self.like and (not self.fresh_contiguous or (
                 b is not None and ops.op_info(b) is None)):
             top, index = self.results[p.name]
-            layout = eager_result_layout(top, index, p, lambda a: self.memo.get(a.name))
+            layout = eager_result_layout(top, index, p, self._operand_meta(top, b))
             if layout is not None:
                 return layout
         if p.name in self.like:  # Note [the layout of a factory that keeps another tensor's]
@@ -176,6 +176,8 @@ class _Layouts:
                 return None
             if b.sym.id is _RESHAPE and self.decisions.get(p.name) == "copy":
                 return _meta_contiguous(p)
+            if b.sym.id is prims.PrimIDs.SHALLOW_COPY:  # Note [an identity view keeps a size-1 dim's stride]
+                return base
             try:
                 return info.torch_fn(base, *b.args[1:], **b.kwargs)
             except Exception:
@@ -194,6 +196,22 @@ class _Layouts:
         except Exception:
             return _meta_contiguous(p)
         return out if isinstance(out, torch.Tensor) and tuple(out.shape) == tuple(p.shape) else _meta_contiguous(p)
+
+    def _operand_meta(self, top, b):
+        """Eager's layout of an operand of ``top``, the program's call that made the value ``b`` makes: by the
+        operand's name, or, for a view of one operand renamed since (``t0 = b.contiguous()`` traced as
+        ``t11 = shallow_copy(b)``: Note [an identity view keeps a size-1 dim's stride]), ``b``'s operand's."""
+        operands = [a for a in top.flat_args if isinstance(a, TensorProxy)]
+        info = ops.op_info(b) if b is not None else None
+        flat = [a for a in b.flat_args if isinstance(a, TensorProxy)] if info is not None and info.kind == "view" else []
+
+        def meta_of(a):
+            m = self.memo.get(a.name)
+            if m is None and len(operands) == len(flat) == 1:
+                m = self.memo.get(flat[0].name)
+            return m
+
+        return meta_of
 
     def _meta_arg(self, a):
         if isinstance(a, TensorProxy):
@@ -360,6 +378,17 @@ def _memory_format(b):
     return torch.contiguous_format if fmt is None else fmt
 
 
+# Note [an identity view keeps a size-1 dim's stride]
+# ----------------------------------------------------
+# ``b.contiguous()`` of a contiguous ``b`` is ``b`` itself, strides and all, and is traced so, as a
+# ``shallow_copy`` (below). Its layout was replayed with ``view_as``, which recomputes the stride of a
+# size-1 dim: ``b = x1[:, ::2]`` of a (4, 1, 6) ``x1`` has strides (6, 12, 1), its replay (6, 6, 1). Eager's
+# kernels read that stride (Note [the strides of a view's size-1 dims], eager_result_layouts.py): after
+# ``.unsqueeze(0).permute(0, 3, 1, 2)`` the replay's (24, 1, 6, 6) is channels_last, eager's (24, 1, 6, 12) is
+# not, so ``hstack`` of two such was given a channels_last result and its ``view(-1)`` refused with eager's
+# "view size is not compatible" where eager runs (saving-ops default seed 41106 #25). The identity view is
+# its operand's layout; and the ``unsqueeze`` the program calls on ``t0`` (replayed on meta, by its torch
+# function) reads it through the ``shallow_copy``'s name, the name ``t0`` having none in the flat trace.
 def _contiguous_alias(layout, fmt) -> bool | None:
     """Whether eager's ``contiguous(memory_format=fmt)`` of a tensor with ``layout`` returns it itself
     (None: cannot tell)."""
