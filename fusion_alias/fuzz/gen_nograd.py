@@ -15,7 +15,7 @@ Note [memory shared with another gradient]
     call (Note [calls with changing aliasing]), and sometimes a whole-host argument ``y`` made the same ways::
 
         no_grad    torch.no_grad()(lambda: x0[1])()     # requires grad, no history (with torch.no_grad(): b = x0[1])
-        detach     x0.detach()[1]
+        detach     x0.detach()[1]                      # or x0.data[1] (Note [a detached alias spelled .data])
         view       x0[1]                               # the host's own gradient
         other      x1[1]                               # unrelated memory
 
@@ -65,13 +65,26 @@ _OPS = ("mul_(0.5)", "add_(1.0)", "zero_()", "sub_(0.25)", "mul_(-1.5)")
 _CONSTS = (0.5, 2.0, -1.5, 0.25, 3.0)
 
 
-def _arg_expr(kind: str, host: str, other: str | None, row: int | None) -> str:
-    """The expression of an argument of ``kind`` over ``host`` (``row``: one row; None: the whole host)."""
+# Note [a detached alias spelled .data]
+# ---------------------------------------
+# ``x0.data[1]`` is ``x0.detach()[1]`` but for the version counter: it does not share ``x0``'s, so a write
+# through it after ``x0`` was saved for the backward is no error in eager (the backward reads the new
+# values), where ``detach()``'s is. Session 42 let such an input join ``x0``'s memory as a detached alias
+# (leaf_views.py, Note [an input that is a detached alias of one that requires grad]); both spellings are
+# that class. Decided per program by a draw of its own (seeded by the program's name), so that the main
+# stream, and the programs earlier sessions pinned, draw as before; a pinned program spelled ``.detach()``
+# may now be spelled ``.data``.
+P_DATA_SPELLING = 0.3
+
+
+def _arg_expr(kind: str, host: str, other: str | None, row: int | None, data: bool = False) -> str:
+    """The expression of an argument of ``kind`` over ``host`` (``row``: one row; None: the whole host;
+    ``data``: a detached alias spelled ``.data``, Note [a detached alias spelled .data])."""
     part = "" if row is None else f"[{row}]"
     if kind == "no_grad":
         return f"torch.no_grad()(lambda: {host}{part or '[:]'})()"
     if kind == "detach":
-        return f"{host}.detach(){part}"
+        return f"{host}.data{part}" if data else f"{host}.detach(){part}"
     if kind == "view":
         return f"{host}{part}" if part else f"{host}.view_as({host})"
     return f"{other}{part}"
@@ -111,10 +124,11 @@ def _draw(name: str, rng: random.Random) -> Program:
     kinds = [k for k in ARG_KINDS if other is not None or k != "other"]
     calls = rng.choice((1, 2, 2, 3, 4))  # variants: 0, and the aliasings of the later calls
     i = rng.randrange(r)  # the row the argument is, and the copies write
+    data = random.Random(f"{name} .data").random() < P_DATA_SPELLING  # (its own draw: Note [a detached alias spelled .data])
 
     def per_call(whole: bool) -> list[str]:
         order = rng.sample(kinds, len(kinds))
-        return [_arg_expr(order[v % len(order)], host, other, None if whole else i) for v in range(calls)]
+        return [_arg_expr(order[v % len(order)], host, other, None if whole else i, data) for v in range(calls)]
 
     h, x = "h", "x"
     b.args.append((h, [host] * calls))
