@@ -115,6 +115,7 @@ def register(executor) -> None:
         wrap_lookasides(executor, getattr(torch, name + "_"), _no_inplace_derivative(name), fn, with_symbol=True)
     for dunder in (TensorProxy.__floordiv__, TensorProxy.__rfloordiv__, TensorProxy.__ifloordiv__):  # (//, //=)
         executor._lookasides[dunder] = _no_derivative(executor._lookasides.get(dunder, dunder))
-    from fusion_alias import zero_gradient_ops  # (bernoulli, a floor div, copysign's sign: the same zero gradient)
-
+    from fusion_alias import nan_extrema, zero_gradient_ops  # (bernoulli, a floor div, copysign's sign: the same
+    # zero gradient; x.max() over a NaN: eager's shares)
     zero_gradient_ops.register(executor)
+    nan_extrema.register(executor)
