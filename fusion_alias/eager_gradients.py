@@ -226,6 +226,12 @@ def _zeros_from(g):
     return ltorch.to(ltorch.where(ltorch.ne(g, g), 0.0, 0.0), g.dtype)
 
 
+# Note [a zero gradient, not g * 0]
+# ---------------------------------
+# Thunder's rule for ``sign`` is ``g * 0``: a NaN or infinite ``g`` gives NaN where eager's ``SignBackward0``
+# gives zeros. ``x.sign() * x`` hands ``sign`` the cotangent ``g * x``, NaN where ``x`` is NaN or infinite, so
+# ``x.grad`` was NaN there where eager's is ``g * sign(x)``: 1 at inf, 0 at NaN (session 42 sweep of the
+# neighbours of ``0 * inf``; plain ``thunder.jit`` too). Its rule here is zeros made from ``g``, as round's.
 def _zero_gradient(prim):
     def grad(a):
         result = prim(a)
@@ -254,6 +260,7 @@ GRAD_TRANSFORMS = {
     prims.PrimIDs.MINIMUM: minimum_grad,
     prims.PrimIDs.ROUND: _zero_gradient(prims.round),
     prims.PrimIDs.TRUNC: _zero_gradient(prims.trunc),
+    prims.PrimIDs.SIGN: _zero_gradient(prims.sign),  # (Note [a zero gradient, not g * 0])
     prims.PrimIDs.ISFINITE: isfinite_grad,
     prims.PrimIDs.POW: pow_grad,
     prims.PrimIDs.PROD: prod_grad,

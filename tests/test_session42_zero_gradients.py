@@ -165,3 +165,29 @@ def test_without_grad_nothing_changes():
     out = jitted(x, x)
     assert not out.requires_grad
     torch.testing.assert_close(out, floor_div(x, x))
+
+
+def sign_times_itself(x, y):  # (eager_gradients.py, Note [a zero gradient, not g * 0])
+    return x.sign() * x + y
+
+
+def sign_of_a_written(x, y):
+    x.mul_(y)
+    return torch.sign(x) * x
+
+
+def sign_in_place(x, y):
+    t = x * 1
+    t.sign_()
+    return t * y
+
+
+@pytest.mark.parametrize("values", sorted(VALUES) + ["nan"])
+@pytest.mark.parametrize("fn", [sign_times_itself, sign_of_a_written, sign_in_place], ids=lambda f: f.__name__)
+def test_sign_gradient_matches_eager(fn, values):
+    make = _inputs(VALUES.get(values) or ([NAN, -1.0, INF, 0.0], [1.5, NAN, -2.0, INF]))
+    want = _run(fn, make)
+    for schedule in SCHEDULES:
+        jitted = fusion_alias.jit(fn, backend="reference", schedule=schedule)
+        for _ in range(2):
+            _assert_same(_run(jitted, make), want)
