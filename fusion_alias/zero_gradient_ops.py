@@ -41,6 +41,7 @@ from thunder.core import dtypes
 from thunder.core.proxies import TensorProxy
 
 from fusion_alias.no_grad_writes import detached_view
+from fusion_alias.probability_checks import checked_draw
 from fusion_alias.traced_grad_mode import traced_grad_enabled
 from fusion_alias.wrapped_lookasides import wrap_lookasides
 
@@ -66,7 +67,8 @@ def _joined(result, operands):
 
 def _bernoulli(previous):
     def traced(*args, **kwargs):
-        return _joined(previous(*args, **kwargs), args[:1] or [kwargs.get("input")])
+        p = args[0] if args else kwargs.get("input")  # (probability_checks.py, Note [bernoulli of a probability
+        return _joined(checked_draw(previous(*args, **kwargs), p), [p])  # outside [0, 1]])
 
     return traced
 
