@@ -115,7 +115,8 @@ def register(executor) -> None:
         wrap_lookasides(executor, getattr(torch, name + "_"), _no_inplace_derivative(name), fn, with_symbol=True)
     for dunder in (TensorProxy.__floordiv__, TensorProxy.__rfloordiv__, TensorProxy.__ifloordiv__):  # (//, //=)
         executor._lookasides[dunder] = _no_derivative(executor._lookasides.get(dunder, dunder))
-    from fusion_alias import nan_extrema, zero_gradient_ops  # (bernoulli, a floor div, copysign's sign: the same
-    # zero gradient; x.max() over a NaN: eager's shares)
+    from fusion_alias import log_softmax_order, nan_extrema, zero_gradient_ops  # (bernoulli, a floor div, copysign's
+    # sign: the same zero gradient; x.max() over a NaN: eager's shares; log_softmax of +inf: eager's NaN row)
     zero_gradient_ops.register(executor)
     nan_extrema.register(executor)
+    log_softmax_order.register(executor)
