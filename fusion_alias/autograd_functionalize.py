@@ -49,7 +49,7 @@ import torch
 import thunder.core.prims as prims
 from thunder.core.compile_data import get_compile_data
 import thunder.core.dtypes as dtypes
-from thunder.core.proxies import ProxyTag, TensorProxy
+from thunder.core.proxies import TensorProxy
 from thunder.core.pytree import tree_map
 from thunder.core.trace import from_trace, tracectx
 from thunder.core.transform_common import Transform
@@ -71,6 +71,7 @@ from fusion_alias.refusals.strided_outputs import check_returned_strided_views
 from fusion_alias.spent_histories import cut_spent_histories
 from fusion_alias.unreached_writebacks import record_reach, watched
 from fusion_alias.functionalized_epilogue import eager_store_flags, epilogue_returning_finals, refuse_stores_of_input_views
+from fusion_alias.eager_copies import clone_before, contiguous_as_eager, eager_contiguous
 from fusion_alias.leaf_views import detached_inputs, detached_names
 from fusion_alias.no_grad_writes import detached_view
 from fusion_alias.view_outputs import remade_outputs
@@ -240,10 +241,10 @@ class WrittenInputs:
 # taken as writes under no_grad, as eager does them.
 _STATE_UPDATING_OPS = ("batch_norm", "instance_norm", "embedding")
 # ``contiguous`` returns its input itself when that is contiguous, else a copy; Thunder's
-# decomposition always copies (``stride_order``). Kept whole, it is an op that may return a view
-# (``aliasing.analyze``): writes through it, or reads of it after a write, are refused where the
-# answer matters (``a.flatten(0, 1).contiguous().mul_(2)`` doubles the flatten's result in eager,
-# fuzz --grad seed 14003 #85)
+# decomposition always copies (``stride_order``). Kept whole here, then made eager's copy or its input
+# itself where the call's layouts tell (eager_copies.py); else an op that may return a view: writes
+# through it, or reads of it after a write, are refused where the answer matters
+# (``a.flatten(0, 1).contiguous().mul_(2)`` doubles the flatten's result in eager, fuzz --grad 14003 #85)
 _OPAQUE_VIEWS = frozenset({"contiguous"})
 # Note [a conversion eager returns as itself]
 # -------------------------------------------
@@ -256,7 +257,7 @@ _OPAQUE_VIEWS = frozenset({"contiguous"})
 #
 #     y = x.cpu(); y.mul_(2); return x * w     # y = shallow_copy(x); x's memory is written: x * w reads 2x
 #
-# ``contiguous()`` stays whole (its answer follows the call's layout, which this walk does not read).
+# ``contiguous()`` stays whole here (its answer follows the call's layout: eager_copies.py decides it).
 
 
 def _explicit_writes(bsyms, state_update: bool = False) -> list:
@@ -298,13 +299,13 @@ def _decomposes_into_views(b) -> bool:
     return all(_made_from_args(b.subsymbols, o.name, outer) for o in outs)
 
 
-def _checked_as_the_fusion_pass_sees_it(trace, explicit, ret, tensor_inputs, input_groups, actual, ctx) -> set:
+def _checked_as_the_fusion_pass_sees_it(trace, explicit, ret, tensor_inputs, input_groups, actual, ctx) -> tuple:
     """Eager's refusals, checked on the trace flattened the fusion pass's way (down to compute
     prims, whose layout rules ``layouts`` knows: ``t1 * 0.5`` of a transposed ``t1`` is transposed
     in eager, so its ``view(-1)`` raises), as ``pipeline.prepare`` checks it; returns the output
     names of the reshapes that copy in eager (``layouts.copying_reshapes``). The functional program
     keeps compute composites for the autodiff, and gets clones at the same reshapes (same bound
-    symbols, same output names)."""
+    symbols, same output names); and eager's answer to each ``contiguous()`` (eager_copies.py)."""
     from fusion_alias.aliasing import analyze as analyze_
     from fusion_alias.autocast_dtypes import check_autocast_dtypes
     from fusion_alias.executor import executor
@@ -321,6 +322,7 @@ def _checked_as_the_fusion_pass_sees_it(trace, explicit, ret, tensor_inputs, inp
         full.extend(executor._flatten(b, {})[0])
     full, alias_facts, renamed = _drop_update_aliases(full + [ret])
     before = {id(b) for b in full}
+    answers = eager_contiguous(trace, full, actual, _traced_program())  # (Note [contiguous() with gradients, as eager answers it])
     # first, as pipeline.prepare does: a branch taken on Thunder's trace-time is_contiguous() answer may hold
     # a view eager never runs (``a.view(-1) if a.is_contiguous() else ...`` of a column), whose layout error
     # said "eager PyTorch rejects this too" (session 19 probe)
@@ -343,24 +345,7 @@ def _checked_as_the_fusion_pass_sees_it(trace, explicit, ret, tensor_inputs, inp
         trace, full, renamed, info, tensor_inputs, input_groups, actual, ctx, proxies, autograd_refusals=False,
         saved_versions=True,
     )
-    return copied
-
-
-def _clone_before(flat: list, copied: set, trace) -> list:
-    """``flat`` with a clone before each view whose output is in ``copied`` (a reshape that copies)."""
-    if not copied:
-        return flat
-    out = []
-    for b in flat:
-        if ops.is_view(b) and isinstance(b.output, TensorProxy) and b.output.name in copied:
-            x = b.args[0]
-            with tracectx(trace):
-                fresh = TensorProxy(like=x)
-                fresh.tags.update(b.output.tags & {ProxyTag.DETACHED_AUTOGRAD_GRAPH})  # Note [a copying reshape made under no_grad] (refusals/no_grad_copies.py)
-                out.append(prims.clone.bind(x, output=fresh))
-            b = b.from_bsym(args=(fresh, *b.args[1:]))
-        out.append(b)
-    return out
+    return copied, answers
 
 
 def _install_prologue(prologue_trc) -> None:
@@ -394,10 +379,10 @@ def functionalize(prologue_trc, trace, epilogue_trc):
     # assumes what its composite ensured: ``mul`` of a 0-d tensor and a vector reached ``prims.mul``
     # unbroadcast, and the 0-d input's gradient came back unsummed)
     flat = _explicit_writes(body)
-    copied = _checked_as_the_fusion_pass_sees_it(trace, flat, ret, tensor_inputs, input_groups, actual, ctx)
+    copied, answers = _checked_as_the_fusion_pass_sees_it(trace, flat, ret, tensor_inputs, input_groups, actual, ctx)
     flat.append(ret)  # the stages below rename its uses too (a dropped self-copy's result)
     flat, alias_facts, _ = _drop_update_aliases(flat)
-    flat = _clone_before(flat, copied, trace)
+    flat = contiguous_as_eager(clone_before(flat, copied, trace), answers)  # (eager_copies.py)
     same_inputs = identical_inputs(tensor_inputs, actual)
     flat = read_through_first(flat, same_inputs, tensor_inputs)
     info = analyze(flat, tensor_inputs, list(input_groups) + alias_facts, same_inputs, detach_is_view=True)

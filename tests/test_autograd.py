@@ -327,16 +327,21 @@ def test_writes_through_a_conversion_eager_returns_as_itself_match_eager_with_gr
     assert_matches_eager(fn, make)
 
 
-def test_a_write_through_contiguous_with_gradients_stays_refused():
-    # eager's answer (the tensor itself, or a copy) follows the call's layout, which the rewrite does not read
+@pytest.mark.parametrize("transposed", [False, True])
+def test_a_write_through_contiguous_with_gradients_matches_eager(transposed):
+    # eager's answer (the tensor itself, or a copy) follows the call's layout: decided from it as the fusion
+    # pass decides it (eager_copies.py, Note [contiguous() with gradients, as eager answers it]); refused
+    # before session 42
     def fn(a):
         h = a * 2
         h.contiguous().mul_(2)
         return h * 1
 
-    _, (x,) = _grad_inputs(n=1)
-    with pytest.raises(fusion_alias.AliasInputError, match="cannot express as views of one tensor"):
-        fusion_alias.jit(fn)(x)
+    def make():
+        ws, (x,) = _grad_inputs(n=1, shape=(3, 4))
+        return ws, [x.t() if transposed else x]
+
+    assert_matches_eager(fn, make)
 
 
 # Note [narrow is a slice] (view_rewrites.py): torch.narrow and swapaxes ran whole on torch, opaque views; with
