@@ -45,7 +45,8 @@ from thunder.core.symbol import BoundSymbol, gather_tags
 import thunder.core.prims as prims
 
 from fusion_alias import ops
-from fusion_alias.fresh_results import converts_dtype, indexes_with_a_tensor, is_functional_fold, returns_new_memory
+from fusion_alias.fresh_results import (always_copies, converts_dtype, indexes_with_a_tensor, is_functional_fold,
+                                        returns_new_memory)
 from fusion_alias.leaf_views import is_detach
 
 
@@ -422,7 +423,8 @@ def output_may_alias(bsym: BoundSymbol, out_name: str) -> bool:
     with no decomposition is unknown, so yes.
     """
     sym = bsym.sym
-    if indexes_with_a_tensor(sym, bsym.args) or converts_dtype(bsym) or is_functional_fold(bsym):  # (fresh_results.py)
+    if (indexes_with_a_tensor(sym, bsym.args) or converts_dtype(bsym) or is_functional_fold(bsym)
+            or always_copies(bsym)):  # (fresh_results.py)
         return False
     if sym in _view_symbols() or sym.id in ops.VIEW_IDS or sym.id in _OPAQUE_VIEW_PRIMS:
         return True

@@ -88,6 +88,22 @@ def returns_new_memory(bsym) -> bool:
     return converts_dtype(bsym)
 
 
+# Note [a repeat is a copy whatever its decomposition]: ``x.repeat(1, 1)`` allocates in eager, but Thunder
+# decomposes it into ``broadcast_in_dim`` and ``reshape``, views of ``x`` (an identity view for repeats of
+# 1), so kept whole with gradients its result read as one that may share ``x``'s memory, and
+# ``t = a[:, ::2].repeat(2, 1); t.tanh_(); return a.sum() + t.sum()`` was refused (session 42 hand probe).
+# Kept whole it runs as torch's own function (``Tensor.repeat``), which copies; flattened (the fusion
+# pass), its reshape is decided a copy by name (layouts.py, ``_ALWAYS_COPY``).
+_ALWAYS_COPIES = frozenset({"repeat", "tile", "repeat_interleave"})
+
+
+def always_copies(bsym) -> bool:
+    """Whether ``bsym`` is one of torch's functions that always allocate their result, whatever the views
+    Thunder decomposes it into (Note [a repeat is a copy whatever its decomposition])."""
+    return (bsym.sym.name in _ALWAYS_COPIES
+            and getattr(getattr(bsym.sym, "module", None), "__name__", None) in _TORCH_MODULES)
+
+
 def converts_dtype(bsym) -> bool:
     """Whether ``bsym`` is torch's dtype conversion (``x.to(torch.int16)``, ``x.half()``) to another dtype
     than its input's: new memory. With gradients the pass meets ``to`` whole, as Thunder's symbol of

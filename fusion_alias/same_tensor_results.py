@@ -15,8 +15,9 @@ result the alias analysis cannot relate to ``x``. So a write after or through on
 
 Each is traced as its input itself here (``_dropout`` in inplace_lookasides.py for the dropouts), so a write through
 either name is a write of one tensor, as in eager; a bool ``positive`` keeps Thunder's (eager's error).
-``contiguous``, ``ravel``, ``resolve_neg``, ``repeat`` and ``einsum`` stay refused with gradients: whether they return
-their input, a view or a copy depends on the layout or on a bit the trace does not carry (docs/limits.md).
+``ravel``, ``resolve_neg`` and ``einsum`` stay refused with gradients: whether they return their input, a view or a
+copy depends on the layout or on a bit the trace does not carry (docs/limits.md). ``contiguous`` is decided from the
+call's layouts (eager_copies.py) and a ``repeat`` is a copy (fresh_results.py) since session 42.
 """
 
 from __future__ import annotations

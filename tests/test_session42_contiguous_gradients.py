@@ -69,3 +69,28 @@ def test_the_attention_spelling_matches_eager():
         return [w], [w * 1]
 
     assert_matches_eager(fn, make)
+
+
+# Note [a repeat is a copy whatever its decomposition] (fresh_results.py): kept whole with gradients, a repeat's
+# result read as one that may share its input's memory (Thunder decomposes it into views), and was refused
+_REPEATS = {
+    "repeat": lambda t: t.repeat(2, 1),
+    "repeat-of-ones": lambda t: t.repeat(1, 1),  # (an identity view in Thunder's decomposition, a copy in eager)
+    "tile": lambda t: t.tile((1, 2)),
+    "repeat_interleave": lambda t: t.repeat_interleave(2, dim=0),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_REPEATS))
+@pytest.mark.parametrize("written", ["result", "source"])
+def test_a_repeat_then_a_write_matches_eager(kind, written):
+    repeat = _REPEATS[kind]
+
+    def fn(a):
+        t = repeat(a[:, ::2])
+        (t if written == "result" else a).tanh_()
+        return a.sum() + t.sum(), t * 1
+
+    assert_matches_eager(fn, _row_major)
+    for schedule in SCHEDULES:
+        assert_requires_grad_flags_match(fn, _row_major, schedule)
