@@ -17,7 +17,8 @@ is NaN somewhere, the backward is run again from its trace, rewritten: every fus
 the unread cotangents as *symbolic* zeros that each op passes on without computing (``mul``, ``div`` of a zero,
 ``neg``, a conversion, a reshape or broadcast, ``sum``, the VJP of an op Thunder registered from torch
 (``detach_vjp``) of a zero cotangent: zero; ``add(x, 0)``, ``sub(x, 0)``: ``x``; ``sub(0, x)``:
-``neg(x)``; ``where`` with a zero branch: that branch as a real zero tensor, which it selects but never multiplies).
+``neg(x)``; ``where`` with a zero branch, and a comparison (``ne(g, g)``, eager_gradients.py's zeros made from ``g``): the zero
+as a real zero tensor, which they select or compare but never multiply).
 A gradient that ends as a symbolic zero is None here (zeros for the caller, as for the gradients
 from unread cotangents only). An op outside those rules reached by a symbolic zero
 stops the rewrite (the caller refuses). The rewritten trace runs on torch (one executor, unfused) and is kept per
@@ -34,6 +35,8 @@ from thunder.core.trace import TraceProvenance, from_trace, tracectx
 
 _ZERO_IF_ANY = {"mul"}  # (0 * x: zero, never computed)
 _ZERO_IF_FIRST = {"div", "true_divide"}
+# (ops that never multiply what they read: a zero read as a real tensor of zeros gives what eager computes)
+_READ_AS_ZEROS = {"eq", "ne", "lt", "le", "gt", "ge", "isnan", "isfinite", "signbit"}
 _LINEAR = {"neg", "convert_element_type", "reshape", "broadcast_in_dim", "transpose", "squeeze", "unsqueeze",
            "sum", "slice_prim", "slice", "expand", "permute", "clone", "shallow_copy", "real", "conj", "view",
            "flatten", "contiguous", "to", "type_as"}
@@ -75,7 +78,9 @@ def rewritten(trace, zero_positions: frozenset):
     kept = []
 
     def real(x):  # a symbolic zero as a tensor of zeros (recorded into ``new``, collected below)
-        return ltorch.full_like(x, 0) if _is_zero(x, zero) else x
+        if not _is_zero(x, zero):
+            return x
+        return ltorch.full(tuple(x.shape), 0, device=x.device, dtype=x.dtype)  # (not full_like: x is never computed)
 
     with tracectx(new):
         for b in _flat(bsyms[:-1]):
@@ -102,6 +107,12 @@ def rewritten(trace, zero_positions: frozenset):
                     swap[variableify(outs[0])] = other
                 else:
                     raise Unsupported(f"{op} of a number and a zero")
+            elif op in _READ_AS_ZEROS:
+                start = len(new.bound_symbols)
+                args = [real(x) for x in b.args]
+                kept.extend(new.bound_symbols[start:])
+                del new.bound_symbols[start:]
+                kept.append(b.from_bsym(args=tuple(args)))
             elif op == "where" and len(b.args) == 3:
                 if all(_is_zero(x, zero) or (not isinstance(x, Proxy) and x == 0) for x in b.args[1:]):
                     zero.update(p.name for p in outs)

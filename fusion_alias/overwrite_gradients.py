@@ -1,0 +1,94 @@
+"""``copy_``, ``fill_`` and ``zero_`` into a tensor that requires grad: eager's zero gradient to what they overwrite.
+
+Note [an overwritten value gets a zero gradient]
+------------------------------------------------
+Eager's ``t.copy_(s)``, ``t.fill_(v)`` and ``t.zero_()`` of a ``t`` that requires grad send the gradient of ``t``'s
+new value to ``s`` (or ``v``) and a tensor of *zeros* to ``t``'s old value (``CopyBackwards``, ``FillBackward0``,
+``ZeroBackward0``), which the ops that computed it multiply by their partials: ``0 * inf`` is NaN there. Functionalized,
+the old value is simply dropped, so the leaves behind it got no gradient (None, or 0 where they have another
+path)::
+
+    def f(a):                          # a holds inf (fuzz --special-values --grad seed 20965 #41)
+        t0 = a.cos()
+        t2 = (t0 * a) * 0.5            # mul's backward: g * a, NaN where a is inf and g is 0
+        t2.zero_()
+        return t2, a                   # eager: a.grad NaN there; was: finite
+
+Here, where the destination is floating and requires grad (grad mode on), the value written is joined to the old
+value by ``where(full_like(t, False), trunc(t), value)`` (step_gradients.py, Note [floor and ceil carry a zero
+gradient]): the same values, the same gradient to the source, and a zero to ``t``'s old value, which runs on through
+the ops before as eager's does. Only where the source broadcasts to ``t``'s shape (else the ``copy_`` as it was,
+with its error); ``fill_`` of a real number or a 0-dim tensor.
+"""
+
+from __future__ import annotations
+
+from numbers import Number
+
+import torch
+import thunder.torch as ltorch
+from thunder.core import dtypes
+from thunder.core.proxies import NumberProxy, TensorProxy
+
+from fusion_alias import inplace_lookasides
+from fusion_alias.zero_gradient_ops import _requiring_grad
+
+
+def _overwritten(a) -> bool:
+    return (isinstance(a, TensorProxy) and dtypes.is_float_dtype(a.dtype) and not dtypes.is_complex_dtype(a.dtype)
+            and bool(_requiring_grad([a])))
+
+
+def _joined(a, value):
+    never = ltorch.full_like(a, False, dtype=torch.bool)
+    return ltorch.where(never, ltorch.trunc(a), value)
+
+
+def _broadcasts_to(src, a) -> bool:
+    try:
+        return tuple(torch.broadcast_shapes(tuple(src.shape), tuple(a.shape))) == tuple(a.shape)
+    except RuntimeError:
+        return False
+
+
+def register(executor) -> None:
+    """Lend ``executor`` the lookasides of the module Note, over inplace_lookasides.py's."""
+    copy = executor._lookasides[torch.Tensor.copy_]
+    fill = inplace_lookasides._tensor_fill_
+
+    def copy_(a, *args, **kwargs):
+        src = args[0] if args else kwargs.get("src", kwargs.get("other"))
+        if (_overwritten(a) and isinstance(src, TensorProxy) and not dtypes.is_complex_dtype(src.dtype)
+                and _broadcasts_to(src, a)):
+            args, kwargs = ((_joined(a, src), *args[1:]), kwargs) if args else ((), {**kwargs, **{
+                k: _joined(a, src) for k in ("src", "other") if k in kwargs}})
+        return copy(a, *args, **kwargs)
+
+    def fill_(a, *args, **kwargs):
+        value = args[0] if args else kwargs.get("value")
+        if _overwritten(a) and len(args) + len(kwargs) == 1 and (
+                isinstance(value, (Number, NumberProxy)) and not isinstance(value, complex)
+                or isinstance(value, TensorProxy) and value.ndim == 0 and not dtypes.is_complex_dtype(value.dtype)):
+            src = ltorch.full_like(a, value) if not isinstance(value, TensorProxy) else ltorch.expand(
+                ltorch.clone(value), tuple(a.shape))
+            return copy(a, _joined(a, src))
+        return fill(a, *args, **kwargs)
+
+    def zero_(previous):
+        def traced(a, *args, **kwargs):
+            if _overwritten(a) and not args and not kwargs:
+                return copy(a, _joined(a, ltorch.zeros_like(a)))
+            return previous(a, *args, **kwargs)
+
+        return traced
+
+    for key in (torch.Tensor.copy_, ltorch.copy_):
+        executor._lookasides[key] = copy_
+    executor._lookasides[torch.Tensor.fill_] = fill_
+    # (``x.fill_`` and ``torch.fill_`` reach inplace_lookasides' ``_tensor_fill_`` by its module name: Thunder has
+    # no fill_ attribute; inplace_lookasides.py, Note [fill_ and copy_ as the ops Thunder has])
+    inplace_lookasides._tensor_fill_ = fill_
+    executor._lookasides[fill_] = fill_  # (run as a lookaside, on proxies, not by the interpreter)
+    from fusion_alias.wrapped_lookasides import wrap_lookasides
+
+    wrap_lookasides(executor, torch.Tensor.zero_, zero_, with_symbol=True)
