@@ -17,8 +17,9 @@ path)::
 Here, where the destination is floating and requires grad (grad mode on), the value written is joined to the old
 value by ``where(full_like(t, False), trunc(t), value)`` (step_gradients.py, Note [floor and ceil carry a zero
 gradient]): the same values, the same gradient to the source, and a zero to ``t``'s old value, which runs on through
-the ops before as eager's does. Only where the source broadcasts to ``t``'s shape (else the ``copy_`` as it was,
-with its error); ``fill_`` of a real number or a 0-dim tensor.
+the ops before as eager's does. Only where the source broadcasts to ``t``'s shape and is memory the program computed
+(else the ``copy_`` as it was, with its errors: the joined value is new memory, and ``x.copy_(x[0])``'s overlap,
+which eager refuses, would no longer show); ``fill_`` of a real number or a 0-dim tensor.
 """
 
 from __future__ import annotations
@@ -28,9 +29,10 @@ from numbers import Number
 import torch
 import thunder.torch as ltorch
 from thunder.core import dtypes
-from thunder.core.proxies import NumberProxy, TensorProxy
+from thunder.core.proxies import NumberProxy, Proxy, TensorProxy
+from thunder.core.trace import get_tracectx
 
-from fusion_alias import inplace_lookasides
+from fusion_alias import inplace_lookasides, ops
 from fusion_alias.zero_gradient_ops import _requiring_grad
 
 
@@ -42,6 +44,35 @@ def _overwritten(a) -> bool:
 def _joined(a, value):
     never = ltorch.full_like(a, False, dtype=torch.bool)
     return ltorch.where(never, ltorch.trunc(a), value)
+
+
+# names of the ops whose result may be (a view of) their operand's memory, beside Thunder's view symbols
+_MAY_BE_OPERAND = frozenset((
+    "to", "type", "type_as", "contiguous", "reshape", "flatten", "unflatten", "view", "view_as", "detach", "getitem",
+    "__getitem__", "expand", "expand_as", "positive", "float", "double", "half", "bfloat16", "real", "imag", "conj",
+    "resolve_conj", "resolve_neg", "squeeze", "unsqueeze", "t", "transpose", "permute", "narrow", "select",
+    "diagonal", "unfold", "as_strided", "movedim", "swapaxes", "split", "chunk", "unbind", "tensor_split", "alias",
+    "shallow_copy", "dropout", "identity"))
+
+
+_CONVERSIONS = frozenset(("to", "type", "type_as", "float", "double", "half", "bfloat16"))
+
+
+def _fresh(src) -> bool:
+    """Whether ``src`` is memory the program made by computing it (not an input, a view, or what an op may return
+    as its operand): a ``copy_`` from anything else keeps its source, so that its overlap with the destination is
+    checked as eager checks it (``x.copy_(x[0])``: "refer to a single memory location")."""
+    trace = get_tracectx()
+    for b in reversed(trace.bound_symbols if trace is not None else ()):
+        if any(isinstance(o, Proxy) and o.name == src.name for o in b.flat_outs):
+            name = b.sym.name
+            operand = next((x for x in b.flat_args if isinstance(x, TensorProxy)), None)
+            if name in _CONVERSIONS and operand is not None:  # (a conversion to another dtype is a new tensor)
+                return operand.dtype != src.dtype
+            return not (name in _MAY_BE_OPERAND or name.endswith("_") or name.startswith("unpack")
+                        or b.sym in ltorch._syms_returning_views or b.sym in ltorch._syms_that_may_return_views
+                        or ops.is_view(b))
+    return False
 
 
 def _broadcasts_to(src, a) -> bool:
@@ -59,7 +90,7 @@ def register(executor) -> None:
     def copy_(a, *args, **kwargs):
         src = args[0] if args else kwargs.get("src", kwargs.get("other"))
         if (_overwritten(a) and isinstance(src, TensorProxy) and not dtypes.is_complex_dtype(src.dtype)
-                and _broadcasts_to(src, a)):
+                and _broadcasts_to(src, a) and _fresh(src)):
             args, kwargs = ((_joined(a, src), *args[1:]), kwargs) if args else ((), {**kwargs, **{
                 k: _joined(a, src) for k in ("src", "other") if k in kwargs}})
         return copy(a, *args, **kwargs)

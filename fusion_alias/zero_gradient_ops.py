@@ -20,11 +20,11 @@ Each such result is joined to a path that carries a zero gradient, as ``floor`` 
 zero and runs on through the ops before as eager's does. Only the operands eager differentiates are joined:
 ``bernoulli``'s probabilities, both operands of a floor ``div``, ``copysign``'s second (its first keeps its own
 gradient, ``sign * grad``). ``torch.div(x, y, rounding_mode="trunc")`` was right already (``trunc`` carries a
-zero gradient: eager_gradients.py). The in-place ``x.div_(y, rounding_mode="floor")`` is Thunder's out-of-place
-``div`` copied into ``x`` inside its own symbol, out of any lookaside's reach: with an operand that requires grad
-it is traced as that copy of the joined value (``x.copy_(...)``, eager's value, memory and version). Not
-``x.copysign_(y)``: so traced, the refusal of a write into what ``copysign`` saves (refusals/saved_versions.py)
-takes it for a write after the op, where eager's in-place op runs; its ``y`` keeps Thunder's None.
+zero gradient: eager_gradients.py). The in-place ``x.div_(y, rounding_mode="floor")`` and ``x.copysign_(y)`` are
+Thunder's out-of-place symbol copied into ``x`` inside its own symbol, out of any lookaside's reach, and are left as
+they are: traced as ``x.copy_(joined value)`` they lose what is checked on the in-place op itself (``t2.div_(t2[0],
+...)``, eager's "refer to a single memory location", layout --grad 35058 #47; a write into what ``copysign`` saves),
+and their difference is a None where eager has zeros (NaN behind an infinite partial).
 
 Thunder's floor division is not a constant everywhere: it keeps ``where(b == 0, a / b, ...)``, so a gradient ran
 through ``a / b``, ``0 * inf`` NaN where ``a`` is infinite (``x.exp().div(y, rounding_mode="floor")``); eager's is
@@ -93,34 +93,8 @@ def _copysign(previous):
     return traced
 
 
-def _in_place(value_of, operands_of):
-    """The in-place form (``x.div_(y, rounding_mode="floor")``): Thunder computes its value with
-    its own out-of-place symbol, which no lookaside reaches; here it is the joined value copied into ``x``, where
-    an operand eager differentiates requires grad (module Note, last paragraph)."""
-    def wrap(previous):
-        def traced(*args, **kwargs):
-            a = args[0] if args else kwargs.get("input")
-            if (isinstance(a, TensorProxy) and dtypes.is_inexact_dtype(a.dtype)
-                    and _requiring_grad(operands_of(args, kwargs))):
-                value = value_of(*args, **kwargs)
-                if value is not None:
-                    return ltorch.copy_(a, value)
-            return previous(*args, **kwargs)
-
-        return traced
-
-    return wrap
-
-
-def _floor_div_value(a, b, *, rounding_mode=None):
-    return _floor_div(ltorch.div)(a, b, rounding_mode=rounding_mode) if rounding_mode == "floor" else None
-
-
 def register(executor) -> None:
     """Lend ``executor`` the lookasides of the module Note, over what was lent before for each."""
     wrap_lookasides(executor, torch.bernoulli, _bernoulli, torch.Tensor.bernoulli, with_symbol=True)
     wrap_lookasides(executor, torch.div, _floor_div, torch.Tensor.div, with_symbol=True)
     wrap_lookasides(executor, torch.copysign, _copysign, torch.Tensor.copysign, with_symbol=True)
-    wrap_lookasides(executor, torch.Tensor.div_, _in_place(
-        _floor_div_value, lambda args, kwargs: [*args[:2], kwargs.get("other")] if kwargs.get("rounding_mode") == "floor"
-        else []), with_symbol=True)

@@ -114,3 +114,34 @@ def test_matches_eager(fn, values):
                 assert (g is None) == (w is None), (g, w)
                 if w is not None:
                     torch.testing.assert_close(g, w, equal_nan=True)
+
+
+def copy_a_row_into_itself(x):
+    return x.copy_(x[0])
+
+
+def copy_transposed_into_itself(x):
+    return x.copy_(x.t())
+
+
+def copy_shifted_slice(x):
+    return x[1:].copy_(x[:-1])
+
+
+def floor_div_by_a_row(x):  # (layout --grad 35058 #47: eager's overlap check of the in-place op itself)
+    return x.div_(x[0], rounding_mode="floor")
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+@pytest.mark.parametrize("fn", [copy_a_row_into_itself, copy_transposed_into_itself, copy_shifted_slice,
+                                floor_div_by_a_row], ids=lambda f: f.__name__)
+def test_an_overlapping_source_is_still_refused(fn, grad):
+    """The joined value is new memory: a source that overlaps the destination keeps the copy as it was, and eager's
+    "refer to a single memory location" refusal."""
+    def make():
+        return torch.arange(9.0).reshape(3, 3).add(1).requires_grad_(grad) * 1
+
+    with pytest.raises(RuntimeError, match="single memory location"):
+        fn(make())
+    with pytest.raises(RuntimeError, match="single memory location"):
+        fusion_alias.jit(fn, backend="reference")(make())

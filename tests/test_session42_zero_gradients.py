@@ -93,8 +93,7 @@ def copysign_after_write(x, y):
 
 
 PROGRAMS = [bernoulli_of_exp, bernoulli_method, bernoulli_then_write, bernoulli_of_a_written, floor_div,
-            floor_div_method_both, floor_div_keywords, floor_div_after_write, floor_div_in_place,
-            floor_div_in_place_of_an_argument, trunc_div, true_div, copysign_sign,
+            floor_div_method_both, floor_div_keywords, floor_div_after_write, trunc_div, true_div, copysign_sign,
             copysign_method, copysign_first, copysign_after_write]
 
 VALUES = {
