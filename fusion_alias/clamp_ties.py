@@ -32,6 +32,15 @@ the element's gradient: ``x.clamp_max(-0.1)`` of ``x = [nan, 1, -1]`` had gradie
 element's value is a NaN constant, chosen where ``a`` is NaN, which passes no gradient back::
 
     where(inside | (a != a), where(a != a, nan, a), bound)
+
+Note [a NaN bound: no gradient]
+-------------------------------
+Eager's ``torch.clamp(x, max=m)`` with a NaN in the tensor bound ``m`` is NaN there, and passes the gradient to
+neither: the element's mask ``x <= m`` is False, and the bound's (``x > m``) too. Chosen by the ``where``, the bound
+took the gradient: ``m.grad`` 1 where eager's is 0, and NaN behind a ``pow(0.5)`` of the result (fuzz ties
+``--special-values --grad`` seed 50020 #44). A NaN of the bound is a NaN constant too::
+
+    where(inside | (a != a), where(a != a, nan, a), where(m != m, nan, m))
 """
 
 from __future__ import annotations
@@ -42,6 +51,8 @@ import torch
 from thunder.core.langctxs import Languages, langctx
 from thunder.core.symbol import Symbol
 import thunder.torch as ltorch
+from thunder.core import dtypes
+from thunder.core.proxies import TensorProxy
 
 from fusion_alias.wrapped_lookasides import wrap_lookasides
 
@@ -62,6 +73,8 @@ def _bounded(a, inside, bound):
     gradient (Note [a NaN element: its value, no gradient])."""
     nan = ltorch.ne(a, a)
     kept = ltorch.where(nan, float("nan"), a) if ltorch.is_floating_point(a) else a
+    if isinstance(bound, TensorProxy) and dtypes.is_inexact_dtype(bound.dtype):  # Note [a NaN bound: no gradient]
+        bound = ltorch.where(ltorch.ne(bound, bound), float("nan"), bound)
     return ltorch.where(ltorch.logical_or(inside, nan), kept, bound)
 
 
