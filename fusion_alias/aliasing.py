@@ -47,6 +47,7 @@ import thunder.core.prims as prims
 from fusion_alias import ops
 from fusion_alias.fresh_results import (always_copies, converts_dtype, indexes_with_a_tensor, is_functional_fold,
                                         returns_new_memory)
+from fusion_alias.gather_views import is_gather_view
 from fusion_alias.leaf_views import is_detach
 
 
@@ -327,6 +328,7 @@ def analyze(
     input_groups: Iterable[Iterable[str]] = (),
     same_inputs: Iterable[tuple[str, str]] = (),
     detach_is_view: bool = False,
+    gather_views: bool = False,
 ) -> AliasInfo:
     """Families and memory groups for ``bsyms``.
 
@@ -335,7 +337,8 @@ def analyze(
     ``same_inputs`` pairs ``(name, of)`` of inputs that are the very same memory
     (``input_groups.identical_inputs``): ``name`` becomes a view of ``of`` with no steps.
     ``detach_is_view``: ``x.detach()`` is ``x`` (Note [detach is the same view]); only for a trace
-    that computes no gradient.
+    that computes no gradient. ``gather_views``: a ``diagonal`` is a view step (gather_views.py, Note [a
+    diagonal is a view the rewrite replays by its own function]); only for the functional rewrite.
 
     >>> # a = input, b = squeeze(slice(a)), t1 = copy_(t0, b)
     >>> # root[b] == root[t1] == "a"; group(b) == group(a)
@@ -384,6 +387,8 @@ def analyze(
         elif op is not None:
             for o in outs:
                 info.add_root(o.name)
+        elif gather_views and is_gather_view(bsym) and bsym.output._name not in root:  # (gather_views.py)
+            info.add_alias(bsym.output._name, bsym.args[0]._name, bsym)
         elif detach_is_view and is_detach(bsym) and bsym.output._name not in root:  # Note [detach is the same view]
             info.add_alias(bsym.output._name, bsym.args[0]._name, None)
         else:

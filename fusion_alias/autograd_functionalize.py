@@ -385,7 +385,7 @@ def functionalize(prologue_trc, trace, epilogue_trc):
     flat = contiguous_as_eager(clone_before(flat, copied, trace), answers)  # (eager_copies.py)
     same_inputs = identical_inputs(tensor_inputs, actual)
     flat = read_through_first(flat, same_inputs, tensor_inputs)
-    info = analyze(flat, tensor_inputs, list(input_groups) + alias_facts, same_inputs, detach_is_view=True)
+    info = analyze(flat, tensor_inputs, list(input_groups) + alias_facts, same_inputs, detach_is_view=True, gather_views=True)
     requires = requires_grad_by_name(flat, info, tensor_inputs)
     detached = detached_names(flat, requires, detached_inputs(flat, requires, input_groups, actual))  # (leaf_views.py)
     proxies = tensor_proxies_by_name(flat, tensor_inputs)

@@ -121,6 +121,9 @@ class Rewriter:
         if value is None:
             value = self._root_value(root)
             for step in self.info.chain[p.name]:
+                if step.subsymbols:  # a view replayed by its own symbol (gather_views.py): recorded with its decomposition
+                    value = step.sym(value, *step.args[1:], **step.kwargs)
+                    continue
                 out = TensorProxy(like=step.output)
                 out.tags.discard(ProxyTag.DETACHED_AUTOGRAD_GRAPH)
                 replay = step.from_bsym(args=(value, *step.args[1:]), output=out, subsymbols=[])

@@ -11,6 +11,7 @@ from thunder.core.proxies import ProxyTag, TensorProxy
 
 from fusion_alias import ops
 from fusion_alias.errors import AliasInputError
+from fusion_alias.gather_views import is_replayed_view
 from fusion_alias.gradient_operands import gradient_operands
 from fusion_alias.leaf_views import detaches
 
@@ -41,7 +42,7 @@ def requires_grad_by_name(flat, info, tensor_inputs, step_outputs=frozenset()):
         if detaches(b, detached_names):
             detached_names.update(o.name for o in b.flat_outs if isinstance(o, TensorProxy))
             continue
-        if ops.is_view(b):
+        if is_replayed_view(b):
             continue  # a view requires grad when its memory does
         operands = gradient_operands(b.sym.name, [a for a in b.flat_args if isinstance(a, TensorProxy)])
         if any(requires(a.name) for a in operands):  # (``zeros_like(t)`` requires no grad: gradient_operands.py)
@@ -75,7 +76,7 @@ def sources_of_other_gradients(flat, requires, root) -> frozenset:
         else:
             outs = [o for o in b.flat_outs if isinstance(o, TensorProxy)]
             if any(ProxyTag.DETACHED_AUTOGRAD_GRAPH in o.tags for o in outs) or (
-                    ops.is_view(b) and b.args and getattr(b.args[0], "name", None) in gradless):
+                    is_replayed_view(b) and b.args and getattr(b.args[0], "name", None) in gradless):
                 gradless.update(o.name for o in outs)
             continue
         if not (isinstance(value, TensorProxy) and isinstance(dst, TensorProxy)) or not b.kwargs.get("grad_enabled", True):

@@ -53,6 +53,7 @@ from thunder.core.pytree import tree_map
 
 from fusion_alias import ops, tensor_identity
 from fusion_alias.errors import AliasInputError
+from fusion_alias.gather_views import is_gather_view
 
 
 def _replay_steps(chain) -> tuple | None:
@@ -60,6 +61,12 @@ def _replay_steps(chain) -> tuple | None:
     no torch replay here or a symbolic argument."""
     steps = []
     for step in chain:
+        if is_gather_view(step):  # (gather_views.py: replayed by torch's method of the name)
+            replay = _opaque_step(step)
+            if replay is None:
+                return None
+            steps.append(replay)
+            continue
         info = ops.op_info(step)
         args, kwargs = tuple(step.args[1:]), dict(step.kwargs)
         if info is None or info.torch_fn is None or any(isinstance(a, Proxy) for a in (*args, *kwargs.values())):

@@ -13,6 +13,7 @@ from thunder.core.symbol import BoundSymbol
 
 from fusion_alias import ops
 from fusion_alias.errors import AliasInputError
+from fusion_alias.gather_views import is_replayed_view
 
 
 def is_detach(bsym: BoundSymbol) -> bool:
@@ -43,7 +44,7 @@ def is_detach(bsym: BoundSymbol) -> bool:
 def detaches(b: BoundSymbol, detached: set) -> bool:
     """Whether ``b``'s tensor results are detached tensors: ``b`` is ``detach``, or a view of a name
     in ``detached`` (the detached tensors so far)."""
-    return b.sym.name == "detach" or (ops.is_view(b) and bool(b.args) and getattr(b.args[0], "name", None) in detached)
+    return b.sym.name == "detach" or (is_replayed_view(b) and bool(b.args) and getattr(b.args[0], "name", None) in detached)
 
 
 def detached_names(flat, requires, seeds=frozenset()) -> frozenset:
@@ -120,7 +121,7 @@ def detached_inputs(flat, requires, input_groups, actual: dict) -> frozenset:
                 if isinstance(src, TensorProxy) and b.kwargs.get("grad_enabled", True) and requires(src.name):
                     kept.discard(origin)
                 candidates.update((o.name, origin) for o in b.flat_outs if isinstance(o, TensorProxy))
-        elif ops.is_view(b) and b.args and getattr(b.args[0], "name", None) in candidates:
+        elif is_replayed_view(b) and b.args and getattr(b.args[0], "name", None) in candidates:
             origin = candidates[b.args[0].name]
             candidates.update((o.name, origin) for o in b.flat_outs if isinstance(o, TensorProxy))
     return frozenset(kept)
