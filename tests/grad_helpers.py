@@ -68,3 +68,10 @@ def assert_requires_grad_flags_match(fn, make_inputs, schedule: str, *, calls: i
     jitted = fusion_alias.jit(fn, backend="reference", schedule=schedule)
     for _ in range(calls):
         assert _requires_grad_flags(jitted(*make_inputs()[1])) == want
+
+
+def assert_matches_eager_with_flags(fn, make_inputs, *, calls: int = 2) -> None:
+    """:func:`assert_matches_eager`, and every output's ``requires_grad`` as eager's on every schedule."""
+    assert_matches_eager(fn, make_inputs, calls=calls)
+    for schedule in SCHEDULES:
+        assert_requires_grad_flags_match(fn, make_inputs, schedule, calls=calls)

@@ -10,8 +10,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fusion_alias.backends.reference import SCHEDULES
-from tests.grad_helpers import assert_matches_eager, assert_requires_grad_flags_match
+from tests.grad_helpers import assert_matches_eager, assert_matches_eager_with_flags
 
 
 def _row_major():
@@ -52,9 +51,7 @@ def view_of_the_result_written(a):
 @pytest.mark.parametrize("fn", [copy_written_source_read, same_written_source_read, source_written_result_read,
                                 view_of_the_result_written])
 def test_contiguous_then_a_write_matches_eager(fn, make):
-    assert_matches_eager(fn, make)
-    for schedule in SCHEDULES:
-        assert_requires_grad_flags_match(fn, make, schedule)
+    assert_matches_eager_with_flags(fn, make)
 
 
 def test_the_attention_spelling_matches_eager():
@@ -91,6 +88,4 @@ def test_a_repeat_then_a_write_matches_eager(kind, written):
         (t if written == "result" else a).tanh_()
         return a.sum() + t.sum(), t * 1
 
-    assert_matches_eager(fn, _row_major)
-    for schedule in SCHEDULES:
-        assert_requires_grad_flags_match(fn, _row_major, schedule)
+    assert_matches_eager_with_flags(fn, _row_major)

@@ -12,7 +12,7 @@ import torch
 
 import fusion_alias
 from fusion_alias.backends.reference import SCHEDULES
-from tests.grad_helpers import assert_matches_eager, assert_requires_grad_flags_match
+from tests.grad_helpers import assert_matches_eager_with_flags
 
 
 def _leaf():
@@ -71,18 +71,14 @@ def detached_read_after_a_write_of_the_other(h, x):
 @pytest.mark.parametrize("fn", [no_grad_write_then_read, grad_mode_write_of_a_constant,
                                 write_read_alias_and_return_it])
 def test_write_through_a_detached_alias_of_a_leaf_matches_eager(fn, alias):
-    assert_matches_eager(fn, _leaf_and(alias))
-    for schedule in SCHEDULES:
-        assert_requires_grad_flags_match(fn, _leaf_and(alias), schedule)
+    assert_matches_eager_with_flags(fn, _leaf_and(alias))
 
 
 @pytest.mark.parametrize("alias", [DETACHED_ROW, DETACHED_WHOLE], ids=["detach-row", "detach-whole"])
 @pytest.mark.parametrize("fn", [no_grad_write_then_read, grad_mode_write_of_a_constant,
                                 detached_read_after_a_write_of_the_other])
 def test_detached_alias_of_a_non_leaf_matches_eager(fn, alias):
-    assert_matches_eager(fn, _non_leaf_and(alias))
-    for schedule in SCHEDULES:
-        assert_requires_grad_flags_match(fn, _non_leaf_and(alias), schedule)
+    assert_matches_eager_with_flags(fn, _non_leaf_and(alias))
 
 
 def test_the_detached_alias_keeps_requiring_no_grad_after_the_call():
