@@ -99,6 +99,7 @@ def register(executor) -> None:
         value = args[0] if args else kwargs.get("value")
         if _overwritten(a) and len(args) + len(kwargs) == 1 and (
                 isinstance(value, (Number, NumberProxy)) and not isinstance(value, complex)
+                and getattr(value, "python_type", float) is not complex
                 or isinstance(value, TensorProxy) and value.ndim == 0 and not dtypes.is_complex_dtype(value.dtype)):
             src = ltorch.full_like(a, value) if not isinstance(value, TensorProxy) else ltorch.expand(
                 ltorch.clone(value), tuple(a.shape))
