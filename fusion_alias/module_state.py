@@ -21,20 +21,33 @@ def follow_rebound_state(thunder_module) -> None:
     ``modules`` generator's rebinding). Before each call the module's current tensors are compared, by
     identity, with those seen at the previous call; a name whose tensor changed gets the new one in the
     table (a table entry no rebinding touched, such as one a Thunder transform replaced, is left alone).
-    The guard then keys the call by the new tensor's aliasing, as any input's."""
+    The guard then keys the call by the new tensor's aliasing, as any input's.
+
+    A name that moved from the buffers to the parameters (``m.u = m.b``: torch re-registers a buffer name
+    given a ``Parameter`` as a parameter, tied to ``b``) is found under the other kind: its old tensor is in the
+    table of buffers, where the compiled program reads ``u``, so the new one goes there. It was left alone, and
+    every later call read the old buffer and wrote into it, silently (fuzz modules ``--grad`` seed 36311 #37;
+    plain ``thunder.jit`` too)."""
     model = thunder_module._model
     seen = thunder_module.__dict__.setdefault("_fusion_alias_seen_state", {})
     buffers, parameters = named_state(model)
-    tables = (("b", thunder_module._overrides_buffers, buffers), ("p", thunder_module._overrides_parameters, parameters))
-    for kind, table, named in tables:
+    tables = {"b": thunder_module._overrides_buffers, "p": thunder_module._overrides_parameters}
+    for kind, named in (("b", buffers), ("p", parameters)):
         for name, t in named:
             key = (kind, name)
             ref = seen.get(key)
             before = ref() if ref is not None else None  # (weak: a rebound tensor is not kept alive here)
             if before is t:
                 continue
-            if before is not None and name in table and table[name] is before:
-                table[name] = t
+            if before is None and seen:  # new under this kind: the same name under the other, moved?
+                key_before = ("p" if kind == "b" else "b", name)
+                ref = seen.get(key_before)
+                before = ref() if ref is not None else None
+                if before is not None and tables[key_before[0]].get(name) is before:
+                    tables[key_before[0]][name] = t
+                    seen[key_before] = weakref.ref(t)
+            elif before is not None and tables[kind].get(name) is before:
+                tables[kind][name] = t
             seen[key] = weakref.ref(t)
 
 
