@@ -75,3 +75,29 @@ def assert_matches_eager_with_flags(fn, make_inputs, *, calls: int = 2) -> None:
     assert_matches_eager(fn, make_inputs, calls=calls)
     for schedule in SCHEDULES:
         assert_requires_grad_flags_match(fn, make_inputs, schedule, calls=calls)
+
+
+def assert_same_nested(got, want, where="") -> None:
+    """``got`` equals ``want`` element by element: tensors by value (NaN equal to NaN), None only where
+    ``want`` has None (a lost gradient is not a zero one), lists and tuples item by item, anything else by
+    ``==``."""
+    if isinstance(want, (list, tuple)):
+        assert isinstance(got, (list, tuple)) and len(got) == len(want), (where, got, want)
+        for i, (g, w) in enumerate(zip(got, want)):
+            assert_same_nested(g, w, f"{where}[{i}]")
+    elif isinstance(want, torch.Tensor):
+        assert isinstance(got, torch.Tensor), (where, got, want)
+        torch.testing.assert_close(got, want, equal_nan=True, msg=lambda m: f"{where}: {m}")
+    else:
+        assert got == want, (where, got, want)
+
+
+def assert_runs_like_eager(fn, run, *run_args, calls: int = 2, compare=assert_same_nested) -> None:
+    """``run(f, *run_args)`` (a test's own call: inputs, loss, what it returns) gives the same result for
+    ``fusion_alias.jit(fn)`` on every reference schedule, first and cached calls, as for eager ``fn``:
+    ``compare(got, want, where)`` passes (by default :func:`assert_same_nested`)."""
+    want = run(fn, *run_args)
+    for schedule in SCHEDULES:
+        jitted = fusion_alias.jit(fn, backend="reference", schedule=schedule)
+        for call in range(calls):
+            compare(run(jitted, *run_args), want, f"{schedule} call {call}")

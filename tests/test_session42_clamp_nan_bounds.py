@@ -9,8 +9,7 @@ eager on fresh inputs (values with NaN equal, gradients), reference schedules, f
 import pytest
 import torch
 
-import fusion_alias
-from fusion_alias.backends.reference import SCHEDULES
+from tests.grad_helpers import assert_runs_like_eager
 
 NAN, INF = float("nan"), float("inf")
 
@@ -55,9 +54,4 @@ def _run(fn, bound):
 @pytest.mark.parametrize("bound", sorted(BOUNDS))
 @pytest.mark.parametrize("fn", PROGRAMS, ids=lambda f: f.__name__)
 def test_matches_eager(fn, bound):
-    want = _run(fn, BOUNDS[bound])
-    for schedule in SCHEDULES:
-        jitted = fusion_alias.jit(fn, backend="reference", schedule=schedule)
-        for _ in range(2):
-            for g, w in zip(_run(jitted, BOUNDS[bound]), want):
-                torch.testing.assert_close(g, w, equal_nan=True)
+    assert_runs_like_eager(fn, _run, BOUNDS[bound])

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import fusion_alias
-from fusion_alias.backends.reference import SCHEDULES
+from tests.grad_helpers import assert_runs_like_eager
 
 INF, NAN = float("inf"), float("nan")
 
@@ -66,15 +66,7 @@ def _run(fn, values):
 @pytest.mark.parametrize("values", sorted(VALUES))
 @pytest.mark.parametrize("fn", PROGRAMS, ids=lambda f: f.__name__)
 def test_matches_eager(fn, values):
-    want = _run(fn, VALUES[values])
-    for schedule in SCHEDULES:
-        jitted = fusion_alias.jit(fn, backend="reference", schedule=schedule)
-        for _ in range(2):
-            got = _run(jitted, VALUES[values])
-            for g, w in zip(got[0], want[0]):
-                torch.testing.assert_close(g, w, equal_nan=True)
-            torch.testing.assert_close(got[1], want[1], equal_nan=True)
-            torch.testing.assert_close(got[2], want[2], equal_nan=True)
+    assert_runs_like_eager(fn, _run, VALUES[values])
 
 
 def test_without_grad():

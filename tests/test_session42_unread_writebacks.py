@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import fusion_alias
-from fusion_alias.backends.reference import SCHEDULES
+from tests.grad_helpers import assert_runs_like_eager, assert_same_nested
 
 INF, NAN = float("inf"), float("nan")
 
@@ -104,15 +104,15 @@ def _run(fn, make):
             [o.requires_grad for o in outs])
 
 
-def _assert_same(got, want):
-    for g, w in zip(got[0] + got[1], want[0] + want[1]):
-        torch.testing.assert_close(g, w, equal_nan=True)
-    for g, w in zip(got[2], want[2]):  # (eager's None as zeros: unreached_writebacks.py's module Note)
+def _assert_same(got, want, where=""):
+    """As ``assert_same_nested``, but a gradient of zeros stands for eager's None (unreached_writebacks.py's
+    module Note)."""
+    assert_same_nested(got[:2] + got[3:], want[:2] + want[3:], where)
+    for g, w in zip(got[2], want[2]):
         if w is None:
-            assert g is None or not bool(g.ne(0).any()), g
+            assert g is None or not bool(g.ne(0).any()), (where, g)
         else:
             torch.testing.assert_close(g, w, equal_nan=True)
-    assert got[3] == want[3]
 
 
 @pytest.mark.parametrize("view", [False, True], ids=["apart", "one_memory"])
@@ -121,13 +121,10 @@ def _assert_same(got, want):
 def test_matches_eager(fn, values, view):
     make = _inputs(VALUES[values], view)
     try:
-        want = _run(fn, make)
+        _run(fn, make)
     except RuntimeError as e:  # (eager's own refusal, e.g. a saved tensor written: not this test's class)
         pytest.skip(f"eager raises: {e}")
-    for schedule in SCHEDULES:
-        jitted = fusion_alias.jit(fn, backend="reference", schedule=schedule)
-        for _ in range(2):
-            _assert_same(_run(jitted, make), want)
+    assert_runs_like_eager(fn, _run, make, compare=_assert_same)
 
 
 def test_an_unread_write_leaves_the_leaf_without_nan():

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import fusion_alias
-from fusion_alias.backends.reference import SCHEDULES
+from tests.grad_helpers import assert_runs_like_eager
 
 INF, NAN = float("inf"), float("nan")
 
@@ -128,25 +128,11 @@ def _run(fn, make):
             [leaf.grad for leaf in leaves], flags)
 
 
-def _assert_same(got, want):
-    for g, w in zip(got[0] + got[1], want[0] + want[1]):
-        torch.testing.assert_close(g, w, equal_nan=True)
-    for g, w in zip(got[2], want[2]):
-        assert (g is None) == (w is None), (g, w)
-        if w is not None:
-            torch.testing.assert_close(g, w, equal_nan=True)
-    assert got[3] == want[3]
-
-
 @pytest.mark.parametrize("values", sorted(VALUES))
 @pytest.mark.parametrize("fn", PROGRAMS, ids=lambda f: f.__name__)
 def test_matches_eager(fn, values):
     make = _inputs(VALUES[values])
-    want = _run(fn, make)
-    for schedule in SCHEDULES:
-        jitted = fusion_alias.jit(fn, backend="reference", schedule=schedule)
-        for _ in range(2):
-            _assert_same(_run(jitted, make), want)
+    assert_runs_like_eager(fn, _run, make)
 
 
 def test_the_fuzz_program_gets_a_nan_where_eager_does():
@@ -185,8 +171,4 @@ def sign_in_place(x, y):
 @pytest.mark.parametrize("fn", [sign_times_itself, sign_of_a_written, sign_in_place], ids=lambda f: f.__name__)
 def test_sign_gradient_matches_eager(fn, values):
     make = _inputs(VALUES.get(values) or ([NAN, -1.0, INF, 0.0], [1.5, NAN, -2.0, INF]))
-    want = _run(fn, make)
-    for schedule in SCHEDULES:
-        jitted = fusion_alias.jit(fn, backend="reference", schedule=schedule)
-        for _ in range(2):
-            _assert_same(_run(jitted, make), want)
+    assert_runs_like_eager(fn, _run, make)
