@@ -33,7 +33,8 @@ and hand back NaN, silently (plain ``thunder.jit`` too)::
 e.g. ``w.pow(0)`` of ``w = [0., 2.]`` has gradient ``[0., 0.]`` in eager and ``[nan, 0.]`` in
 Thunder; ``w.prod()`` of ``w = [0., 2., 3.]`` has ``[6., 0., 0.]`` in eager and ``[nan, 0., 0.]``
 in Thunder. The rules here are eager's (``pow_backward_self``, ``pow_backward_exponent``,
-``prod_backward``), with its values where no special case applies (``g * (prod / a)``).
+``prod_backward``), with its values where no special case applies (``g * (prod / a)``). ``prod``'s rule is
+prod_gradient.py's (Note [prod's gradient, eager's two formulas]: the others' product, NaN and all).
 
 Note [a 0-d operand's gradient, summed]
 ---------------------------------------
@@ -65,6 +66,8 @@ from thunder.core.proxies import TensorProxy
 from thunder.core import dtypes
 from thunder.core.transforms import get_grad, put_grad, restore_reduced_dims
 import thunder.torch as ltorch
+
+from fusion_alias.prod_gradient import prod_grad
 
 
 def _put(x, g) -> None:
@@ -196,22 +199,6 @@ def pow_grad(a, b):
         spread = g * result * ltorch.log(a) if isinstance(a, TensorProxy) else g * result * math.log(a) if a > 0 \
             else g * result * ltorch.log(ltorch.full_like(b, a))
         _put(b, spread if at_zero is None else prims.where(at_zero, 0.0, spread))
-    return result
-
-
-def prod_grad(a, dims):
-    result = prims.prod(a, dims)
-    g = get_grad(result)
-    shape = a.shape
-    g_full, result_full = restore_reduced_dims(g, dims, shape), restore_reduced_dims(result, dims, shape)
-    if dtypes.is_complex_dtype(a.dtype):  # (Thunder's rule: eager's conjugates, not asked for here)
-        put_grad(a, g_full * result_full / a)
-        return result
-    is_zero = a == 0
-    zeros = restore_reduced_dims(prims.sum(prims.convert_element_type(is_zero, a.dtype), dims), dims, shape)
-    others = restore_reduced_dims(prims.prod(prims.where(is_zero, 1.0, a), dims), dims, shape)
-    one_zero_here = prims.where(is_zero & (zeros == 1), others, 0.0)
-    put_grad(a, g_full * prims.where(zeros == 0, result_full / a, one_zero_here))
     return result
 
 

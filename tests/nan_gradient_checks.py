@@ -1,0 +1,50 @@
+"""Compare a call that computes gradients with eager where NaN and infinities are the point: values, written
+inputs and leaf gradients with NaN equal to NaN, ``None`` against ``None`` (a None where eager has zeros fails),
+and each output's ``requires_grad``. The draws of a call (``bernoulli``) are seeded alike on both sides.
+"""
+
+from __future__ import annotations
+
+import torch
+
+import fusion_alias
+
+
+def leaves_from(*values, dtype=torch.float32):
+    """``make()`` for :func:`assert_matches_eager`: fresh leaves of ``values``, and the call's arguments (``leaf * 1``,
+    non-leaves that may be written)."""
+    def make():
+        leaves = [torch.tensor(v, dtype=dtype, requires_grad=True) for v in values]
+        return leaves, [leaf * 1 for leaf in leaves]
+
+    return make
+
+
+def _run(fn, make):
+    leaves, args = make()
+    torch.manual_seed(0)
+    outs = fn(*args)
+    outs = outs if isinstance(outs, tuple) else (outs,)
+    flags = [o.requires_grad for o in outs]
+    weights = torch.Generator().manual_seed(1)
+    diff = [o for o in outs if o.requires_grad]
+    if diff:
+        sum((o * torch.rand(o.shape, generator=weights, dtype=o.dtype)).sum() for o in diff).backward()
+    return ([o.detach().clone() for o in outs], [a.detach().clone() for a in args], [leaf.grad for leaf in leaves],
+            flags)
+
+
+def assert_matches_eager(fn, make, schedule: str, *, calls: int = 2) -> None:
+    """``fusion_alias.jit(fn)`` on ``schedule`` gives eager's values, written inputs, gradients (NaN as NaN) and
+    ``requires_grad`` flags, on the first and the cached calls."""
+    want = _run(fn, make)
+    jitted = fusion_alias.jit(fn, backend="reference", schedule=schedule)
+    for call in range(calls):
+        got = _run(jitted, make)
+        for g, w in zip(got[0] + got[1], want[0] + want[1]):
+            torch.testing.assert_close(g, w, equal_nan=True)
+        for i, (g, w) in enumerate(zip(got[2], want[2])):
+            assert (g is None) == (w is None), (call, i, g, w)
+            if w is not None:
+                torch.testing.assert_close(g, w, equal_nan=True, msg=lambda m: f"call {call}, leaf {i}: {m}")
+        assert got[3] == want[3], (call, got[3], want[3])
