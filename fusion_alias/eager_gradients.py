@@ -64,7 +64,7 @@ import math
 from thunder.core import prims
 from thunder.core.proxies import TensorProxy
 from thunder.core import dtypes
-from thunder.core.transforms import get_grad, put_grad, restore_reduced_dims
+from thunder.core.transforms import get_grad, put_grad
 import thunder.torch as ltorch
 
 from fusion_alias.prod_gradient import prod_grad
