@@ -45,7 +45,7 @@ from thunder.core.symbol import Symbol
 import thunder.torch as ltorch
 
 from fusion_alias import clamp_ties, complex_fill_values, dropout_checks, reduction_dtypes, return_types
-from fusion_alias import eager_keywords, saturated_sigmoid, unbiased_spellings
+from fusion_alias import eager_keywords, saturated_sigmoid, unbiased_spellings, zero_partial_gradients
 from fusion_alias.unsupported_methods import UnsupportedMethodError, unsupported_method_message  # (re-exported)
 from fusion_alias.wrapped_lookasides import wrap_lookasides
 
@@ -226,8 +226,10 @@ def _inplace_symbol(op: str) -> Symbol:
     if sym is None:
         out_of_place = _OUT_OF_PLACE[op]
 
-        # (x.clip_(0, 1): Note [clamp's gradient at a bound]; x.sigmoid_(): Note [sigmoid where exp overflows])
-        traced_as = clamp_ties.as_traced(out_of_place) or saturated_sigmoid.as_traced(out_of_place)
+        # (x.clip_(0, 1): Note [clamp's gradient at a bound]; x.sigmoid_(): Note [sigmoid where exp overflows];
+        # x.nan_to_num_(): Note [a cotangent times a zero partial stays NaN])
+        traced_as = (clamp_ties.as_traced(out_of_place) or saturated_sigmoid.as_traced(out_of_place)
+                     or zero_partial_gradients.as_traced(out_of_place))
 
         def meta(a, *args, **kwargs):
             value = traced_as(a, *args, **kwargs) if traced_as else getattr(a, out_of_place)(*args, **kwargs)

@@ -123,3 +123,7 @@ def register(executor) -> None:
     from fusion_alias import overwrite_gradients  # (t.copy_(s), t.fill_(v), t.zero_(): eager's zero to t's old value)
 
     overwrite_gradients.register(executor)
+    from fusion_alias import copysign_gradients, zero_partial_gradients  # (copysign: eager's rule; nan_to_num,
+    # sigmoid: eager's g * partial, a NaN kept)
+    copysign_gradients.register(executor)
+    zero_partial_gradients.register(executor)

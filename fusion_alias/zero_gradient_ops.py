@@ -18,13 +18,17 @@ it by their own partials, so a leaf behind an infinite partial gets NaN (``0 * i
 Each such result is joined to a path that carries a zero gradient, as ``floor`` is (step_gradients.py, Note
 [floor and ceil carry a zero gradient]): ``where(full_like(r, False), trunc(p), r)``, whose gradient to ``p`` is
 zero and runs on through the ops before as eager's does. Only the operands eager differentiates are joined:
-``bernoulli``'s probabilities, both operands of a floor ``div``, ``copysign``'s second (its first keeps its own
-gradient, ``sign * grad``). ``torch.div(x, y, rounding_mode="trunc")`` was right already (``trunc`` carries a
-zero gradient: eager_gradients.py). The in-place ``x.div_(y, rounding_mode="floor")`` and ``x.copysign_(y)`` are
-Thunder's out-of-place symbol copied into ``x`` inside its own symbol, out of any lookaside's reach, and are left as
-they are: traced as ``x.copy_(joined value)`` they lose what is checked on the in-place op itself (``t2.div_(t2[0],
-...)``, eager's "refer to a single memory location", layout --grad 35058 #47; a write into what ``copysign`` saves),
-and their difference is a None where eager has zeros (NaN behind an infinite partial).
+``bernoulli``'s probabilities, both operands of a floor ``div``. ``torch.div(x, y, rounding_mode="trunc")`` was
+right already (``trunc`` carries a zero gradient: eager_gradients.py). ``copysign``'s sign operand is now given its
+zeros by a gradient rule of its own (copysign_gradients.py, Note [copysign's gradient, eager's formula]).
+
+Note [a floor div_ in place, joined inside its own symbol]
+----------------------------------------------------------
+The in-place ``x.div_(y, rounding_mode="floor")`` (and ``"trunc"``) is Thunder's out-of-place symbol copied into
+``x`` inside its own symbol, out of any lookaside's reach: ``y`` got ``grad`` None where eager's is zeros (NaN
+behind an infinite partial). Traced as ``x.copy_(joined value)`` it would lose what is checked on the in-place op itself
+(``t2.div_(t2[0], ...)``, eager's "refer to a single memory location", layout --grad 35058 #47), so it is a symbol
+named ``div_``, with ``x``, ``y`` and the rounding mode as its arguments, that copies the joined value into ``x``.
 
 Thunder's floor division is not a constant everywhere: it keeps ``where(b == 0, a / b, ...)``, so a gradient ran
 through ``a / b``, ``0 * inf`` NaN where ``a`` is infinite (``x.exp().div(y, rounding_mode="floor")``); eager's is
@@ -38,7 +42,9 @@ from __future__ import annotations
 import torch
 import thunder.torch as ltorch
 from thunder.core import dtypes
+from thunder.core.langctxs import Languages, langctx
 from thunder.core.proxies import TensorProxy
+from thunder.core.symbol import Symbol
 
 from fusion_alias.no_grad_writes import detached_view
 from fusion_alias.probability_checks import checked_draw
@@ -86,9 +92,28 @@ def _floor_div(previous):
     return traced
 
 
-def _copysign(previous):
+def _rounded_div_in_place(a, b, *, rounding_mode=None):
+    """Note [a floor div_ in place, joined inside its own symbol]."""
+    value = detached_view(ltorch.div(a, b, rounding_mode=rounding_mode))  # (the value alone, as _floor_div's)
+    never = ltorch.full_like(value, False, dtype=torch.bool)
+    for x in (a, b):
+        if isinstance(x, TensorProxy) and dtypes.is_inexact_dtype(x.dtype):
+            value = ltorch.where(never, ltorch.to(ltorch.trunc(x), value.dtype), value)
+    return ltorch._copy_(a, value)
+
+
+rounded_div_ = Symbol(name="div_", meta=langctx(Languages.TORCH)(_rounded_div_in_place), id="fusion_alias.rounded_div_")
+
+
+def _rounded_div_(previous):
     def traced(*args, **kwargs):
-        return _joined(previous(*args, **kwargs), [*args[1:2], kwargs.get("other")])
+        if len(args) != 2 or set(kwargs) != {"rounding_mode"} or kwargs["rounding_mode"] not in ("floor", "trunc"):
+            return previous(*args, **kwargs)
+        a, b = args
+        if (not isinstance(a, TensorProxy) or not dtypes.is_float_dtype(a.dtype) or dtypes.is_complex_dtype(a.dtype)
+                or not _requiring_grad([a, b])):
+            return previous(*args, **kwargs)
+        return rounded_div_(a, b, rounding_mode=kwargs["rounding_mode"])
 
     return traced
 
@@ -97,4 +122,4 @@ def register(executor) -> None:
     """Lend ``executor`` the lookasides of the module Note, over what was lent before for each."""
     wrap_lookasides(executor, torch.bernoulli, _bernoulli, torch.Tensor.bernoulli, with_symbol=True)
     wrap_lookasides(executor, torch.div, _floor_div, torch.Tensor.div, with_symbol=True)
-    wrap_lookasides(executor, torch.copysign, _copysign, torch.Tensor.copysign, with_symbol=True)
+    wrap_lookasides(executor, torch.Tensor.div_, _rounded_div_, with_symbol=True)

@@ -1,6 +1,7 @@
-"""Compare a call that computes gradients with eager where NaN and infinities are the point: values, written
-inputs and leaf gradients with NaN equal to NaN, ``None`` against ``None`` (a None where eager has zeros fails),
-and each output's ``requires_grad``. The draws of a call (``bernoulli``) are seeded alike on both sides.
+"""Compare a call that computes gradients with eager, one reference schedule at a time, where NaN and infinities
+are the point: values, written inputs and leaf gradients (``grad_helpers.assert_same_nested``: NaN equal to NaN, a
+None where eager has zeros fails), and each output's ``requires_grad``. The draws of a call (``bernoulli``) are
+seeded alike on both sides; the loss weights each output by seeded random numbers.
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 import torch
 
 import fusion_alias
+from tests.grad_helpers import assert_same_nested
 
 
 def leaves_from(*values, dtype=torch.float32):
@@ -35,16 +37,10 @@ def _run(fn, make):
 
 
 def assert_matches_eager(fn, make, schedule: str, *, calls: int = 2) -> None:
-    """``fusion_alias.jit(fn)`` on ``schedule`` gives eager's values, written inputs, gradients (NaN as NaN) and
-    ``requires_grad`` flags, on the first and the cached calls."""
+    """``fusion_alias.jit(fn)`` on ``schedule`` gives eager's values, written inputs, gradients (NaN as NaN, None
+    only where eager's is None) and ``requires_grad`` flags, on the first and the cached calls (one schedule per
+    test, where ``grad_helpers.assert_runs_like_eager`` loops over them)."""
     want = _run(fn, make)
     jitted = fusion_alias.jit(fn, backend="reference", schedule=schedule)
     for call in range(calls):
-        got = _run(jitted, make)
-        for g, w in zip(got[0] + got[1], want[0] + want[1]):
-            torch.testing.assert_close(g, w, equal_nan=True)
-        for i, (g, w) in enumerate(zip(got[2], want[2])):
-            assert (g is None) == (w is None), (call, i, g, w)
-            if w is not None:
-                torch.testing.assert_close(g, w, equal_nan=True, msg=lambda m: f"call {call}, leaf {i}: {m}")
-        assert got[3] == want[3], (call, got[3], want[3])
+        assert_same_nested(_run(jitted, make), want, f"{schedule} call {call}")
