@@ -28,17 +28,22 @@ them. A 0-d input passes ``g`` on (eager's first case); a complex one keeps Thun
 Eager's all-elements ``x.prod()`` has a third case: two zeros or more give zeros (``zeros_like(input)``, whatever
 ``g`` and the others hold: ``[0, 0, inf, 2]`` gives ``[0, 0, 0, 0]``, where the others' products hold NaN). Thunder's
 ``prod`` prim tells ``x.prod()`` from ``x.prod(dim)`` only by the dims it reduces, so a reduction over every dim is
-taken as ``x.prod()``: ``x.prod(0)`` of a 1-d ``x`` with two zeros and an infinity or NaN gets zeros where eager's
-``prod(dim)`` gives NaN (left).
+taken as ``x.prod()``, and ``x.prod(0)`` of a 1-d ``x`` that requires grad (where eager's ``prod(dim)`` gives the
+others' NaN: fuzz ``ties --special-values --grad`` 50103 #39, a flattened input of rounded values, many zeros) is
+traced as ``x.unsqueeze(0).prod(1).squeeze(0)``: the same value, and a prim that reduces one dim of two.
 """
 
 from __future__ import annotations
 
 import math
 
+import torch
 import thunder.torch as ltorch
 from thunder.core import dtypes, prims
+from thunder.core.proxies import TensorProxy
 from thunder.core.transforms import get_grad, put_grad, restore_reduced_dims
+
+from fusion_alias.wrapped_lookasides import wrap_lookasides
 
 
 def _exclusive_products(t):
@@ -81,3 +86,24 @@ def prod_grad(a, dims):
         safe = ltorch.where(ltorch.gt(zeros, 1), 0.0, safe)
     put_grad(a, ltorch.where(ltorch.gt(zeros, 0), safe, g_full * (result_full / a)))
     return result
+
+
+def _dim_of_a_vector(previous):
+    """``x.prod(0)`` of a 1-d ``x`` that requires grad, as a reduction of one dim of two (module Note)."""
+    def traced(a, *args, **kwargs):
+        from fusion_alias.zero_gradient_ops import _requiring_grad
+
+        names = dict(zip(("dim", "keepdim"), args), **kwargs)
+        if (len(args) > 2 or set(kwargs) - {"dim", "keepdim", "dtype"} or names.get("dim") not in (0, -1)
+                or isinstance(names.get("dim"), bool) or not isinstance(a, TensorProxy) or a.ndim != 1
+                or not dtypes.is_float_dtype(a.dtype) or dtypes.is_complex_dtype(a.dtype) or not _requiring_grad([a])):
+            return previous(a, *args, **kwargs)
+        rest = {k: v for k, v in names.items() if k != "dim"}
+        return ltorch.squeeze(previous(ltorch.unsqueeze(a, 0), 1, **rest), 0)
+
+    return traced
+
+
+def register(executor) -> None:
+    """Lend ``executor`` the lookaside of the module Note's last paragraph, over what was lent before."""
+    wrap_lookasides(executor, torch.prod, _dim_of_a_vector, torch.Tensor.prod, with_symbol=True)

@@ -123,7 +123,11 @@ def register(executor) -> None:
     from fusion_alias import overwrite_gradients  # (t.copy_(s), t.fill_(v), t.zero_(): eager's zero to t's old value)
 
     overwrite_gradients.register(executor)
-    from fusion_alias import copysign_gradients, zero_partial_gradients  # (copysign: eager's rule; nan_to_num,
-    # sigmoid: eager's g * partial, a NaN kept)
+    from fusion_alias import copysign_gradients, nan_element_gradients, zero_partial_gradients  # (copysign: eager's
+    # rule; nan_to_num, sigmoid: eager's g * partial, a NaN kept; hardsigmoid & co.: eager's branch at a NaN element)
     copysign_gradients.register(executor)
     zero_partial_gradients.register(executor)
+    nan_element_gradients.register(executor)
+    from fusion_alias import prod_gradient  # (x.prod(0) of a vector: eager's prod(dim) gradient, not prod()'s)
+
+    prod_gradient.register(executor)

@@ -36,6 +36,14 @@ def after_a_write(x, y):
     return x.reshape(2, 3).prod(-1), y
 
 
+def a_vector_along_its_dim(x, y):  # (Thunder's prim reduces every dim, as for x.prod(): traced as a 2-d one)
+    return x.prod(0) * y[0]
+
+
+def fuzz_50103_39(x, y):  # (its shape: a flattened input, keepdim)
+    return x.reshape(2, 3).view(-1).prod(0, keepdim=True), torch.clamp(y, max=x.prod(-1))
+
+
 def in_float64(x, y):
     return torch.prod(x.reshape(2, 3), 1, dtype=torch.float64) * y[:2]
 
@@ -46,7 +54,8 @@ VALUES = {
     "inf_beside_a_zero_row": ([1.0, INF, 3.0, 0.0, 2.0, 5.0], [1.0, 2.0, 3.0, 0.5, -1.0, 4.0]),
 }
 TWO_ZEROS = ([0.0, 0.0, INF, 2.0, -INF, 1.0], [1.0, 2.0, 3.0, 0.5, -1.0, 4.0])
-PROGRAMS = [all_elements, along_a_dim, along_a_dim_kept, all_of_a_matrix, after_a_write, in_float64]
+PROGRAMS = [all_elements, along_a_dim, along_a_dim_kept, all_of_a_matrix, after_a_write, in_float64,
+            a_vector_along_its_dim, fuzz_50103_39]
 
 
 @pytest.mark.parametrize("schedule", SCHEDULES)
@@ -57,7 +66,8 @@ def test_matches_eager(fn, values, schedule):
 
 
 @pytest.mark.parametrize("schedule", SCHEDULES)
-@pytest.mark.parametrize("fn", [along_a_dim, along_a_dim_kept, after_a_write, in_float64], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("fn", [along_a_dim, along_a_dim_kept, after_a_write, in_float64, a_vector_along_its_dim,
+                                fuzz_50103_39], ids=lambda f: f.__name__)
 def test_two_zeros_in_a_slice_along_a_dim(fn, schedule):
     """``prod(dim)``: the others' product, NaN behind the infinity; (``x.prod()`` with two zeros: zeros, whatever
     the others hold, as eager; right before too)."""
