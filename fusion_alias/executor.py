@@ -29,7 +29,7 @@ import thunder.core.prims as prims
 from fusion_alias import (stack_family, bool_reductions, reduction_dtypes, unbiased_spellings, eager_keywords, context, data_attribute, outside_reads, process_state, tensor_identity, dropped_attributes, foreach_lookasides, inplace_lookasides, ops, out_arguments, pipeline,
                           untraceable_calls, item_branches, return_types, clamp_ties, zero_norms, saturated_sigmoid, trace_time_queries, identity_results,
                           loss_defaults, lerp_shapes, pool_ties, nan_relu, safe_elu)
-from fusion_alias import round_decimals, same_tensor_results, step_gradients
+from fusion_alias import flip_gradient, round_decimals, same_tensor_results, step_gradients  # (flip: registers a rule)
 from fusion_alias.refusals import bool_keys
 from fusion_alias.refusals.bool_keys import refuse_bool_key
 from fusion_alias.aliasing import forget_flattened
