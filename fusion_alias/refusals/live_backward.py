@@ -10,7 +10,7 @@ import thunder.core.prims as prims
 from fusion_alias.aliasing import copies_in, proxy_args, tensor_outs
 
 
-def live_ops(bsyms, memory, flows: dict, carries_none: set, detached=frozenset(), detached_writes=frozenset()) -> set:
+def live_ops(bsyms, memory, flows: dict, carries_none: set, detached: dict, detached_writes=frozenset()) -> set:
     """The top-level indices whose backward runs (Note [tensors saved for the backward, then
     written]): a reverse walk over memories, from the returned tensors.
 
@@ -37,15 +37,21 @@ def live_ops(bsyms, memory, flows: dict, carries_none: set, detached=frozenset()
     which carries a gradient; ``b[1::2] = 1.5; return c / 2, b * 2`` runs in eager (abs's backward never
     runs), and was refused saying eager raises (fuzz seed 20784 #36, dtype --grad). Such a name counts
     as carrying a gradient again once a differentiable in-place op writes its memory, through any name
-    (``grad_written``): eager's views of a base that starts to require grad do too."""
+    (``grad_written``): eager's views of a base that starts to require grad do too.
+
+    Note [one detach, one tensor]: each ``detach()`` call makes a tensor of its own for autograd: it shares the
+    memory, not the history, with every other tensor of that memory, the results of other ``detach()`` calls of it
+    included. So ``detached`` maps each detached name to the ``detach()`` result it is (or is a view of), and the
+    walk follows a gradient into that one tensor's history (``("detached", that result)``), never into the memory.
+    ``t2 = t0.detach()[1::2]; t0.detach().copy_(t1); return t2`` returns a tensor that requires no grad in eager:
+    the write with a gradient went into the *other* detached tensor. Keyed by memory, ``t2`` carried the gradient,
+    which kept ``t0 = b.exp()``'s save live, and a later ``t0.mul_(t0)`` was refused saying eager raises at
+    backward, where eager runs (fuzz seed 35057 #41, calls --grad)."""
     live: set = set()
 
-    def reached(a) -> None:  # a gradient reaches ``a``: its memory, and, for a detached name, its detached history
+    def reached(a) -> None:  # a gradient reaches ``a``: its memory, or, for a detached name, its detach()'s history
         if isinstance(a, TensorProxy) and a.name not in carries_none:
-            k = memory(a)
-            live.add(k)
-            if a.name in detached:
-                live.add(("detached", k))
+            live.add(("detached", detached[a.name]) if a.name in detached else memory(a))
 
     ret = bsyms[-1]
     if ret.sym.id is prims.PrimIDs.RETURN:
@@ -58,9 +64,11 @@ def live_ops(bsyms, memory, flows: dict, carries_none: set, detached=frozenset()
         if not flows.get(i):
             continue
         b = bsyms[i]
-        touched = [memory(o) for o in tensor_outs(b)] + [memory(t) for t in written_by(b, memory)[0]]
+        written = written_by(b, memory)[0]
         if i in detached_writes:  # Note [a gradient written into a detached tensor]
-            touched = [("detached", k) for k in touched]
+            touched = [("detached", detached[t.name]) for t in written]
+        else:
+            touched = [memory(o) for o in tensor_outs(b)] + [memory(t) for t in written]
         if any(k in live for k in touched):
             found.add(i)
             for a in proxy_args(b):

@@ -10,7 +10,8 @@ import thunder.core.prims as prims
 
 from fusion_alias.aliasing import proxy_args, tensor_outs
 from fusion_alias.errors import AliasInputError
-from fusion_alias.refusals.saved_versions import _is_a_view, _refuse_no_grad_view_output, _views_maybe, _views_only
+from fusion_alias.refusals.saved_versions import _is_a_view, _views_maybe, _views_only
+from fusion_alias.refusals.view_errors import refuse_no_grad_view_output
 
 
 # Note [a view made under no_grad, returned]
@@ -44,7 +45,7 @@ def check_returned_no_grad_views(top_bsyms, tensor_inputs) -> None:
         if b.sym.id is prims.PrimIDs.RETURN:
             for a in proxy_args(b):
                 if isinstance(a, TensorProxy) and a.name in no_grad_views and dtypes.is_inexact_dtype(a.dtype):
-                    _refuse_no_grad_view_output(a.name)
+                    refuse_no_grad_view_output(a.name)
                 if isinstance(a, TensorProxy) and a.name in detached_views and dtypes.is_inexact_dtype(a.dtype):
                     _refuse_detached_view_output(a.name)
             return

@@ -20,6 +20,8 @@ from fusion_alias.errors import AliasInputError
 from fusion_alias.gradient_operands import NO_GRADIENT, gradient_operands
 from fusion_alias.refusals.live_backward import live_ops, written_by
 from fusion_alias.refusals.no_grad_copies import is_no_grad_contiguous_copy, refuse_no_grad_contiguous_output
+from fusion_alias.refusals.view_errors import (
+    refuse_multi_output_write, refuse_no_grad_view_output, refuse_no_grad_view_read, refuse_no_grad_view_write)
 from fusion_alias.refusals.untracked_saves import UNTRACKED_SAVE_OPS, UNTRACKED_SAVES, refuse_untracked_save
 
 
@@ -259,9 +261,9 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
 
     rg_memory = {memory(p) for p in tensor_inputs if p.requires_grad}
     input_memory = frozenset(rg_memory)  # (returned_views.py, Note [a view made under no_grad, returned]: of an argument only)
-    detached: set = set()
+    detached: dict = {}  # a detached name -> the detach() result it is (a view of): Note [one detach, one tensor]
     detached_writes: set = set()  # top-level indices of in-place ops that write only through detached names
-    written_with_grad: set = set()  # memories a differentiable in-place op writes through a detached tensor
+    written_with_grad: set = set()  # detach() results a differentiable in-place op writes (through a view)
     multi: set = set()
     no_grad_views: dict[str, int] = {}  # Note [writes into views made under no_grad]: name -> writes of its memory then
     made_without_grad: set = set()  # results of ops under no_grad: no gradient goes through them
@@ -290,7 +292,7 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
         for a in proxy_args(b):
             if (isinstance(a, TensorProxy) and a.name in no_grad_views and requires(a)
                     and len(writes.get(memory(a), ())) > no_grad_views[a.name]):
-                _refuse_no_grad_view_read("the return" if b.sym.id is prims.PrimIDs.RETURN else b.sym.name, a.name)
+                refuse_no_grad_view_read("the return" if b.sym.id is prims.PrimIDs.RETURN else b.sym.name, a.name)
 
     for i, b in enumerate(top_bsyms):
         if b.sym.id is prims.PrimIDs.RETURN:
@@ -298,7 +300,7 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
             for a in proxy_args(b):  # (returned_views.py, Note [a view made under no_grad, returned])
                 if (isinstance(a, TensorProxy) and a.name in no_grad_views and requires(a) and memory(a) in input_memory
                         and dtypes.is_inexact_dtype(a.dtype)):
-                    _refuse_no_grad_view_output(a.name)
+                    refuse_no_grad_view_output(a.name)
                 if isinstance(a, TensorProxy) and a.name in no_grad_copies:
                     refuse_no_grad_contiguous_output(a.name)
             n = i
@@ -321,14 +323,16 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
         # (``t.type_as(h)``: h gives a dtype, not a gradient; gradient_operands.py)
         differentiable = grad and any(requires(a) for a in gradient_operands(b.sym.name, tensor_args))
         name = b.sym.name
-        if b.sym.name == "detach" or ((b.sym in detaching_views or b.sym.name in _SAME_TENSOR_OPS) and args
-                                      and getattr(args[0], "name", None) in detached):
-            detached.update(o.name for o in outs)
+        first = getattr(args[0] if args else None, "name", None)
+        if b.sym.name == "detach":
+            detached.update((o.name, o.name) for o in outs)
+        elif (b.sym in detaching_views or b.sym.name in _SAME_TENSOR_OPS) and first in detached:
+            detached.update((o.name, detached[first]) for o in outs)
         written, of_self = written_by(b, memory)
         if of_self and written and all(t.name in detached for t in written):
             detached_writes.add(i)  # Note [a gradient written into a detached tensor] (live_backward.py)
-        if of_self and not differentiable and getattr(args[0] if args else None, "name", None) in detached:
-            detached.update(o.name for o in outs)  # (``d.neg_()`` of a detached ``d``: ``d`` itself)
+        if of_self and not differentiable and first in detached:
+            detached.update((o.name, detached[first]) for o in outs)  # (``d.neg_()`` of a detached ``d``: ``d`` itself)
         if grad and not differentiable and (not written or getattr(args[0] if args else None, "name", None) in gradless):
             gradless.update(o.name for o in outs)
         if of_self:
@@ -342,16 +346,16 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
             saves.extend(_saves_now(arg_saves, args, memory, writes, i, name))
         for t in written:
             if grad and t.name in multi and (requires(t) or differentiable):
-                _refuse_multi_output_write(name, t.name)
+                refuse_multi_output_write(name, t.name)
             if grad and t.name in no_grad_views and (requires(t) or differentiable):
-                _refuse_no_grad_view_write(name, t.name)
+                refuse_no_grad_view_write(name, t.name)
             k = memory(t)
             writes.setdefault(k, []).append((i, name))
             if differentiable and of_self:  # (batch_norm's running stats do not carry a gradient)
                 rg_memory.add(k)
                 grad_written.add(k)
                 if t.name in detached:  # (a gradient now enters the detached tensor)
-                    written_with_grad.add(k)
+                    written_with_grad.add(detached[t.name])
         if not of_self:  # saved after the op's own writes (of other arguments)
             saves.extend(_saves_now(arg_saves, args, memory, writes, i, name))
         if not of_self and differentiable and b.sym not in views:
@@ -383,7 +387,7 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
         return
     # (a result made under no_grad starts no backward either: ``with torch.no_grad(): t3 = t0.permute(1, 0)``
     # returned kept sin's save of ``t0 = b.sin()`` live, fuzz seed 20727 #18, basic --grad)
-    carries_none = {d for d in detached if memory_of(d) not in written_with_grad} | made_without_grad
+    carries_none = {d for d, one in detached.items() if one not in written_with_grad} | made_without_grad
     carries_none.update(g for g in gradless if memory_of(g) not in grad_written)
     live = live_ops(top_bsyms[: n + 1], memory, flows, carries_none, detached, detached_writes)
     for s in stale:
@@ -461,39 +465,3 @@ def _starts_no_backward(b) -> bool:
     if name in NO_GRADIENT:
         return True
     return name in _CASTS and all(not dtypes.is_inexact_dtype(o.dtype) for o in tensor_outs(b))
-
-
-def _refuse_no_grad_view_write(op: str, name: str) -> None:
-    raise AliasInputError(
-        f"fusion_alias: in-place {op} into {name}, a view made under torch.no_grad(), with grad mode enabled, in a "
-        "call that computes gradients. Eager PyTorch raises: \"A view was created in no_grad mode and is being "
-        "modified inplace with grad mode enabled.\" Workarounds: make the view outside no_grad, write under "
-        "no_grad, or clone the view"
-    )
-
-
-def _refuse_no_grad_view_read(op: str, name: str) -> None:
-    raise AliasInputError(
-        f"fusion_alias: {op} reads {name}, a view made under torch.no_grad() whose memory was written in place "
-        "since, with grad mode enabled, in a call that computes gradients. Eager PyTorch raises: \"A view was "
-        "created in no_grad mode and its base or another view of its base has been modified inplace with grad "
-        "mode enabled.\" Workarounds: make the view after the write, or read it through .detach()"
-    )
-
-
-def _refuse_no_grad_view_output(name: str) -> None:
-    raise AliasInputError(
-        f"fusion_alias: the program returns {name}, a view made under torch.no_grad() of a tensor that requires "
-        "grad, in a call that computes gradients: not supported. Eager's view requires grad but passes no gradient "
-        "back; the compiled program's output would pass one. Workarounds: return it .detach()ed, or make the view "
-        "with grad mode enabled. (In a program that writes nothing, a reshape or flatten counts as a view here.)")
-
-
-def _refuse_multi_output_write(op: str, name: str) -> None:
-    raise AliasInputError(
-        f"fusion_alias: in-place {op} into {name}, a view returned by unbind/chunk/split (an op that "
-        "returns several views), in a call that computes gradients. Eager PyTorch raises: \"... is a view "
-        "and is being modified inplace. This view is the output of a function that returns multiple "
-        "views. Such functions do not allow the output views to be modified inplace.\" Workarounds: "
-        "clone the view before the in-place op, or use the out-of-place op"
-    )
