@@ -64,27 +64,6 @@ def _stores_into(ctx, attribute: str):
         yield modified, inputs[0], keys
 
 
-def _rebound_buffers_of_other_modules(ctx) -> list[str]:
-    """The buffer names the recorded modifications store into the ``_buffers`` of a module other than the
-    one called (Note [a buffer rebound on a module the call was given]).
-
-    Note [a buffer rebound on a module the call was given]
-    -----------------------------------------------------
-    ``m.steps += 1`` on a buffer is ``__iadd__`` (in place) and then ``m.steps = <the same tensor>``, a store
-    into ``m._buffers``. Thunder 0.2.6 turns such a store into the epilogue's ``pack_buffer`` of the module
-    it walks up to, and asserts that the walk starts at the module called: for a module passed as an argument
-    or read from a global it fails with a bare ``AssertionError`` (plain ``thunder.jit`` too; fuzz seed 20201
-    #52, ``--generator modules``, where plain ``thunder.jit`` failed earlier on ``m.w.data``, so the bare
-    error looked like ours). Such an assertion, while such a store is recorded, is re-raised as a refusal
-    that names the buffer and the in-place spelling that runs (``m.steps.add_(1)``)."""
-    names = []
-    for _, owner, keys in _stores_into(ctx, "_buffers"):
-        if owner.inst is PseudoInst.INPUT_FN:
-            continue  # (the module called: Thunder stores it)
-        names += keys
-    return names
-
-
 # Note [a buffer rebound on the module called]
 # ---------------------------------------------
 # ``self.steps = self.steps + 1`` (or ``self.ema = self.ema * 0.9 + x``, ``self.kv = torch.cat(...)``,
@@ -250,19 +229,11 @@ def register(executor) -> None:
                     "assignment without an error (the module keeps its old value, and later calls read it). "
                     "Return the value instead, keep it in a registered buffer (register_buffer, then "
                     "self.buf.copy_(v) or self.buf[...] = v), or set it outside the jitted function")
-            rebound = _rebound_buffers_of_other_modules(ctx)
-            try:
-                result = original(ctx, epilogue_trace)
-            except AssertionError as e:  # Note [a buffer rebound on a module the call was given]
-                if rebound:
-                    names = ", ".join(sorted(set(rebound)))
-                    raise NotImplementedError(
-                        f"fusion_alias: the function assigns the buffer(s) {names} of a module that is not the one "
-                        "called (an argument, or a module reached through a global: `m.steps += 1`, `m.buf = v`): "
-                        "not supported. Thunder 0.2.6 fails on such an assignment (an AssertionError in "
-                        "process_recorded_modifications; plain thunder.jit too). Write into the buffer in place "
-                        "instead (`m.steps.add_(1)`, `m.buf.copy_(v)`), or call the module itself") from e
-                raise
+            from fusion_alias import given_module_buffers  # (it imports this module)
+
+            taken = given_module_buffers.take_given_module_stores(ctx)  # Note [a buffer rebound on a module the call was given]
+            result = original(ctx, epilogue_trace)
+            given_module_buffers.store_given_module_buffers(taken, epilogue_trace)
             _rebind_buffers_of_the_module_called(epilogue_trace)  # Note [a buffer rebound on the module called]
             return result
         return original(ctx, epilogue_trace)

@@ -9,8 +9,10 @@ import thunder.core.prims as prims
 from thunder.core.proxies import TensorProxy, variableify
 from thunder.core.trace import from_trace, tracectx
 
-from fusion_alias.dropped_attributes import STORES
+from fusion_alias import dropped_attributes, given_module_buffers
 from fusion_alias.errors import AliasInputError
+
+STORES = dropped_attributes.STORES | {given_module_buffers.REBIND_GIVEN_BUFFER.name}
 
 
 def eager_store_flags(epilogue, epilogue_trc, outs, requires) -> None:
