@@ -200,6 +200,7 @@ def _check_writes(
             continue
         what, where = _described(dst.name, root, t, base, view, producers)
         src = producers.get(getattr(b.args[0], "name", None))
+        src = _unjoined(src, producers)  # (overwrite_gradients.py's join of a fill, in a call with gradients)
         kind = _accepted_on_expanded(src, ops_by_write.get(_out_name(b)), info, actual, proxies, metas)
         if kind is not None:
             raise AliasInputError(
@@ -350,6 +351,17 @@ def _grad_mode_of(copy_bsym) -> bool:
 def _out_name(bsym):
     outs = proxy_outs(bsym)
     return outs[0].name if outs else None
+
+
+def _unjoined(src, producers):
+    """The producer of the value a ``where(never, trunc(t), value)`` writes (overwrite_gradients.py, Note [an
+    overwritten value gets a zero gradient]: ``t.zero_()`` of a ``t`` that requires grad), else ``src``: the fill
+    stays a fill for :func:`_accepted_on_expanded` (fuzz seed 35060 #41, calls --grad: ``b.zero_()`` of an expanded
+    input was refused saying eager rejects it)."""
+    if src is None or src.sym.id is not ops.PrimIDs.WHERE or len(src.args) != 3:
+        return src
+    value = producers.get(getattr(src.args[2], "name", None))
+    return value if value is not None and value.sym.id is ops.PrimIDs.FULL else src
 
 
 def _accepted_on_expanded(src, op, info: AliasInfo, actual: dict, proxies: dict, metas: dict) -> str | None:
