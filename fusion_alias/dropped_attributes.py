@@ -26,20 +26,20 @@ from __future__ import annotations
 
 import weakref
 
-import torch
 from thunder.core import jit_ext, prims
 from thunder.core.compile_data import get_compile_data
 from thunder.core.interpreter import PseudoInst
-from thunder.core.prims import OpTags
-from thunder.core.symbol import Symbol
 from thunder.core.trace import tracectx
+
+from fusion_alias import given_module_buffers
+from fusion_alias.epilogue_stores import detached_unless_required, epilogue_store, same_tensor, stores_into
 
 
 def _dropped_stores(ctx) -> list[str]:
     """The attribute names the recorded modifications set through an object's ``__dict__`` that
     Thunder will drop (the object has no proxy)."""
     dropped = []
-    for modified, owner, keys in _stores_into(ctx, "__dict__"):
+    for modified, owner, keys in stores_into(ctx, "__dict__"):
         if not isinstance(modified.value, dict):
             continue
         if hasattr(owner, "proxy"):
@@ -48,20 +48,6 @@ def _dropped_stores(ctx) -> list[str]:
             continue  # (``torch.enable_grad()``'s ``self.prev``: an object of the call's own)
         dropped += keys
     return dropped
-
-
-def _stores_into(ctx, attribute: str):
-    """``(the modified object, the provenance of its owner, the keys stored)`` for each ``owner.<attribute>``
-    (a dict: ``__dict__``, ``_buffers``) the recorded modifications store keys into."""
-    for modified, modifications in ctx._additional_outputs.items():
-        prov = modified.provenance
-        inputs = getattr(prov, "inputs", None) or ()
-        if prov.inst is not PseudoInst.LOAD_ATTR or len(inputs) < 2:
-            continue
-        if inputs[1].inst is not PseudoInst.CONSTANT or inputs[1].value != attribute:
-            continue
-        keys = [str(args[1].value) for inst, *args in modifications if inst == PseudoInst.STORE_SUBSCR]
-        yield modified, inputs[0], keys
 
 
 # Note [a buffer rebound on the module called]
@@ -103,9 +89,9 @@ def _rebind_buffer(root, name: str, value, requires_grad: bool = True) -> None:
     owner_name, _, leaf = name.rpartition(".")
     owner = model.get_submodule(owner_name) if owner_name else model
     old = owner._buffers.get(leaf)
-    if _same_tensor(old, value):
+    if same_tensor(old, value):
         return
-    value = _detached_unless_required(value, requires_grad)
+    value = detached_unless_required(value, requires_grad)
     owner._buffers[leaf] = value
     for thunder_module in getattr(root, "_fusion_alias_siblings", None) or (root,):
         overrides = getattr(thunder_module, "_overrides_buffers", None)
@@ -116,35 +102,7 @@ def _rebind_buffer(root, name: str, value, requires_grad: bool = True) -> None:
             seen[("b", name)] = weakref.ref(value)  # (module_state.py, Note [state rebound between calls]; fuzz seed 20101 #0)
 
 
-def _same_tensor(a, b) -> bool:
-    if a is b:
-        return True
-    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
-        return False
-    return (a.dtype == b.dtype and a.device == b.device and a.shape == b.shape and a.stride() == b.stride()
-            and a.storage_offset() == b.storage_offset()
-            and a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr())
-
-
-def _store_meta(target, name, value, requires_grad) -> None:
-    return None
-
-
-def _epilogue_store(name: str, impl) -> Symbol:
-    """An epilogue symbol that runs ``impl(target, name, value, requires_grad)``, kept by DCE (it returns nothing)."""
-    return Symbol(name=f"fusion_alias_{name}", id=f"fusion_alias.{name}", meta=_store_meta, is_prim=True,
-                  tags=(OpTags.DONT_DCE,),
-                  _bind_postprocess=lambda b: setattr(b, "_call_ctx", {f"fusion_alias_{name}": impl}))
-
-
-def _detached_unless_required(value, requires_grad: bool):
-    """``value`` detached where its traced result requires no grad (Note [a buffer rebound on the module called])."""
-    if not requires_grad and isinstance(value, torch.Tensor) and value.requires_grad:
-        return value.detach()
-    return value
-
-
-_REBIND_BUFFER = _epilogue_store("rebind_buffer", _rebind_buffer)
+_REBIND_BUFFER = epilogue_store("rebind_buffer", _rebind_buffer)
 
 
 def _set_attribute(obj, name: str, value, requires_grad: bool = True) -> None:
@@ -152,10 +110,10 @@ def _set_attribute(obj, name: str, value, requires_grad: bool = True) -> None:
     grad detached (Note [a buffer rebound on the module called]: ``m.scale = m.scale * 0.99`` on a module
     read from a global, in a call that computes gradients, got a tensor that requires grad; fuzz seed
     20416 #24, modules --grad)."""
-    setattr(obj, name, _detached_unless_required(value, requires_grad))
+    setattr(obj, name, detached_unless_required(value, requires_grad))
 
 
-_SET_ATTRIBUTE = _epilogue_store("set_attribute", _set_attribute)
+_SET_ATTRIBUTE = epilogue_store("set_attribute", _set_attribute)
 
 
 def _rebind_buffers_of_the_module_called(epilogue_trace) -> None:
@@ -229,8 +187,6 @@ def register(executor) -> None:
                     "assignment without an error (the module keeps its old value, and later calls read it). "
                     "Return the value instead, keep it in a registered buffer (register_buffer, then "
                     "self.buf.copy_(v) or self.buf[...] = v), or set it outside the jitted function")
-            from fusion_alias import given_module_buffers  # (it imports this module)
-
             taken = given_module_buffers.take_given_module_stores(ctx)  # Note [a buffer rebound on a module the call was given]
             result = original(ctx, epilogue_trace)
             given_module_buffers.store_given_module_buffers(taken, epilogue_trace)

@@ -34,18 +34,18 @@ from thunder.core.interpreter import PseudoInst
 from thunder.core.proxies import Proxy
 from thunder.core.trace import tracectx
 
-from fusion_alias.dropped_attributes import _detached_unless_required, _epilogue_store, _same_tensor, _stores_into
+from fusion_alias.epilogue_stores import detached_unless_required, epilogue_store, same_tensor, stores_into
 
 
 def _rebind_given_buffer(module, name: str, value, requires_grad: bool = True) -> None:
     """``module.<name> = value`` for a registered buffer, as eager does it (Note [a buffer rebound on a module the
     call was given])."""
-    if _same_tensor(module._buffers.get(name), value):
+    if same_tensor(module._buffers.get(name), value):
         return
-    module._buffers[name] = _detached_unless_required(value, requires_grad)
+    module._buffers[name] = detached_unless_required(value, requires_grad)
 
 
-REBIND_GIVEN_BUFFER = _epilogue_store("rebind_given_buffer", _rebind_given_buffer)
+REBIND_GIVEN_BUFFER = epilogue_store("rebind_given_buffer", _rebind_given_buffer)
 
 
 def _thunder_names(owner) -> bool:
@@ -63,7 +63,7 @@ def take_given_module_stores(ctx) -> list:
     """Remove from the interpreter's records each store into the ``_buffers`` of a module Thunder cannot name,
     and return ``(owner provenance, buffer name, value)`` for the last store of each name."""
     taken = []
-    for modified, owner, _ in list(_stores_into(ctx, "_buffers")):
+    for modified, owner, _ in list(stores_into(ctx, "_buffers")):
         if _thunder_names(owner) or not isinstance(modified.value, dict):
             continue
         last = {}
