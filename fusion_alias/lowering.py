@@ -81,7 +81,10 @@ def assemble_outputs(spec: RegionSpec, inputs: dict, emitted: Sequence) -> tuple
 
     from fusion_alias.views import replay_view
 
-    input_storages = {t.untyped_storage().data_ptr() for t in inputs.values() if isinstance(t, torch.Tensor)}
+    # (a ZeroTensor has no storage to ask: Thunder's torch-autograd vjp fallback hands the backward one, ``sgn``'s
+    # gradient of a real tensor; asking raised "invalid python storage" in every backward through ``x.sgn()``)
+    input_storages = {t.untyped_storage().data_ptr() for t in inputs.values()
+                      if isinstance(t, torch.Tensor) and not t._is_zerotensor()}
     taken: set[int] = set()  # storages already given to an emitted output: one buffer per program tensor
     values: dict[str, object] = {}
     for name, v in zip(emitted_outputs(spec), emitted):

@@ -826,9 +826,10 @@ class NvFuserFusion:
 
 
 def _nvfuser_can_take(args) -> bool:
-    """nvFuser takes CUDA tensors, 0-d CPU tensors and Python numbers."""
+    """nvFuser takes CUDA tensors, 0-d CPU tensors and Python numbers; not a ZeroTensor (no storage: ``lowering.
+    assemble_outputs``), which torch's regions take."""
     for a in args:
-        if isinstance(a, torch.Tensor) and not a.is_cuda and not (a.is_cpu and a.dim() == 0):
+        if isinstance(a, torch.Tensor) and (not a.is_cuda and not (a.is_cpu and a.dim() == 0) or a._is_zerotensor()):
             return False
     return True
 

@@ -86,7 +86,7 @@ _entries("exp tanh sigmoid relu sqrt rsqrt reciprocal expm1 _softmax log_softmax
 _entries("exp_ tanh_ relu_ sqrt_ rsqrt_ reciprocal_ sigmoid_", (0,), _ANY, _OUT)  # (sigmoid_: inplace_lookasides.py)
 _entries("log sin cos abs erf log1p square gelu silu pow clamp var softplus", (0,), _ANY, _IN)
 _entries("neg sum mean mul div add sub log_ sin_ cos_ abs_ neg_", (0,), _ANY, ())
-_entries("amax amin", (0,), _ANY, (("out", (0,)), (0, (0,))))
+_entries("amax amin sgn", (0,), _ANY, (("out", (0,)), (0, (0,))))
 _entries("add sub add_ sub_", (0, 1), _ANY, ())
 _entries("mul", (0, 1), _ANY, ((0, (1,)), (1, (0,))))
 _entries("div", (0, 1), _ANY, ((0, (1,)), (1, (0, 1))))
