@@ -29,7 +29,7 @@ import thunder.core.prims as prims
 from fusion_alias import (stack_family, bool_reductions, reduction_dtypes, unbiased_spellings, eager_keywords, context, data_attribute, outside_reads, process_state, tensor_identity, dropped_attributes, foreach_lookasides, inplace_lookasides, ops, out_arguments, pipeline,
                           untraceable_calls, item_branches, return_types, clamp_ties, zero_norms, saturated_sigmoid, trace_time_queries, identity_results,
                           loss_defaults, lerp_shapes, pool_ties, nan_relu, safe_elu)
-from fusion_alias import flip_gradient, ravel_spelling, round_decimals, same_tensor_results, step_gradients  # (flip: registers a rule)
+from fusion_alias import einsum_views, flip_gradient, ravel_spelling, round_decimals, same_tensor_results, step_gradients  # (flip: registers a rule)
 from fusion_alias.refusals import bool_keys
 from fusion_alias.refusals.bool_keys import refuse_bool_key
 from fusion_alias.aliasing import forget_flattened
@@ -448,5 +448,6 @@ stack_family.register(executor)  # torch.hstack & co. as the cat they are, which
 step_gradients.register(executor)  # x.floor() requiring grad: eager's zero gradient; x // 2: eager's refusal (Note [floor and ceil carry a zero gradient])
 same_tensor_results.register(executor)  # torch.positive(x) is x (Note [ops eager returns as their input])
 ravel_spelling.register(executor)  # x.ravel() as x.contiguous().view(-1) (Note [ravel is contiguous, then a view])
+einsum_views.register(executor)  # einsum("ij->ji", x) as x.permute(1, 0) (Note [an einsum that permutes is a view])
 round_decimals.register(executor)  # x.round(decimals=2): eager's (Note [round with decimals])
 register_executor(executor)

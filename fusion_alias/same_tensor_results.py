@@ -15,8 +15,8 @@ result the alias analysis cannot relate to ``x``. So a write after or through on
 
 Each is traced as its input itself here (``_dropout`` in inplace_lookasides.py for the dropouts), so a write through
 either name is a write of one tensor, as in eager; a bool ``positive`` keeps Thunder's (eager's error).
-``resolve_neg`` and ``einsum`` stay refused with gradients: whether they return their input, a view or a copy
-depends on the layout or on a bit the trace does not carry (docs/limits.md). ``contiguous`` is decided from the
+``resolve_neg`` stays refused with gradients: whether it returns its input or a copy depends on a bit the trace does
+not carry (docs/limits.md); an ``einsum`` that permutes one operand is a view since session 43 (einsum_views.py). ``contiguous`` is decided from the
 call's layouts (eager_copies.py) and a ``repeat`` is a copy (fresh_results.py) since session 42; ``ravel`` is traced
 as ``contiguous().view(-1)`` since session 43 (ravel_spelling.py).
 """
