@@ -341,9 +341,10 @@ def _checked_as_the_fusion_pass_sees_it(trace, explicit, ret, tensor_inputs, inp
     info = analyze_(full, tensor_inputs, list(input_groups) + alias_facts, same_inputs, detach_is_view=True)
     proxies = tensor_proxies_by_name(full, tensor_inputs)
     full = drop_copies_onto_themselves(full, info, actual, proxies)
+    selves = {b.output.name: b.args[0].name for b in full if answers.get(getattr(b.output, "name", None)) == "self"}
     check_refusals(
         trace, full, renamed, info, tensor_inputs, input_groups, actual, ctx, proxies, autograd_refusals=False,
-        saved_versions=True,
+        saved_versions=True, selves=selves,
     )
     return copied, answers
 

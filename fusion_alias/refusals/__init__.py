@@ -64,6 +64,7 @@ def check_refusals(
     proxies=None,
     autograd_refusals: bool = True,
     saved_versions: bool = False,
+    selves=None,
 ) -> None:
     """Raise ``AliasInputError`` for the first refused write of ``flat`` (the flattened trace, without
     ``update_aliases``; ``renamed`` is what dropping them renamed), in program order. ``proxies``:
@@ -93,7 +94,7 @@ def check_refusals(
     _check_writes(flat, info, actual, proxies, inplace_ops, grad_inputs, input_names, computes_gradients)
     if saved_versions and computes_gradients:
         check_foreach_lists(ctx.foreach_writes, trace.bound_symbols, info, renamed_names)
-        check_saved_versions(trace.bound_symbols, info, tensor_inputs, input_groups, renamed_names)
+        check_saved_versions(trace.bound_symbols, info, tensor_inputs, input_groups, renamed_names, selves)
         _check_index_put_gradients(trace.bound_symbols, info, {p.name for p in tensor_inputs if p.requires_grad})
     if grad_inputs:
         _check_index_put_gradients(flat, info, grad_inputs)

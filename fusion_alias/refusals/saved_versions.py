@@ -235,15 +235,18 @@ class _Save:
         self.memory, self.at, self.index, self.op, self.name = memory, at, index, op, name
 
 
-def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups, renamed=None) -> None:
+def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups, renamed=None, selves=None) -> None:
     """Raise ``AliasInputError`` for the first program of the module's two Notes among ``top_bsyms``
     (the trace before flattening, the ops as the user called them). ``info``: the alias analysis of
     the flattened trace (its roots name the memories, and views of one root share a version
     counter); ``input_groups``: groups of trace-input names that may overlap. ``renamed``: the names
     flattening replaced (an ``update_aliases`` output, ``t1 = h.copy_(h)``) -> the name kept: ``info`` knows
     only the latter (``h.copy_(h) * 1`` after ``h = x.sigmoid()`` read ``t1`` as memory of its own, and the
-    stale save went unseen; hostile probe 14)."""
+    stale save went unseen; hostile probe 14). ``selves``: each ``contiguous()`` result eager returns as its input
+    itself -> that input (eager_copies.py): the same tensor, memory and version counter (``y = b.sin();
+    b.contiguous().mul_(2)`` raises at backward in eager, and returned a gradient; so did ``b.ravel()``)."""
     root = info.root
+    selves = selves or {}
     renamed = renamed or {}
     canon: dict[str, str] = {}
     for group in input_groups:
@@ -254,6 +257,8 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
     def memory_of(name: str) -> str:
         name = renamed.get(name, name)
         r = root.get(name, name)
+        while r in selves:
+            r = root.get(selves[r], selves[r])
         return canon.get(r, r)
 
     def memory(p) -> str:
@@ -374,7 +379,8 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
         # (a reshape or flatten that is a view in eager too: one that copies has a clone's memory, layouts.py's
         # decision; fuzz seed 20771 #59, hidden --grad: ``with torch.no_grad(): t2 = t0.reshape(1)``, then ``t2.abs_()``)
         viewing = b.sym in views and _is_a_view(b) or (b.sym in maybe_views and args and isinstance(args[0], TensorProxy)
-                                                        and all(memory(o) == memory(args[0]) for o in outs))
+                                                        and all(memory(o) == memory(args[0]) and o.name not in selves
+                                                                for o in outs))  # (contiguous(): the tensor itself)
         if not grad and is_no_grad_contiguous_copy(b, args, outs, requires, memory):
             no_grad_copies.update(o.name for o in outs)  # Note [a contiguous copy made under no_grad, returned]
         if viewing and (not grad or getattr(args[0], "name", None) in no_grad_views):
