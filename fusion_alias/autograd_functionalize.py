@@ -70,6 +70,7 @@ from fusion_alias.same_object_outputs import not_the_callers, same_object_output
 from fusion_alias.refusals.strided_outputs import check_returned_strided_views
 from fusion_alias.spent_histories import cut_spent_histories
 from fusion_alias.unreached_writebacks import record_reach, watched
+from fusion_alias.memory_reach import dropped_with
 from fusion_alias.functionalized_epilogue import eager_store_flags, epilogue_returning_finals, refuse_stores_of_input_views
 from fusion_alias.eager_copies import clone_before, contiguous_as_eager, eager_contiguous
 from fusion_alias.leaf_views import detached_inputs, detached_names
@@ -104,32 +105,35 @@ class WriteBacks:
     """What ``api`` writes back after a functionalized call: ``(caller's tensor, grad mode)`` per
     final value the computation returns, in order; and per output that is a written input's memory,
     ``(caller's tensor, view steps, detached, output index)`` (Note [an output that is a written input,
-    functionalized]); and the computation's inputs (Note [a final value in an input's memory])."""
+    functionalized]); and the computation's inputs (Note [a final value in an input's memory]); ``apart``:
+    memory_reach.py's ``dropped_with`` per final value."""
 
-    __slots__ = ("targets", "outputs", "inputs")
+    __slots__ = ("targets", "outputs", "inputs", "apart")
 
-    def __init__(self, targets, outputs=(), inputs=()):
+    def __init__(self, targets, outputs=(), inputs=(), apart=()):
         self.targets = targets
         self.outputs = outputs
         self.inputs = inputs
+        self.apart = apart
 
 
 class WrittenPositions:
     """A cache entry's record of its write-backs: ``inputs``, (input position, grad mode, dimensions
     narrowed to 1) per final value; ``outputs``, ``input_outputs.outputs_of_written_inputs``'s."""
 
-    __slots__ = ("inputs", "outputs")
+    __slots__ = ("inputs", "outputs", "apart")
 
-    def __init__(self, inputs, outputs):
+    def __init__(self, inputs, outputs, apart=()):
         self.inputs = inputs
         self.outputs = outputs
+        self.apart = apart  # (WriteBacks.apart)
 
 
 def write_back(result, writebacks: WriteBacks):
     """Copy the final values into the caller's tensors in eager, each under the grad mode of the
     program's last write into it; return the program's own output."""
     out, finals, constants, differentiable, returned = result
-    for (tensor, grad_mode), value in zip(writebacks.targets, watched(finals, writebacks.targets, writebacks.inputs)):  # (unreached_writebacks.py)
+    for (tensor, grad_mode), value in zip(writebacks.targets, watched(finals, writebacks.targets, writebacks.inputs, writebacks.apart)):  # (unreached_writebacks.py)
         with torch.set_grad_enabled(grad_mode):
             tensor.copy_(value)
     sources = _sources_in_new_memory(writebacks, finals)
@@ -224,7 +228,7 @@ class WrittenInputs:
         context.current().writebacks = WriteBacks(
             [(_narrow(inps[i], dims), mode) for i, mode, dims in self.positions.inputs],
             [(inps[pos], steps, detached, i) for i, pos, steps, detached in self.positions.outputs],
-            inps,
+            inps, self.positions.apart,
         )
         return self.fn(*inps)
 
@@ -470,13 +474,14 @@ def functionalize(prologue_trc, trace, epilogue_trc):
     refuse_stores_of_input_views(new_epilogue, epilogue_trc, outs, info, tensor_inputs, prologue_trc)
     modes = {p.name: bool(rewriter.mode_of(p.name)) and requires(p.name) for p in written}
     written_positions = tuple((positions[p.name], modes[p.name], narrowed.get(p.name, ())) for p in written)
-    ctx.written_positions = WrittenPositions(written_positions, input_outputs)
+    apart = dropped_with(flat, outs, info, tensor_inputs, written)  # (memory_reach.py)
+    ctx.written_positions = WrittenPositions(written_positions, input_outputs, apart)
     by_position = {i: n for n, i in positions.items()}
     ctx.writebacks = WriteBacks(
         [(_narrow(actual[p.name], narrowed.get(p.name, ())), modes[p.name]) for p in written if p.name in actual],
         [(actual[by_position[pos]], steps, detached, i) for i, pos, steps, detached in input_outputs
          if by_position[pos] in actual],
-        tuple(actual.values()),
+        tuple(actual.values()), apart,
     )
     if len(ctx.writebacks.targets) < len(written) or len(ctx.writebacks.outputs) < len(input_outputs):
         raise AliasInputError(

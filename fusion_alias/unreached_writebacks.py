@@ -39,7 +39,11 @@ the write has its history remade through the write's node (``CopySlices``), even
 
 Thunder's trace reads ``a`` as the input it is, so a watched write-back would count as unread and drop what
 eager computes. A written input whose memory another input of the call shares (arguments, globals, buffers, the
-tensors Thunder's prologue unpacks) is not watched: its backward is Thunder's, as before.
+tensors Thunder's prologue unpacks) is not watched: its backward is Thunder's, as before, unless no use of that
+memory after its first write reaches the program's outputs (memory_reach.py, Note [an unread write into memory
+another input shares, read by nothing the loss reaches]): then eager visits its writes only through the caller's
+tensors after the call, and the write-backs of that memory are watched as one (``groups``): unreached only when
+none of them is reached.
 """
 
 from __future__ import annotations
@@ -142,13 +146,14 @@ def _fresh(saved) -> list:
 class _Watched:
     """A Thunder node's compiled backward, for one call: module Note."""
 
-    __slots__ = ("backward", "watched", "seen", "names")
+    __slots__ = ("backward", "watched", "seen", "names", "groups")
 
     def __init__(self, backward):
         self.backward, self.watched, self.seen, self.names = backward, set(), set(), {}
+        self.groups = {}  # output index -> the indices of its memory's write-backs (module Note, its second part)
 
     def __call__(self, saved, cotangents):
-        unreached = frozenset(self.watched - self.seen)
+        unreached = frozenset(i for i in self.watched - self.seen if not self.groups.get(i, frozenset()) & self.seen)
         if not unreached:
             return self.backward(saved, cotangents)
         again, cots = _fresh(saved), list(cotangents)
@@ -205,22 +210,37 @@ def _shares_memory_with_another(tensor: torch.Tensor, inputs) -> bool:
                and t.untyped_storage().data_ptr() == ptr) > 1
 
 
-def watched(finals, targets, inputs) -> list:
+def watched(finals, targets, inputs, apart=()) -> list:
     """``finals``, each one copied back under grad mode (``targets``: (caller's tensor, grad mode)) that is an
     output of Thunder's node passed through ``_Reached``, its node's backward watched for this call (module
-    Note); ``inputs``: the call's tensor inputs (Note [an unread write into memory another input shares])."""
-    out = []
+    Note); ``inputs``: the call's tensor inputs (Note [an unread write into memory another input shares]);
+    ``apart``: memory_reach.py's ``dropped_with`` per final value."""
+    found = []
     for k, value in enumerate(finals):
         tensor, mode = targets[k] if k < len(targets) else (None, False)
-        found = _thunder_node(value) if mode and isinstance(value, torch.Tensor) and value.requires_grad else None
-        if found is None or _shares_memory_with_another(tensor, inputs):
+        found.append(_thunder_node(value) if mode and isinstance(value, torch.Tensor) and value.requires_grad
+                     else None)
+    out = []
+    for k, value in enumerate(finals):
+        group = None
+        if found[k] is not None and _shares_memory_with_another(targets[k][0], inputs):
+            group = apart[k] if k < len(apart) else None
+            if group is None or not all(j < len(found) and found[j] is not None and found[j][0] is found[k][0]
+                                        for j in group):
+                group = None  # (a write-back of that memory not on this node: not told whether it is reached)
+            if group is None:
+                out.append(value)
+                continue
+        if found[k] is None:
             out.append(value)
             continue
-        node, index = found
+        node, index = found[k]
         watch = node.compiled_backward
         if not isinstance(watch, _Watched):
             watch = node.compiled_backward = _Watched(watch)
         watch.watched.add(index)
+        if group is not None:
+            watch.groups[index] = frozenset(found[j][1] for j in group)
         watch.names[index] = f"written input {k}"
         with torch.enable_grad():
             out.append(_Reached.apply(value, watch.seen, index))

@@ -18,7 +18,16 @@ the unread cotangents as *symbolic* zeros that each op passes on without computi
 ``neg``, a conversion, a reshape or broadcast, ``sum``, the VJP of an op Thunder registered from torch
 (``detach_vjp``) of a zero cotangent: zero; ``add(x, 0)``, ``sub(x, 0)``: ``x``; ``sub(0, x)``:
 ``neg(x)``; ``where`` with a zero branch, and a comparison (``ne(g, g)``, eager_gradients.py's zeros made from ``g``): the zero
-as a real zero tensor, which they select or compare but never multiply).
+as a real zero tensor, which they select or compare but never multiply; ``index_select``/``take`` of a zero: zero;
+``index_add(x, i, 0)``: ``x``; ``scatter`` of a zero into a zero: zero, else the zeros as real tensors, which it
+places but never multiplies: the backward of inputs that overlap, read as views of one flat base).
+
+A backward is linear in its cotangents, so a term computed from none of the cotangents it is given as tensors
+(only from saved values and constants) that is *added* to one computed from them is zero: it is one of the zero
+cotangents' contributions (Thunder moves the ``full(0)`` an ``index_add`` starts from into the forward, and the
+zero cotangent's ``norm_vjp`` of ``inf`` reaches the sum through it: NaN, fuzz ``--special-values --grad``
+70102 #10). ``add(u, v)``, ``sub`` of such a ``v`` is ``u`` (``neg(v)`` for ``sub(v, u)``), and a gradient that
+is computed from none of them is None, as eager's.
 A gradient that ends as a symbolic zero is None here (zeros for the caller, as for the gradients
 from unread cotangents only). An op outside those rules reached by a symbolic zero
 stops the rewrite (the caller refuses). The rewritten trace runs on torch (one executor, unfused) and is kept per
@@ -39,7 +48,8 @@ _ZERO_IF_FIRST = {"div", "true_divide"}
 _READ_AS_ZEROS = {"eq", "ne", "lt", "le", "gt", "ge", "isnan", "isfinite", "signbit"}
 _LINEAR = {"neg", "convert_element_type", "reshape", "broadcast_in_dim", "transpose", "squeeze", "unsqueeze",
            "sum", "slice_prim", "slice", "expand", "permute", "clone", "shallow_copy", "real", "conj", "view",
-           "flatten", "contiguous", "to", "type_as"}
+           "flatten", "contiguous", "to", "type_as", "torch_prims_reshape_impl", "index_select", "take"}
+_PLACES = {"index_add", "scatter"}  # (never multiply what they read)
 
 
 class Unsupported(Exception):
@@ -65,6 +75,33 @@ def _is_zero(x, zero) -> bool:
     return isinstance(x, Proxy) and x.name in zero
 
 
+def _told(x, told, zero) -> bool:
+    """Whether ``x`` is computed from a cotangent the backward is given as a tensor (module Note)."""
+    return x.name in told and x.name not in zero
+
+
+def _placed(b, op, zero, swap, out) -> bool:
+    """``index_add``/``scatter`` of zeros (module Note) as a zero (added to ``zero``) or its base (added to
+    ``swap``); False where the zeros are to be read as real tensors."""
+    base = b.args[0]
+    if op == "index_add":  # (ltorch's (a, dim, index, source), prims' (a, index, source, dim))
+        others = [x for x in b.args[1:] if isinstance(x, Proxy) and x.dtype == base.dtype]
+    else:  # (ltorch's (a, dim, index, value), prims' (a, index, value, dim))
+        value = b.args[3] if isinstance(b.args[1], int) else b.args[2]
+        if not isinstance(value, Proxy) and value != 0 or not _is_zero(base, zero):
+            return False
+        others = [value] if isinstance(value, Proxy) else []
+    if not all(_is_zero(x, zero) for x in others):
+        return False
+    if _is_zero(base, zero):
+        zero.add(out.name)
+    elif isinstance(base, Proxy):
+        swap[variableify(out)] = base
+    else:
+        return False
+    return True
+
+
 def rewritten(trace, zero_positions: frozenset):
     """The backward ``trace`` with the cotangents at ``zero_positions`` as symbolic zeros (module Note), made
     runnable on torch; raises :class:`Unsupported`."""
@@ -76,6 +113,7 @@ def rewritten(trace, zero_positions: frozenset):
     new = from_trace(trace)
     new.set_provenance(TraceProvenance("fusion_alias: the backward without the unread cotangents"))
     kept = []
+    told = {o.name for i, o in enumerate(unpack.output) if i not in zero_positions and isinstance(o, Proxy)}
 
     def real(x):  # a symbolic zero as a tensor of zeros (recorded into ``new``, collected below)
         if not _is_zero(x, zero):
@@ -88,6 +126,18 @@ def rewritten(trace, zero_positions: frozenset):
                 continue  # (the names it frees may be symbolic now; the rewritten run is short-lived)
             b = b.from_bsym_swap_proxies(swap) if swap else b
             args = [a for a in tree_flatten((b.args, b.kwargs))[0] if isinstance(a, Proxy)]
+            outs = [p for p in tree_flatten(b.output)[0] if isinstance(p, Proxy)]
+            if _op(b) in ("add", "sub") and len(outs) == 1 and len(b.args) == 2 and all(
+                    isinstance(x, Proxy) for x in b.args) and sum(_told(x, told, zero) for x in b.args) == 1:
+                u = b.args[0] if _told(b.args[0], told, zero) else b.args[1]  # (the other: zero, module Note)
+                if _op(b) == "sub" and u is b.args[1]:
+                    kept.append(prims.neg.bind(u, output=outs[0]))
+                    told.add(outs[0].name)
+                else:
+                    swap[variableify(outs[0])] = u
+                continue
+            if any(a.name in told for a in args):
+                told.update(p.name for p in outs)
             if not any(a.name in zero for a in args):
                 kept.append(b)
                 continue
@@ -107,7 +157,9 @@ def rewritten(trace, zero_positions: frozenset):
                     swap[variableify(outs[0])] = other
                 else:
                     raise Unsupported(f"{op} of a number and a zero")
-            elif op in _READ_AS_ZEROS:
+            elif op in _PLACES and len(outs) == 1 and _placed(b, op, zero, swap, outs[0]):
+                continue
+            elif op in _READ_AS_ZEROS or op in _PLACES:
                 start = len(new.bound_symbols)
                 args = [real(x) for x in b.args]
                 kept.extend(new.bound_symbols[start:])
@@ -125,7 +177,8 @@ def rewritten(trace, zero_positions: frozenset):
             else:
                 raise Unsupported(op)
         ret = bsyms[-1].from_bsym_swap_proxies(swap) if swap else bsyms[-1]
-        grads = tuple(None if _is_zero(g, zero) else g for g in ret.args[0])
+        grads = tuple(None if _is_zero(g, zero) or isinstance(g, Proxy) and g.name not in told else g
+                      for g in ret.args[0])
         kept.append(ret.from_bsym(args=(grads, *ret.args[1:])))
     new.bound_symbols = kept
     from thunder.executors.passes import transform_for_execution
