@@ -22,7 +22,10 @@ def leaves_from(*values, dtype=torch.float32):
     return make
 
 
-def _run(fn, make):
+def run_with_random_loss(fn, make):
+    """(outputs, the call's arguments after it, the leaves' ``.grad``, each output's ``requires_grad``) of one call of
+    ``fn`` on ``make()``'s fresh arguments, its draws seeded, with a loss weighting each output that requires grad by
+    seeded random numbers."""
     leaves, args = make()
     torch.manual_seed(0)
     outs = fn(*args)
@@ -40,7 +43,7 @@ def assert_matches_eager(fn, make, schedule: str, *, calls: int = 2) -> None:
     """``fusion_alias.jit(fn)`` on ``schedule`` gives eager's values, written inputs, gradients (NaN as NaN, None
     only where eager's is None) and ``requires_grad`` flags, on the first and the cached calls (one schedule per
     test, where ``grad_helpers.assert_runs_like_eager`` loops over them)."""
-    want = _run(fn, make)
+    want = run_with_random_loss(fn, make)
     jitted = fusion_alias.jit(fn, backend="reference", schedule=schedule)
     for call in range(calls):
-        assert_same_nested(_run(jitted, make), want, f"{schedule} call {call}")
+        assert_same_nested(run_with_random_loss(jitted, make), want, f"{schedule} call {call}")

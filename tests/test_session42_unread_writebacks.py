@@ -14,6 +14,7 @@ import pytest
 import torch
 
 import fusion_alias
+from tests.nan_gradient_checks import run_with_random_loss
 from tests.grad_helpers import assert_runs_like_eager, assert_same_nested
 
 INF, NAN = float("inf"), float("nan")
@@ -91,17 +92,7 @@ def _inputs(values, view=False):
     return make
 
 
-def _run(fn, make):
-    leaves, args = make()
-    torch.manual_seed(0)
-    outs = fn(*args)
-    outs = outs if isinstance(outs, tuple) else (outs,)
-    weights = torch.Generator().manual_seed(1)
-    diff = [o for o in outs if o.requires_grad]
-    if diff:
-        sum((o * torch.rand(o.shape, generator=weights)).sum() for o in diff).backward()
-    return ([o.detach().clone() for o in outs], [a.detach().clone() for a in args], [leaf.grad for leaf in leaves],
-            [o.requires_grad for o in outs])
+_run = run_with_random_loss  # (tests/nan_gradient_checks.py)
 
 
 def _assert_same(got, want, where=""):

@@ -22,28 +22,23 @@ def _inputs():
     return [la, lb], [la * 1, lb * 1]
 
 
-def fuzz_35057_41(a, b):
-    t0 = b.exp()
-    t0.mul_(t0)
-    t0.fill_(a[0, 0])
-    t1 = a[3:, 1]
-    t2 = t0.detach()[1::2]
-    t1.hypot_((t1 > 0).float().sigmoid())
-    t3 = a[:, [0, 3, 2, 1]].sin() * 0.5
-    t0.detach().copy_(t1)
-    return b, t3, t2
+def _program(write_detached: bool):
+    def prog(a, b):
+        t0 = b.exp()
+        t0.mul_(t0)
+        t0.fill_(a[0, 0])
+        t1 = a[3:, 1]
+        t2 = t0.detach()[1::2]
+        t1.hypot_((t1 > 0).float().sigmoid())
+        t3 = a[:, [0, 3, 2, 1]].sin() * 0.5
+        t0.detach().copy_(t1.detach() if write_detached else t1)
+        return b, t3, t2
+
+    return prog
 
 
-def detached_value_written(a, b):
-    t0 = b.exp()
-    t0.mul_(t0)
-    t0.fill_(a[0, 0])
-    t1 = a[3:, 1]
-    t2 = t0.detach()[1::2]
-    t1.hypot_((t1 > 0).float().sigmoid())
-    t3 = a[:, [0, 3, 2, 1]].sin() * 0.5
-    t0.detach().copy_(t1.detach())
-    return b, t3, t2
+fuzz_35057_41 = _program(write_detached=False)
+detached_value_written = _program(write_detached=True)
 
 
 def test_eager_runs_the_fuzz_program():

@@ -15,6 +15,7 @@ import pytest
 import torch
 
 import fusion_alias
+from tests.nan_gradient_checks import run_with_random_loss
 from tests.grad_helpers import assert_runs_like_eager, assert_same_nested
 
 INF, NAN = float("inf"), float("nan")
@@ -67,16 +68,7 @@ CASES = {
 }
 
 
-def _run(fn, make):
-    leaves, args = make()
-    torch.manual_seed(0)
-    outs = fn(*args)
-    outs = outs if isinstance(outs, tuple) else (outs,)
-    flags = [o.requires_grad for o in outs]
-    weights = torch.Generator().manual_seed(1)
-    sum((o * torch.rand(o.shape, generator=weights)).sum() for o in outs if o.requires_grad).backward()
-    return ([o.detach().clone() for o in outs], [a.detach().clone() for a in args],
-            [None if leaf.grad is None else leaf.grad.clone() for leaf in leaves], flags)
+_run = run_with_random_loss  # (tests/nan_gradient_checks.py)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
