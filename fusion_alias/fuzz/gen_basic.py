@@ -139,9 +139,9 @@ class _Gen:
         self.out_spell = random.Random(str(rng.getstate()[1][:16]) + ":out")  # Note [out= spellings keep the stream]
         self.list_dst = random.Random(str(rng.getstate()[1][:16]) + ":list-dst")  # (identity_spellings.py, session 20)
         self.opaque = random.Random(str(rng.getstate()[1][:16]) + ":opaque")  # (opaque_spellings.py, session 21)
-        self.ravel = random.Random(str(rng.getstate()[1][:16]) + ":ravel")  # half of x.reshape(-1) as x.ravel() (s. 43)
-        # Note [views made under no_grad keep the stream]: some views are made under no_grad (with --grad, a later write
-        # into one raises: saved_versions.py, Note [writes into views made under no_grad]), drawn apart (session 19)
+        # Note [views made under no_grad keep the stream]: some views are made under ``torch.no_grad()``
+        # (values unchanged; with --grad, eager raises at a later write into one: saved_versions.py,
+        # Note [writes into views made under no_grad]), drawn from a stream of their own (session 19)
         self.grad_mode_spell = random.Random(str(rng.getstate()[1][:16]) + ":no_grad")
         self.same_as: dict[str, str] = {}  # the result of an in-place op -> the tensor it was called on
         self.special = random.Random(str(rng.getstate()[1][:16]) + ":special")  # (source.constant)
@@ -242,7 +242,7 @@ class _Gen:
             n = math.prod(sh)
             shape = rng.choice(_factor_shapes(n)) if n > 0 else (0,)
             arg = "-1" if rng.random() < 0.3 else ", ".join(map(str, shape))
-            e = f"{x}.ravel()" if kind == "reshape" and arg == "-1" and self.ravel.random() < 0.5 else f"{x}.{kind}({arg})"
+            e = f"{x}.{kind}({arg})"
         elif kind == "select":
             d = rng.randrange(nd)
             e = f"{x}.select({d}, {rng.randrange(sh[d])})"
