@@ -208,6 +208,20 @@ def scale_exponent(rows: list[ScaleRow], r: ScaleRow) -> float | None:
     return slope(pts[i - 1].size, pts[i - 1].total, r.size, r.total)
 
 
+def exponents_above_target(rows: list[ScaleRow], largest: int) -> list[tuple[ScaleRow, float]]:
+    """Each trace at the largest size (within 5%) whose growth exponent from the size before it is
+    above ``TARGET_EXPONENT``, with that exponent. The bound holds for every trace, so the target line
+    reads all of them, not only the trace with the worst time (which read "met" with ``views``,
+    aliased, at 1.26: its time was not the worst)."""
+    out = []
+    for r in rows:
+        if abs(r.size - largest) <= 0.05 * largest:
+            k = scale_exponent(rows, r)
+            if k is not None and k > TARGET_EXPONENT:
+                out.append((r, k))
+    return out
+
+
 def _thunder_reference(rows: list[ScaleRow], r: ScaleRow) -> float | None:
     """Note [a machine-independent reference]
     -----------------------------------------
@@ -281,13 +295,16 @@ def targets(region_rows, scale_rows, compile_rows, largest: int) -> list[str]:
         w = worst_at(scale_rows, largest)
         if w is not None:
             k = scale_exponent(scale_rows, w)
-            met = w.total < TARGET_PARTITION_S and (k is None or k <= TARGET_EXPONENT)
+            steep = exponents_above_target(scale_rows, largest)
+            met = w.total < TARGET_PARTITION_S and not steep
             pre = "~" if w.skipped else ""
             lines.append(
                 f"- the whole fusion pass on {kilo(largest)} bsyms under {TARGET_PARTITION_S:g} s with exponent ≤ {TARGET_EXPONENT}: "
                 + ("**met**" if met else "**missed**")
                 + f": worst trace ({_variant(w)}) {pre}{_fmt(w.total)} s"
                 + (f", exponent {k:.2f}" if k is not None else "")
+                + ("; exponent above the target on " + ", ".join(f"{_variant(r)} ({e:.2f})" for r, e in steep)
+                   if steep else "")
                 + (f" ({w.total / TARGET_PARTITION_S:.1f}× the target)" if w.total >= TARGET_PARTITION_S else "")
                 + (" (extrapolated from the smaller sizes: not run)" if w.skipped else "")
             )
