@@ -32,7 +32,7 @@ from thunder.core.interpreter import PseudoInst
 from thunder.core.trace import tracectx
 
 from fusion_alias import given_module_buffers
-from fusion_alias.epilogue_stores import detached_unless_required, epilogue_store, same_tensor, stores_into
+from fusion_alias.epilogue_stores import detached_unless_required, epilogue_store, rebound_buffer, stores_into
 
 
 def _dropped_stores(ctx) -> list[str]:
@@ -88,11 +88,9 @@ def _rebind_buffer(root, name: str, value, requires_grad: bool = True) -> None:
     model = getattr(root, "_model", root)
     owner_name, _, leaf = name.rpartition(".")
     owner = model.get_submodule(owner_name) if owner_name else model
-    old = owner._buffers.get(leaf)
-    if same_tensor(old, value):
+    value = rebound_buffer(owner._buffers, leaf, value, requires_grad)
+    if value is None:
         return
-    value = detached_unless_required(value, requires_grad)
-    owner._buffers[leaf] = value
     for thunder_module in getattr(root, "_fusion_alias_siblings", None) or (root,):
         overrides = getattr(thunder_module, "_overrides_buffers", None)
         if overrides is not None and name in overrides:

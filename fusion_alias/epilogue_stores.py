@@ -45,6 +45,16 @@ def epilogue_store(name: str, impl) -> Symbol:
                   _bind_postprocess=lambda b: setattr(b, "_call_ctx", {f"fusion_alias_{name}": impl}))
 
 
+def rebound_buffer(buffers: dict, leaf: str, value, requires_grad: bool):
+    """``buffers[leaf] = value`` (a module's ``_buffers``) as eager's ``module.<leaf> = value`` leaves it, and
+    the tensor stored; None where the value is the buffer itself (its memory, layout and dtype: an in-place
+    result, ``self.steps += 1``), which eager leaves the object it was."""
+    if same_tensor(buffers.get(leaf), value):
+        return None
+    value = buffers[leaf] = detached_unless_required(value, requires_grad)
+    return value
+
+
 def detached_unless_required(value, requires_grad: bool):
     """``value`` detached where its traced result requires no grad (Note [a buffer rebound on the module called])."""
     if not requires_grad and isinstance(value, torch.Tensor) and value.requires_grad:

@@ -34,15 +34,13 @@ from thunder.core.interpreter import PseudoInst
 from thunder.core.proxies import Proxy
 from thunder.core.trace import tracectx
 
-from fusion_alias.epilogue_stores import detached_unless_required, epilogue_store, same_tensor, stores_into
+from fusion_alias.epilogue_stores import epilogue_store, rebound_buffer, stores_into
 
 
 def _rebind_given_buffer(module, name: str, value, requires_grad: bool = True) -> None:
     """``module.<name> = value`` for a registered buffer, as eager does it (Note [a buffer rebound on a module the
     call was given])."""
-    if same_tensor(module._buffers.get(name), value):
-        return
-    module._buffers[name] = detached_unless_required(value, requires_grad)
+    rebound_buffer(module._buffers, name, value, requires_grad)
 
 
 REBIND_GIVEN_BUFFER = epilogue_store("rebind_given_buffer", _rebind_given_buffer)

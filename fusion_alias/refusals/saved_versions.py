@@ -333,12 +333,12 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
             detached.update((o.name, o.name) for o in outs)
         elif (b.sym in detaching_views or b.sym.name in _SAME_TENSOR_OPS) and first in detached:
             detached.update((o.name, detached[first]) for o in outs)
-        if grad and b.sym in detaching_views and first in made_without_grad and not written_by(b, memory)[0]:
+        written, of_self = written_by(b, memory)
+        if grad and b.sym in detaching_views and first in made_without_grad and not written:
             # a view, under grad mode, of a view made under no_grad (``with no_grad(): t2 = t0[::2]``, then
             # ``t3 = t2[0:1]``): its backward ends at ``t2``, which has no history, so it reaches nothing of
             # ``t0``'s (fuzz seed 35060 #26, calls --grad: ``t0.mul_(t0.detach())``'s save was taken for live)
             made_without_grad.update(o.name for o in outs)
-        written, of_self = written_by(b, memory)
         if of_self and written and all(t.name in detached for t in written):
             detached_writes.add(i)  # Note [a gradient written into a detached tensor] (live_backward.py)
         if of_self and not differentiable and first in detached:
