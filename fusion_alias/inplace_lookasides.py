@@ -336,8 +336,26 @@ def _tensor_where(self, condition, other):
 
 
 def proxy_method(proxy: TensorProxy, name: str):
-    """``proxy.name`` as the jitted program sees it: Thunder's method, or one this module adds."""
-    return _getattr(proxy, name)
+    """``proxy.name`` as the jitted program sees it: Thunder's method, or one this module adds; for a call
+    made outside the interpreter (a lookaside's own body), Note [a method sent to torch, called outside the
+    interpreter]."""
+    method = _getattr(proxy, name)
+    if isinstance(method, partial) and method.func is getattr(torch, name, None):
+        traced = ltorch._torch_to_thunder_function_map.get(method.func)
+        if traced is not None:
+            return partial(traced, proxy, *method.args[1:], **method.keywords)
+    return method
+
+
+# Note [a method sent to torch, called outside the interpreter]
+# ---------------------------------------------------------------
+# ``_getattr`` answers ``x.add`` and ``x.mul`` (eager_keywords.py, Note [a method Thunder dispatches]) and
+# ``x.var``/``x.std`` as ``partial(torch.<name>, x)``: the interpreter, running the user's code, sends that call
+# to ``torch.<name>``'s lookaside. A lookaside's own body is not interpreted: the foreach lookasides call
+# ``proxy_method(t, "add")(g, alpha=0.01)`` for ``torch._foreach_add(ts, gs, alpha=0.01)`` (torch.optim's foreach
+# Adam and SGD with weight decay), and the real ``torch.add`` got a TensorProxy ("add(): argument 'input' must
+# be Tensor, not TensorProxy", session 44 hand probe; ``_foreach_mul`` alike). Called from here the method is
+# Thunder's function for ``torch.<name>`` (its keywords, ``alpha=``, are eager's), traced directly.
 
 
 def _leaky_relu_(a, negative_slope: float = 0.01):
