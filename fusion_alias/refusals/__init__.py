@@ -94,7 +94,8 @@ def check_refusals(
     _check_writes(flat, info, actual, proxies, inplace_ops, grad_inputs, input_names, computes_gradients)
     if saved_versions and computes_gradients:
         check_foreach_lists(ctx.foreach_writes, trace.bound_symbols, info, renamed_names)
-        check_saved_versions(trace.bound_symbols, info, tensor_inputs, input_groups, renamed_names, selves)
+        check_saved_versions(trace.bound_symbols, info, tensor_inputs, input_groups, renamed_names, selves,
+                             shared_storage_groups(actual.items()))  # (Note [one version counter per storage])
         _check_index_put_gradients(trace.bound_symbols, info, {p.name for p in tensor_inputs if p.requires_grad})
     if grad_inputs:
         _check_index_put_gradients(flat, info, grad_inputs)

@@ -235,7 +235,8 @@ class _Save:
         self.memory, self.at, self.index, self.op, self.name = memory, at, index, op, name
 
 
-def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups, renamed=None, selves=None) -> None:
+def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups, renamed=None, selves=None,
+                         counter_groups=()) -> None:
     """Raise ``AliasInputError`` for the first program of the module's two Notes among ``top_bsyms``
     (the trace before flattening, the ops as the user called them). ``info``: the alias analysis of
     the flattened trace (its roots name the memories, and views of one root share a version
@@ -244,7 +245,9 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
     only the latter (``h.copy_(h) * 1`` after ``h = x.sigmoid()`` read ``t1`` as memory of its own, and the
     stale save went unseen; hostile probe 14). ``selves``: each ``contiguous()`` result eager returns as its input
     itself -> that input (eager_copies.py): the same tensor, memory and version counter (``y = b.sin();
-    b.contiguous().mul_(2)`` raises at backward in eager, and returned a gradient; so did ``b.ravel()``)."""
+    b.contiguous().mul_(2)`` raises at backward in eager, and returned a gradient; so did ``b.ravel()``).
+    ``counter_groups``: groups of trace-input names that share a storage, overlapping or not: one version counter
+    each (Note [one version counter per storage])."""
     root = info.root
     selves = selves or {}
     renamed = renamed or {}
@@ -263,6 +266,8 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
 
     def memory(p) -> str:
         return memory_of(p.name)
+
+    counter = version_counters(memory_of, counter_groups)
 
     rg_memory = {memory(p) for p in tensor_inputs if p.requires_grad}
     input_memory = frozenset(rg_memory)  # (returned_views.py, Note [a view made under no_grad, returned]: of an argument only)
@@ -296,7 +301,7 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
             return
         for a in proxy_args(b):
             if (isinstance(a, TensorProxy) and a.name in no_grad_views and requires(a)
-                    and len(writes.get(memory(a), ())) > no_grad_views[a.name]):
+                    and len(writes.get(counter(a), ())) > no_grad_views[a.name]):
                 refuse_no_grad_view_read("the return" if b.sym.id is prims.PrimIDs.RETURN else b.sym.name, a.name)
 
     for i, b in enumerate(top_bsyms):
@@ -353,21 +358,21 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
             if what != "out" and any(requires(args[p]) for p in needs if isinstance(args[p], TensorProxy))
         ]
         if of_self:  # saved before the op's own write: x.mul_(x) raises
-            saves.extend(_saves_now(arg_saves, args, memory, writes, i, name))
+            saves.extend(_saves_now(arg_saves, args, counter, writes, i, name))
         for t in written:
             if grad and t.name in multi and (requires(t) or differentiable):
                 refuse_multi_output_write(name, t.name)
             if grad and t.name in no_grad_views and (requires(t) or differentiable):
                 refuse_no_grad_view_write(name, t.name)
             k = memory(t)
-            writes.setdefault(k, []).append((i, name))
+            writes.setdefault(counter(t), []).append((i, name))
             if differentiable and of_self:  # (batch_norm's running stats do not carry a gradient)
                 rg_memory.add(k)
                 grad_written.add(k)
                 if t.name in detached:  # (a gradient now enters the detached tensor)
                     written_with_grad.add(detached[t.name])
         if not of_self:  # saved after the op's own writes (of other arguments)
-            saves.extend(_saves_now(arg_saves, args, memory, writes, i, name))
+            saves.extend(_saves_now(arg_saves, args, counter, writes, i, name))
         if not of_self and differentiable and b.sym not in views:
             for o in outs:  # (an integer or bool result requires no grad: a.to(torch.uint8), a > 0)
                 if o.name not in detached and dtypes.is_inexact_dtype(o.dtype):
@@ -384,11 +389,11 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
         if not grad and is_no_grad_contiguous_copy(b, args, outs, requires, memory):
             no_grad_copies.update(o.name for o in outs)  # Note [a contiguous copy made under no_grad, returned]
         if viewing and (not grad or getattr(args[0], "name", None) in no_grad_views):
-            no_grad_views.update((o.name, len(writes.get(memory(o), ()))) for o in outs if o.name not in detached)
+            no_grad_views.update((o.name, len(writes.get(counter(o), ()))) for o in outs if o.name not in detached)
         for what, needs in saved:
             if what == "out" and any(requires(args[p]) for p in needs if isinstance(args[p], TensorProxy)):
                 for o in outs[:1]:
-                    k = memory(o)
+                    k = counter(o)
                     saves.append(_Save(k, len(writes.get(k, ())), i, name, o.name))
         # (detach's result carries no gradient: Note [a detached tensor starts no backward], live_backward.py)
         flows[i] = differentiable and b.sym.name != "detach" and any(dtypes.is_inexact_dtype(o.dtype) for o in outs)
@@ -406,11 +411,52 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
             _refuse_stale_save(s, writes[s.memory][s.at])
 
 
-def _saves_now(arg_saves, args, memory, writes: dict, index: int, name: str) -> list:
-    """A ``_Save`` of each saved argument, at the number of writes its memory has had so far."""
+def _saves_now(arg_saves, args, counter, writes: dict, index: int, name: str) -> list:
+    """A ``_Save`` of each saved argument, at the number of writes its version counter has had so far."""
     return [
-        _Save(memory(args[w]), len(writes.get(memory(args[w]), ())), index, name, args[w].name) for w, _ in arg_saves
+        _Save(counter(args[w]), len(writes.get(counter(args[w]), ())), index, name, args[w].name) for w, _ in arg_saves
     ]
+
+
+# Note [one version counter per storage]
+# --------------------------------------
+# Eager keeps one version counter per base tensor, shared by every view of it and by ``detach()``, whether or
+# not two views overlap. So a write into one view makes a tensor saved through another, disjoint, view stale::
+#
+#     x = leaf * 1; f(x[0:2], x[2:4])      # the inputs share x's storage and counter, and no element
+#     def f(a, b):
+#         a.sigmoid_()                     # saves its result a, at x's version 1
+#         b.mul_(2)                        # x's version 2
+#         return a.sum()                   # backward: SigmoidBackward0 finds version 2, raises
+#
+# The trace's memories (the alias roots, joined by ``input_groups`` where inputs may overlap) keep ``a`` and
+# ``b`` apart, as they must for hazards; the writes and saves here are counted per version counter instead: the
+# memories of trace inputs that share a storage are one counter (``counter_groups``; in the function, views of
+# one root share the root's counter already). Not so in eager: a tensor made by ``.data`` has a counter of its
+# own over the same storage; such inputs are taken as one counter, as overlapping ones were before (a refusal
+# where eager runs, never a gradient eager would not give).
+
+
+def version_counters(memory_of, counter_groups):
+    """``counter(p)``: the name of the version counter of proxy ``p``'s memory, ``memory_of(name)`` joined over
+    ``counter_groups`` (Note [one version counter per storage])."""
+    parent: dict[str, str] = {}
+
+    def find(r: str) -> str:
+        while parent.get(r, r) != r:
+            r = parent[r]
+        return r
+
+    for group in counter_groups:
+        roots = [find(memory_of(n)) for n in group]
+        for r in roots[1:]:
+            if r != roots[0]:
+                parent[r] = roots[0]
+
+    def counter(p) -> str:
+        return find(memory_of(p.name))
+
+    return counter
 
 
 def _refuse_stale_save(save: _Save, write) -> None:
