@@ -22,6 +22,7 @@ from fusion_alias.refusals.live_backward import live_ops, written_by
 from fusion_alias.refusals.no_grad_copies import is_no_grad_contiguous_copy, refuse_no_grad_contiguous_output
 from fusion_alias.refusals.view_errors import (
     refuse_multi_output_write, refuse_no_grad_view_output, refuse_no_grad_view_read, refuse_no_grad_view_write)
+from fusion_alias.refusals.version_counters import version_counters
 from fusion_alias.refusals.untracked_saves import UNTRACKED_SAVE_OPS, UNTRACKED_SAVES, refuse_untracked_save
 
 
@@ -416,47 +417,6 @@ def _saves_now(arg_saves, args, counter, writes: dict, index: int, name: str) ->
     return [
         _Save(counter(args[w]), len(writes.get(counter(args[w]), ())), index, name, args[w].name) for w, _ in arg_saves
     ]
-
-
-# Note [one version counter per storage]
-# --------------------------------------
-# Eager keeps one version counter per base tensor, shared by every view of it and by ``detach()``, whether or
-# not two views overlap. So a write into one view makes a tensor saved through another, disjoint, view stale::
-#
-#     x = leaf * 1; f(x[0:2], x[2:4])      # the inputs share x's storage and counter, and no element
-#     def f(a, b):
-#         a.sigmoid_()                     # saves its result a, at x's version 1
-#         b.mul_(2)                        # x's version 2
-#         return a.sum()                   # backward: SigmoidBackward0 finds version 2, raises
-#
-# The trace's memories (the alias roots, joined by ``input_groups`` where inputs may overlap) keep ``a`` and
-# ``b`` apart, as they must for hazards; the writes and saves here are counted per version counter instead: the
-# memories of trace inputs that share a storage are one counter (``counter_groups``; in the function, views of
-# one root share the root's counter already). Not so in eager: a tensor made by ``.data`` has a counter of its
-# own over the same storage; such inputs are taken as one counter, as overlapping ones were before (a refusal
-# where eager runs, never a gradient eager would not give).
-
-
-def version_counters(memory_of, counter_groups):
-    """``counter(p)``: the name of the version counter of proxy ``p``'s memory, ``memory_of(name)`` joined over
-    ``counter_groups`` (Note [one version counter per storage])."""
-    parent: dict[str, str] = {}
-
-    def find(r: str) -> str:
-        while parent.get(r, r) != r:
-            r = parent[r]
-        return r
-
-    for group in counter_groups:
-        roots = [find(memory_of(n)) for n in group]
-        for r in roots[1:]:
-            if r != roots[0]:
-                parent[r] = roots[0]
-
-    def counter(p) -> str:
-        return find(memory_of(p.name))
-
-    return counter
 
 
 def _refuse_stale_save(save: _Save, write) -> None:
