@@ -25,14 +25,15 @@ stores into objects of the call's own (``torch.enable_grad()`` keeps ``self.prev
 from __future__ import annotations
 
 import weakref
+from functools import partial
 
 from thunder.core import jit_ext, prims
 from thunder.core.compile_data import get_compile_data
 from thunder.core.interpreter import PseudoInst
-from thunder.core.trace import tracectx
+from thunder.core.trace import get_tracectx, tracectx
 
 from fusion_alias import given_module_buffers
-from fusion_alias.epilogue_stores import detached_unless_required, epilogue_store, rebound_buffer, stores_into
+from fusion_alias.epilogue_stores import detached_unless_required, epilogue_store, made_as_views, rebound_buffer, stores_into
 
 
 def _dropped_stores(ctx) -> list[str]:
@@ -77,7 +78,7 @@ def _dropped_stores(ctx) -> list[str]:
 # not (``self.steps + 1``, ``self.ema * 0.9 + x.detach()``) the buffer gets it detached, as eager's is,
 # else the next call's backward would reach into this call's graph ("Trying to backward through the
 # graph a second time").
-def _rebind_buffer(root, name: str, value, requires_grad: bool = True) -> None:
+def _rebind_buffer(root, name: str, value, requires_grad: bool = True, view: bool = False) -> None:
     """``root.<name> = value`` for a buffer of the module called, as eager does it (Note [a buffer rebound on
     the module called]): on the user's module (``root._model``, the module ``thunder.jit`` wraps) and in the
     ThunderModule's own table of buffers, which later calls read. A value that is the buffer itself (its
@@ -88,7 +89,7 @@ def _rebind_buffer(root, name: str, value, requires_grad: bool = True) -> None:
     model = getattr(root, "_model", root)
     owner_name, _, leaf = name.rpartition(".")
     owner = model.get_submodule(owner_name) if owner_name else model
-    value = rebound_buffer(owner._buffers, leaf, value, requires_grad)
+    value = rebound_buffer(owner._buffers, leaf, value, requires_grad, view)
     if value is None:
         return
     for thunder_module in getattr(root, "_fusion_alias_siblings", None) or (root,):
@@ -101,6 +102,7 @@ def _rebind_buffer(root, name: str, value, requires_grad: bool = True) -> None:
 
 
 _REBIND_BUFFER = epilogue_store("rebind_buffer", _rebind_buffer)
+_REBIND_BUFFER_TO_VIEW = epilogue_store("rebind_buffer_to_view", partial(_rebind_buffer, view=True))  # (epilogue_stores.py, Note [a view stored over the buffer it views])
 
 
 def _set_attribute(obj, name: str, value, requires_grad: bool = True) -> None:
@@ -120,11 +122,14 @@ def _rebind_buffers_of_the_module_called(epilogue_trace) -> None:
     called]), and its ``pack_attr`` by ``_set_attribute``, each with the traced ``requires_grad`` of the value
     (Note [a write after the value was made])."""
     bsyms = epilogue_trace.bound_symbols
+    packed = [b.args[2] for b in bsyms if b.sym.id is prims.PrimIDs.PACK_BUFFER or b.sym.name == "pack_buffer"]
+    views = made_as_views(get_tracectx(), packed)  # (called while the computation trace is recorded)
     for i, b in enumerate(bsyms):
         if b.sym.id is prims.PrimIDs.PACK_BUFFER or b.sym.name == "pack_buffer":
             root, name, value = b.args
+            store = _REBIND_BUFFER_TO_VIEW if getattr(value, "name", None) in views else _REBIND_BUFFER
             with tracectx(epilogue_trace):
-                bsyms[i] = _REBIND_BUFFER.bind(root, name, value, bool(getattr(value, "requires_grad", True)), output=None)
+                bsyms[i] = store.bind(root, name, value, bool(getattr(value, "requires_grad", True)), output=None)
         elif b.sym.id is prims.PrimIDs.PACK_ATTR or b.sym.name == "pack_attr":
             obj, name, value = b.args
             with tracectx(epilogue_trace):
@@ -132,7 +137,7 @@ def _rebind_buffers_of_the_module_called(epilogue_trace) -> None:
 
 
 #: the epilogue's stores of a value that outlives the call, whose last argument is eager's ``requires_grad``
-STORES = frozenset({_REBIND_BUFFER.name, _SET_ATTRIBUTE.name})
+STORES = frozenset({_REBIND_BUFFER.name, _REBIND_BUFFER_TO_VIEW.name, _SET_ATTRIBUTE.name})
 
 # Note [a write after the value was made]
 # ---------------------------------------

@@ -45,14 +45,46 @@ def epilogue_store(name: str, impl) -> Symbol:
                   _bind_postprocess=lambda b: setattr(b, "_call_ctx", {f"fusion_alias_{name}": impl}))
 
 
-def rebound_buffer(buffers: dict, leaf: str, value, requires_grad: bool):
+def rebound_buffer(buffers: dict, leaf: str, value, requires_grad: bool, view: bool = False):
     """``buffers[leaf] = value`` (a module's ``_buffers``) as eager's ``module.<leaf> = value`` leaves it, and
     the tensor stored; None where the value is the buffer itself (its memory, layout and dtype: an in-place
-    result, ``self.steps += 1``), which eager leaves the object it was."""
-    if same_tensor(buffers.get(leaf), value):
-        return None
+    result, ``self.steps += 1``), which eager leaves the object it was. ``view``: eager's value is a view made
+    in the call, a tensor object of its own even over the buffer's memory (Note [a view stored over the
+    buffer it views])."""
+    old = buffers.get(leaf)
+    if same_tensor(old, value):
+        if not view:
+            return None
+        if value is old:
+            value = value.view_as(value) if requires_grad else value.detach()
     value = buffers[leaf] = detached_unless_required(value, requires_grad)
     return value
+
+
+# Note [a view stored over the buffer it views]
+# ---------------------------------------------
+# ``self.run_mean = self.b.detach()`` where ``self.run_mean`` is already the tensor ``self.b`` (rebound by the
+# caller): eager's buffer becomes a new tensor object over the same memory (``m.run_mean is m.b`` is False after
+# the call). The store took any value with the buffer's memory and layout for an in-place result and kept the
+# object (modules fuzz 36315 #25: ``m.run_mean is m.b`` stayed True). Whether eager's value is a new object is a
+# fact of the trace: a value made by an op that always returns a view (``detach``, ``view``, ``x[0]``, ``t()``:
+# Thunder's ``_syms_returning_views``) is one, an in-place result or the buffer read as it is is not. Such values
+# are stored by the ``..._to_view`` symbols, which store a new object where the value is the old one.
+def made_as_views(trace, values) -> set[str]:
+    """The names among ``values`` (proxies) that an op of ``trace`` returning a view in eager makes (a symbol of
+    ``thunder.torch._syms_returning_views`` at the trace's top level: Note [a view stored over the buffer it
+    views])."""
+    import thunder.torch as ltorch
+
+    wanted = {getattr(v, "name", None) for v in values} - {None}
+    if not wanted or trace is None:
+        return set()
+    views = ltorch._syms_returning_views
+    found = set()
+    for b in trace.bound_symbols:
+        if b.sym in views:
+            found.update(o.name for o in b.flat_proxy_outs if o.name in wanted)
+    return found
 
 
 def detached_unless_required(value, requires_grad: bool):

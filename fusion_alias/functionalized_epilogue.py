@@ -12,7 +12,8 @@ from thunder.core.trace import from_trace, tracectx
 from fusion_alias import dropped_attributes, given_module_buffers
 from fusion_alias.errors import AliasInputError
 
-STORES = dropped_attributes.STORES | {given_module_buffers.REBIND_GIVEN_BUFFER.name}
+STORES = dropped_attributes.STORES | {given_module_buffers.REBIND_GIVEN_BUFFER.name,
+                                      given_module_buffers.REBIND_GIVEN_BUFFER_TO_VIEW.name}
 
 
 def eager_store_flags(epilogue, epilogue_trc, outs, requires) -> None:

@@ -29,21 +29,24 @@ input's is.
 
 from __future__ import annotations
 
+from functools import partial
+
 from thunder.core import jit_ext
 from thunder.core.interpreter import PseudoInst
 from thunder.core.proxies import Proxy
-from thunder.core.trace import tracectx
+from thunder.core.trace import get_tracectx, tracectx
 
-from fusion_alias.epilogue_stores import epilogue_store, rebound_buffer, stores_into
+from fusion_alias.epilogue_stores import epilogue_store, made_as_views, rebound_buffer, stores_into
 
 
-def _rebind_given_buffer(module, name: str, value, requires_grad: bool = True) -> None:
+def _rebind_given_buffer(module, name: str, value, requires_grad: bool = True, view: bool = False) -> None:
     """``module.<name> = value`` for a registered buffer, as eager does it (Note [a buffer rebound on a module the
-    call was given])."""
-    rebound_buffer(module._buffers, name, value, requires_grad)
+    call was given]; ``view``: epilogue_stores.py, Note [a view stored over the buffer it views])."""
+    rebound_buffer(module._buffers, name, value, requires_grad, view)
 
 
 REBIND_GIVEN_BUFFER = epilogue_store("rebind_given_buffer", _rebind_given_buffer)
+REBIND_GIVEN_BUFFER_TO_VIEW = epilogue_store("rebind_given_buffer_to_view", partial(_rebind_given_buffer, view=True))
 
 
 def _thunder_names(owner) -> bool:
@@ -77,11 +80,13 @@ def store_given_module_buffers(taken: list, epilogue_trace) -> None:
     """Append a ``fusion_alias_rebind_given_buffer`` to the epilogue for each store :func:`take_given_module_stores`
     took, its module a proxy the prologue fills from the owner's provenance (one proxy per owner)."""
     owners: dict = {}
+    views = made_as_views(get_tracectx(), [value for _, _, value in taken])  # (the computation trace, being recorded)
     for owner, name, value in taken:
         proxy = owners.get(owner)
         if proxy is None:
             proxy = owners[owner] = Proxy(history=owner)
             epilogue_trace.add_name(proxy.name)
         with tracectx(epilogue_trace):
-            bsym = REBIND_GIVEN_BUFFER.bind(proxy, name, value, bool(getattr(value, "requires_grad", True)), output=None)
+            store = REBIND_GIVEN_BUFFER_TO_VIEW if getattr(value, "name", None) in views else REBIND_GIVEN_BUFFER
+            bsym = store.bind(proxy, name, value, bool(getattr(value, "requires_grad", True)), output=None)
         epilogue_trace.bound_symbols.append(bsym)
