@@ -75,6 +75,36 @@ def _fresh(src) -> bool:
     return False
 
 
+def _from_detach(src) -> bool:
+    """Whether ``src`` is a ``detach()`` result or a view of one (Note [a copy from a detached source, with detach a
+    constant])."""
+    trace = get_tracectx()
+    bsyms = trace.bound_symbols if trace is not None else ()
+    name = src.name
+    for b in reversed(bsyms):
+        if not any(isinstance(o, Proxy) and o.name == name for o in b.flat_outs):
+            continue
+        if b.sym.name == "detach":
+            return True
+        operand = next((x for x in b.flat_args if isinstance(x, TensorProxy)), None)
+        if operand is None or not (b.sym.name in _MAY_BE_OPERAND or ops.is_view(b) or b.sym in ltorch._syms_returning_views):
+            return False
+        name = operand.name
+    return False
+
+
+# Note [a copy from a detached source, with detach a constant]
+# ------------------------------------------------------------
+# ``y.copy_(w.detach())`` (``a.copy_(a.detach())`` too) gives ``y``'s old value eager's zero gradient (CopyBackwards),
+# and ``y`` stays a tensor with a history. Its source is no fresh memory, so it was not joined (its overlap with ``y``
+# must stay visible to the checks): the zero came from Thunder's VJP of ``detach`` (zeros), until detach_gradient.py
+# made ``detach`` a constant (Note [a detached output sends no zero gradient back]); then ``y``'s leaf got None and
+# the returned ``y`` was a leaf that requires grad (a later ``y.add_(1)`` raised). So the copy runs as written, and
+# its result is then joined to ``y``'s old value, read before it (``trunc``), by a second copy of the same values:
+# ``old = trunc(y); y.copy_(w.detach()); y.copy_(where(False, old, y))``. The zero runs on through ``y``'s history
+# as eager's (``y = x.exp() * 1`` of an ``x`` holding 1e5: ``0 * inf``, NaN in both), ``w`` gets nothing.
+
+
 def _broadcasts_to(src, a) -> bool:
     try:
         return tuple(torch.broadcast_shapes(tuple(src.shape), tuple(a.shape))) == tuple(a.shape)
@@ -90,9 +120,15 @@ def register(executor) -> None:
     def copy_(a, *args, **kwargs):
         src = args[0] if args else kwargs.get("src", kwargs.get("other"))
         if (_overwritten(a) and isinstance(src, TensorProxy) and not dtypes.is_complex_dtype(src.dtype)
-                and _broadcasts_to(src, a) and _fresh(src)):
-            args, kwargs = ((_joined(a, src), *args[1:]), kwargs) if args else ((), {**kwargs, **{
-                k: _joined(a, src) for k in ("src", "other") if k in kwargs}})
+                and _broadcasts_to(src, a)):
+            if _fresh(src):
+                args, kwargs = ((_joined(a, src), *args[1:]), kwargs) if args else ((), {**kwargs, **{
+                    k: _joined(a, src) for k in ("src", "other") if k in kwargs}})
+            elif _from_detach(src):  # Note [a copy from a detached source, with detach a constant]
+                old = ltorch.trunc(a)
+                out = copy(a, *args, **kwargs)
+                never = ltorch.full_like(out, False, dtype=torch.bool)
+                return copy(out, ltorch.where(never, old, out))
         return copy(a, *args, **kwargs)
 
     def fill_(a, *args, **kwargs):

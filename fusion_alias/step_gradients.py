@@ -131,3 +131,6 @@ def register(executor) -> None:
     from fusion_alias import prod_gradient  # (x.prod(0) of a vector: eager's prod(dim) gradient, not prod()'s)
 
     prod_gradient.register(executor)
+    from fusion_alias import detach_gradient  # (x.detach() returned: no zero gradient into the ops before, eager's None)
+
+    detach_gradient.register()
