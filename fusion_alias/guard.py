@@ -223,6 +223,10 @@ def guard_key(items: Sequence[object], *, max_work: int | None = DEFAULT_MAX_WOR
         if d is not _UNKNOWN and d is not _EMPTY and d[5]:
             layouts.append((i, d[6]))
         _file(i, d, spaces, unknown)
+    if grad:  # Note [inputs that share a storage, in a call with gradients]
+        shared = _shared_storages(items, addr)
+        if shared:
+            layouts.append((_SHARED_STORAGE, shared))
     if len(spaces) == 1 and not unknown:
         # the common case: CPU/CUDA tensors whose byte ranges do not meet
         addr.sort(key=_first)
@@ -255,6 +259,39 @@ def guard_key(items: Sequence[object], *, max_work: int | None = DEFAULT_MAX_WOR
             else:
                 offsets.append((i, d[3] - dr[3]) + ((bits,) if any(bits) else ()))
     return (tuple(joins), tuple(layouts), tuple(offsets), tuple(same)), grad
+
+
+# Note [inputs that share a storage, in a call with gradients]
+# -----------------------------------------------------------
+# Eager keeps one version counter per storage, so in a call that computes gradients two inputs that share a
+# storage without sharing a byte are not independent: ``a.sigmoid_(); b.mul_(2); return a.sum()`` with ``a, b =
+# x[0:2], x[2:4]`` raises at eager's backward (``sigmoid_`` saved its result, and ``b``'s write bumped the
+# counter they share), and the compile refuses it (refusals/version_counters.py). The overlap components do not
+# tell these from two tensors, so a program compiled for independent inputs ran for the views later and returned
+# a gradient where eager raises (session 44, helper-72's finding). When any tensor requires grad, the key also
+# holds the pairs ``(i, first index with the same storage)`` (storage start: the data pointer less the storage
+# offset; empty tensors and tensors without strided CPU/CUDA memory are left out). Independent tensors give no
+# pair and the key is as before; calls that compute no gradient do not pay for it.
+_SHARED_STORAGE = "shared storage"
+
+
+def _shared_storages(items, addr: list) -> tuple:
+    """``(i, j)`` for each tensor of ``items`` whose storage starts where that of an earlier tensor ``j`` does (Note
+    [inputs that share a storage, in a call with gradients]). ``addr``: ``guard_key``'s byte ranges of the strided
+    CPU/CUDA tensors, ``(lowest address, end, index, description)`` in index order, whose lowest address is the
+    data pointer."""
+    first: dict = {}
+    pairs = []
+    for lo, _, i, _ in addr:
+        t = items[i]
+        try:
+            offset = t.storage_offset()
+            j = first.setdefault(lo - offset * t.element_size() if offset else lo, i)
+        except Exception:  # (no storage to ask: it pairs with nothing here; its overlaps are the components')
+            continue
+        if j != i:
+            pairs.append((i, j))
+    return tuple(pairs)
 
 
 # Note [conjugate and negative views in the key]
