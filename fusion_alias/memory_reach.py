@@ -25,8 +25,10 @@ the zero cotangent of its write-back is Thunder's alone (fuzz ``--special-values
         a.add_(a.norm(dim=0, keepdim=True))
         return t0                       # eager: 2 at column 1, else 0; was NaN (norm_vjp of zeros)
 
-Which inputs share memory is not all of a cache entry's key (two views of one tensor that do not overlap reuse the
-program compiled for two tensors), so every input is taken as one memory here. ``dropped_with`` reads the
+Every input is taken as one memory here. (Which inputs share a storage is part of a cache entry's key in calls with
+gradients since session 44, guard.py's Note [inputs that share a storage, in a call with gradients]; before, two views
+of one tensor that do not overlap reused the program compiled for two tensors. Taking all inputs as one stays the
+conservative reading: it keeps Thunder's backward wherever a write may be reached through memory.) ``dropped_with`` reads the
 program, flattened, in order: from the first write into an input, every op that reads an input (any name made as
 a view of one, or written into one) and every op that reads what such an op computed is *after*; a write of such
 a value into memory the program made makes that memory read after too. The writes are unvisited through memory
