@@ -8,8 +8,8 @@ per memory, and inputs that do not overlap were two memories. ``a.pow_(b)`` of t
 exponent ``b``, then writes ``a``) and a view of ``a`` made under ``no_grad``, read after a write into ``b``, were the
 same. The same programs given independent tensors run, as in eager.
 
-Left (guard.py, which keys inputs by overlap, not by storage): a program compiled for independent tensors is reused for
-disjoint views of one base, and runs there (the first call with such views is refused).
+The guard keys which inputs share a storage in calls with gradients (guard.py; tests/test_session44_shared_storage_key.py
+checks the calls that alternate the two layouts).
 """
 
 import pytest

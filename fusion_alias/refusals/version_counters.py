@@ -19,9 +19,9 @@ from __future__ import annotations
 # memories of trace inputs that share a storage are one counter (``counter_groups``; in the function, views of
 # one root share the root's counter already). Not so in eager: a tensor made by ``.data`` has a counter of its
 # own over the same storage; such inputs are taken as one counter, as overlapping ones were before (a refusal
-# where eager runs, never a gradient eager would not give). Left: the guard (guard.py) keys a program by which
-# inputs overlap, not by which share a storage, so a program compiled for ``x[0:2] * 1, x[2:4] * 1`` is reused
-# for ``x[0:2], x[2:4]`` and runs it; only a first call with such views is refused.
+# where eager runs, never a gradient eager would not give). The decision depends on which inputs share a storage:
+# the guard keys that in calls with gradients (guard.py, Note [inputs that share a storage, in a call with
+# gradients]), so a program compiled for ``x[0:2] * 1, x[2:4] * 1`` is not reused for ``x[0:2], x[2:4]``.
 
 
 def version_counters(memory_of, counter_groups):
