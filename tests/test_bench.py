@@ -195,7 +195,7 @@ def test_target_line_reads_every_traces_exponent():
         row("views", True, 30000, 0.30), row("views", True, 100000, 1.40),  # exponent 1.28
     ]
     line = next(x for x in report.targets([], rows, [], 100000) if "whole fusion pass" in x)
-    assert "**missed**" in line and "views, aliased (1.28)" in line, line
+    assert "**missed**" in line and "views, aliased (1.279)" in line, line
     rows[3] = row("views", True, 100000, 1.10)  # exponent 1.08
     line = next(x for x in report.targets([], rows, [], 100000) if "whole fusion pass" in x)
     assert "**met**" in line and "above the target" not in line, line

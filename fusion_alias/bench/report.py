@@ -303,7 +303,7 @@ def targets(region_rows, scale_rows, compile_rows, largest: int) -> list[str]:
                 + ("**met**" if met else "**missed**")
                 + f": worst trace ({_variant(w)}) {pre}{_fmt(w.total)} s"
                 + (f", exponent {k:.2f}" if k is not None else "")
-                + ("; exponent above the target on " + ", ".join(f"{_variant(r)} ({e:.2f})" for r, e in steep)
+                + ("; exponent above the target on " + ", ".join(f"{_variant(r)} ({e:.3f})" for r, e in steep)
                    if steep else "")
                 + (f" ({w.total / TARGET_PARTITION_S:.1f}× the target)" if w.total >= TARGET_PARTITION_S else "")
                 + (" (extrapolated from the smaller sizes: not run)" if w.skipped else "")
