@@ -8,6 +8,7 @@ import torch
 from thunder.core.interpreter import PseudoInst
 from thunder.core.prims import OpTags
 from thunder.core.symbol import Symbol
+import thunder.torch as ltorch
 
 
 def stores_into(ctx, attribute: str):
@@ -74,8 +75,6 @@ def made_as_views(trace, values) -> set[str]:
     """The names among ``values`` (proxies) that an op of ``trace`` returning a view in eager makes (a symbol of
     ``thunder.torch._syms_returning_views`` at the trace's top level: Note [a view stored over the buffer it
     views])."""
-    import thunder.torch as ltorch
-
     wanted = {getattr(v, "name", None) for v in values} - {None}
     if not wanted or trace is None:
         return set()
