@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from networkx.utils import UnionFind
+
 
 # Note [one version counter per storage]
 # --------------------------------------
@@ -27,20 +29,11 @@ from __future__ import annotations
 def version_counters(memory_of, counter_groups):
     """``counter(p)``: the name of the version counter of proxy ``p``'s memory, ``memory_of(name)`` joined over
     ``counter_groups`` (Note [one version counter per storage])."""
-    parent: dict[str, str] = {}
-
-    def find(r: str) -> str:
-        while parent.get(r, r) != r:
-            r = parent[r]
-        return r
-
+    counters = UnionFind()
     for group in counter_groups:
-        roots = [find(memory_of(n)) for n in group]
-        for r in roots[1:]:
-            if r != roots[0]:
-                parent[r] = roots[0]
+        counters.union(*[memory_of(n) for n in group])
 
     def counter(p) -> str:
-        return find(memory_of(p.name))
+        return counters[memory_of(p.name)]
 
     return counter
