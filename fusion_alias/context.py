@@ -32,6 +32,7 @@ class CompileContext:
         "writebacks",
         "written_positions",
         "foreach_writes",
+        "foreach_saves",
         "fn",
         "identity_records",
         "outside_paths",
@@ -66,6 +67,9 @@ class CompileContext:
         # the in-place foreach ops traced in this call's compilation: (op name, the list's tensor names)
         # (foreach_lookasides.py, Note [a foreach op given one tensor twice])
         self.foreach_writes: list[tuple[str, tuple[str, ...]]] = []
+        # the out-of-place foreach functions traced whose eager node saves every operand, by op name, in order (their
+        # results are tagged: refusals/foreach_saves.py, Note [an out-of-place foreach function saves every operand])
+        self.foreach_saves: list[str] = []
         # the function or module called (tensor_identity.py: where a proxy's provenance starts)
         self.fn = None
         # (provenance, tensor) of each call tensor an `is`/id() answer was read from

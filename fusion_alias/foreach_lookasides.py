@@ -30,7 +30,7 @@ from thunder.core import jit_ext
 from thunder.core.compile_data import get_compile_data
 from thunder.core.interpreter import interpreter_needs_wrap
 from thunder.core.langctxs import Languages, langctx
-from thunder.core.proxies import TensorProxy
+from thunder.core.proxies import ProxyTag, TensorProxy
 from thunder.core.symbol import Symbol
 import thunder.torch as ltorch
 
@@ -95,7 +95,41 @@ def _foreach(method: str, tensors, *args, **kwargs):
         _record(method, results)
     if method.endswith("_"):
         return tensors
+    if _saves_every_operand(method, args):  # (refusals/foreach_saves.py, Note [an out-of-place foreach function
+        _record_saves(method, results)      # saves every operand])
     return tuple(results)
+
+
+# (refusals/foreach_saves.py, Note [an out-of-place foreach function saves every operand]: derived in eager, torch 2.9.1)
+SAVES_EVERY_OPERAND = frozenset({"add", "sub", "mul", "div", "maximum", "minimum", "clamp_min", "clamp_max", "pow",
+                                 "lerp", "addcmul", "addcdiv"})
+
+
+def _saves_every_operand(method: str, args) -> bool:
+    """Whether eager's out-of-place ``torch._foreach_<method>`` with ``args`` (after the first list) saves every
+    operand in one node: ``lerp`` only with a list (or a tensor) of weights."""
+    if method not in SAVES_EVERY_OPERAND:
+        return False
+    return method != "lerp" or (len(args) > 1 and isinstance(args[1], (list, tuple, TensorProxy)))
+
+
+# one of two tags on the results of each such call, the two in turn: the per-tensor ops of one call are the longest
+# run of top-level ops whose results carry one tag (the names of the results are not yet the trace's: Thunder names
+# them again after tracing, and tags go with them)
+SAVES_TAGS = tuple(getattr(ProxyTag, t) if hasattr(ProxyTag, t) else ProxyTag.register_tag(t) or getattr(ProxyTag, t)
+                   for t in ("FUSION_ALIAS_FOREACH_SAVES_A", "FUSION_ALIAS_FOREACH_SAVES_B"))
+
+
+def _record_saves(method: str, results) -> None:
+    """Tag an out-of-place call's per-tensor results, in a compilation that computes gradients."""
+    compile_data = get_compile_data()
+    ctx = context.current()
+    if compile_data is not None and compile_data.is_grad_enabled and ctx.has_call:
+        tag = SAVES_TAGS[len(ctx.foreach_saves) % 2]
+        ctx.foreach_saves.append(method)
+        for r in results:
+            if isinstance(r, TensorProxy):
+                r.tags.add(tag)
 
 
 # Note [a foreach op given one tensor twice]

@@ -34,6 +34,7 @@ from fusion_alias.refusals.autograd import (
     _check_outputs_sharing_written_memory,
 )
 from fusion_alias.refusals.foreach_lists import check_foreach_lists
+from fusion_alias.refusals.foreach_saves import group_saves
 from fusion_alias.refusals.inplace_ops import (
     _has_lost_its_inplace_ops,
     _has_own_inplace_ops,
@@ -95,7 +96,8 @@ def check_refusals(
     if saved_versions and computes_gradients:
         check_foreach_lists(ctx.foreach_writes, trace.bound_symbols, info, renamed_names)
         check_saved_versions(trace.bound_symbols, info, tensor_inputs, input_groups, renamed_names, selves,
-                             shared_storage_groups(actual.items()))  # (Note [one version counter per storage])
+                             shared_storage_groups(actual.items()),  # (Note [one version counter per storage])
+                             group_saves(ctx.foreach_saves, trace.bound_symbols))  # (foreach_saves.py)
         _check_index_put_gradients(trace.bound_symbols, info, {p.name for p in tensor_inputs if p.requires_grad})
     if grad_inputs:
         _check_index_put_gradients(flat, info, grad_inputs)

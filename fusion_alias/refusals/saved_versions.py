@@ -237,7 +237,7 @@ class _Save:
 
 
 def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups, renamed=None, selves=None,
-                         counter_groups=()) -> None:
+                         counter_groups=(), foreach_saves=None) -> None:
     """Raise ``AliasInputError`` for the first program of the module's two Notes among ``top_bsyms``
     (the trace before flattening, the ops as the user called them). ``info``: the alias analysis of
     the flattened trace (its roots name the memories, and views of one root share a version
@@ -248,7 +248,9 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
     itself -> that input (eager_copies.py): the same tensor, memory and version counter (``y = b.sin();
     b.contiguous().mul_(2)`` raises at backward in eager, and returned a gradient; so did ``b.ravel()``).
     ``counter_groups``: groups of trace-input names that share a storage, overlapping or not: one version counter
-    each (Note [one version counter per storage])."""
+    each (Note [one version counter per storage]). ``foreach_saves``: top-level index -> (op, tensors) its eager
+    node saves besides its own (refusals/foreach_saves.py, Note [an out-of-place foreach function saves every
+    operand])."""
     root = info.root
     selves = selves or {}
     renamed = renamed or {}
@@ -374,7 +376,12 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
                     written_with_grad.add(detached[t.name])
         if not of_self:  # saved after the op's own writes (of other arguments)
             saves.extend(_saves_now(arg_saves, args, counter, writes, i, name))
-        if not of_self and differentiable and b.sym not in views:
+        if differentiable and i in (foreach_saves or {}):  # (one node for the whole foreach call: foreach_saves.py)
+            op, operands = foreach_saves[i]
+            saves.extend(_Save(counter(t), len(writes.get(counter(t), ())), i, op, t.name) for t in operands)
+        # (a getitem with a list or tensor key is a copy, whose result carries the gradient: ``tanh(t2[[0, 1]])`` of
+        # ``t2 = a * b`` kept mul's save dead, and a later write of ``b`` ran; fuzz seed 35062 #45, calls --grad)
+        if not of_self and differentiable and (b.sym not in views or not _is_a_view(b)):
             for o in outs:  # (an integer or bool result requires no grad: a.to(torch.uint8), a > 0)
                 if o.name not in detached and dtypes.is_inexact_dtype(o.dtype):
                     rg_memory.add(memory(o))
@@ -406,7 +413,9 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
     # returned kept sin's save of ``t0 = b.sin()`` live, fuzz seed 20727 #18, basic --grad)
     carries_none = {d for d, one in detached.items() if one not in written_with_grad} | made_without_grad
     carries_none.update(g for g in gradless if memory_of(g) not in grad_written)
-    live = live_ops(top_bsyms[: n + 1], memory, flows, carries_none, detached, detached_writes)
+    # (by version counter: a view of a base another view of which was written is read through the base's new history,
+    # those writes' backward included: version_counters.py, Note [a view read after a write into another view])
+    live = live_ops(top_bsyms[: n + 1], counter, flows, carries_none, detached, detached_writes)
     for s in stale:
         if s.index in live:
             _refuse_stale_save(s, writes[s.memory][s.at])

@@ -24,6 +24,23 @@ from networkx.utils import UnionFind
 # where eager runs, never a gradient eager would not give). The decision depends on which inputs share a storage:
 # the guard keys that in calls with gradients (guard.py, Note [inputs that share a storage, in a call with
 # gradients]), so a program compiled for ``x[0:2] * 1, x[2:4] * 1`` is not reused for ``x[0:2], x[2:4]``.
+#
+# Note [a view read after a write into another view]
+# --------------------------------------------------
+# The backward that runs is also eager's: a view of a base, read after another view of that base was written in
+# place, is read through the base's new history (its ``grad_fn`` is rebuilt as ``AsStridedBackward0`` of the base's
+# ``CopySlices``), which holds the other view's writes and the saves they made. Session 45 (fuzz calls --grad seed
+# 35062 #0, a call on disjoint views of one base ``xd``)::
+#
+#     a, b = xd[2:18].view(4, 4), xd[20:36].view(4, 4)
+#     torch._foreach_addcdiv_([t1, b], [t1, a], [t1, a], [0.125, 2.0])   # b.addcdiv_(a, a, ...) saves a
+#     torch._foreach_clamp_min_([b, t0], 2.0)                             # xd's version moves
+#     return a, ...                        # a's backward goes through b's addcdiv_: eager raises
+#
+# fusion_alias returned a gradient: the walk that finds which backward runs (live_backward.py) followed memories, and
+# ``a`` and ``b`` share none. It follows version counters now (``counter``), a read after the writes reaching the
+# writers of the whole storage (the reverse walk reaches only the writes before the read); where no inputs share a
+# storage, a counter is a memory, as before.
 
 
 def version_counters(memory_of, counter_groups):
