@@ -56,6 +56,15 @@ class DependencyEdges:
         self.is_fusible = is_fusible
         self.opaque: list[bool] | None = opaque
         self.producer_idx: dict[str, int] = {}
+        # ... per node ``i``, its proxy arguments' producers (``flattened(b)[1]``, in order; None: made by no
+        # earlier node) and names at ``arg_producer[arg_start[i]:arg_start[i + 1]]`` and ``arg_name[...]``, and
+        # its lists of proxy arguments and outputs, and its first output's name: Note [each argument's producer, kept]
+        self.arg_producer: list[int | None] = []
+        self.arg_name: list[str] = []
+        self.arg_start: list[int] = [0]
+        self.node_args: list[list] = []
+        self.node_outs: list[list] = []
+        self.first_out: list[str | None] = []  # (its first output's name, None: it has none)
         # ... each node's ``sym.id``, and the nodes that are ``copy_`` prims (None: not recorded)
         self.sym_ids: list | None = None
         self.copies: list[int] | None = None
@@ -134,3 +143,19 @@ class DependencyEdges:
         g._adj = succ  # (networkx's setter also points _succ here)
         g._pred = pred
         return g
+
+
+# Note [each argument's producer, kept]
+# -------------------------------------
+# The graph's walk (graph.py; data_edges.py for a trace that writes nothing) asks the producer of every proxy
+# argument of every node (``producer_idx``, a dict of every name the trace makes). Region assembly asks the same
+# question again (regions.py, Note [region inputs and outputs in one walk forward]); on a 100k-symbol trace that
+# second round of lookups by name, each a few cache misses (the name's hash, the table, the entry, scattered
+# over a trace of ~800k objects), cost as much as the rest of assembly and grew 7x from 30k symbols. So the walk
+# appends each answer to one flat list, ``arg_producer`` (None for a name no earlier node made), and the name it
+# asked to another, ``arg_name``, with ``arg_start`` giving each node's run of both; and it keeps each node's
+# lists of proxy arguments and outputs (``node_args``, ``node_outs``: ``flattened(b)[1]`` and ``[2]``, the lists
+# themselves) and its first output's name (``first_out``, None: none; a region's ``_short_key``). Assembly reads
+# these in node order and hashes a name only where a value crosses a region's edge. Example: ``t0 = exp(a); t1 =
+# mul(t0, a)``: ``arg_producer == [None, 0, None]``, ``arg_name == ["a", "t0", "a"]``, ``arg_start == [0, 1,
+# 3]``.

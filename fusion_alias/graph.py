@@ -35,6 +35,7 @@ from thunder.core.symbol import BoundSymbol
 
 from fusion_alias import ops
 from fusion_alias.aliasing import AliasInfo, flattened, may_write, shape_reader, tensor_args
+from fusion_alias.data_edges import FEW_ARGS, data_edges, edges_from_producers
 from fusion_alias.dependency_edges import ORDER, RAW, UNSAFE, WAR, WAW, DependencyEdges
 from fusion_alias.random_draws import draw_order_pairs
 from fusion_alias.trace_writes import Dest, trace_writes
@@ -113,54 +114,11 @@ def build_edges(
     edges.sym_ids, edges.copies = sym_ids, copies
     writes, written_group = trace_writes(bsyms, sym_ids, opaque, edges.copies, info)
     if not written_group:
-        edges.producer_idx = _data_edges(bsyms, edges)  # no write: no hazard
+        edges.producer_idx = data_edges(bsyms, edges)  # no write: no hazard
     else:
         _walk(bsyms, info, edges, writes, written_group)
     edges.insert_hazards(draw_order_pairs(bsyms, opaque), ORDER)  # Note [random draws in program order]
     return edges
-
-
-# Note [a symbol with many arguments]: a node's data edges come once per producer, found by
-# looking in the edges added for that node so far (``us[start:]``): cheapest for the few arguments
-# of most symbols, quadratic for a return of thousands of values (the bench's ``views`` trace:
-# 0.7 s of a 30k-symbol pass). Past ``_FEW_ARGS`` arguments, a set remembers the producers.
-_FEW_ARGS = 16
-
-
-def _edges_from_producers(args, producer_of, us: list, vs: list, i: int) -> None:
-    """A data edge into node ``i`` from the producer of each of ``args``, once per producer, in the
-    order of the arguments (Note [a symbol with many arguments])."""
-    seen: set[int] = set()
-    for a in args:
-        j = producer_of(a._name)
-        if j is not None and j not in seen:
-            seen.add(j)
-            us.append(j)
-            vs.append(i)
-
-
-def _data_edges(bsyms, edges: DependencyEdges) -> dict[str, int]:
-    """Add a ``data`` edge from each producer to each consumer (once per pair); return name →
-    first producer (Note [the graph in one walk], without hazards)."""
-    producer_idx: dict[str, int] = {}
-    us, vs = edges.data_u, edges.data_v
-    get = producer_idx.get
-    for i, b in enumerate(bsyms):
-        _, args, outs, _, _ = flattened(b)
-        start = len(us)  # the edges into node i are us[start:]: one per producer
-        if len(args) > _FEW_ARGS:
-            _edges_from_producers(args, get, us, vs, i)
-        else:
-            for a in args:
-                j = get(a._name)
-                if j is not None and (len(us) == start or j not in us[start:]):
-                    us.append(j)
-                    vs.append(i)
-        for o in outs:
-            name = o._name
-            if name not in producer_idx:
-                producer_idx[name] = i
-    return producer_idx
 
 
 def _walk(bsyms, info: AliasInfo, edges: DependencyEdges, writes: list, written_group: dict) -> None:
@@ -236,18 +194,23 @@ def _walk(bsyms, info: AliasInfo, edges: DependencyEdges, writes: list, written_
 
     sym_ids = edges.sym_ids
     copy_id = ops.COPY_ID
+    arg_producer, arg_name, arg_start = edges.arg_producer, edges.arg_name, edges.arg_start
+    node_args, node_outs, first_out = edges.node_args, edges.node_outs, edges.first_out
     for i, b in enumerate(bsyms):
         _, args, outs, targs, _ = flattened(b)
         sym_id = sym_ids[i]
         kind = kind_of.get(id(sym_id))
         start = len(us)  # the edges into node i are us[start:]: one per producer
         reads_args = kind != "view" and kind != "write" and kind != "alias"
-        if len(args) > _FEW_ARGS:
-            _edges_from_producers(args, get, us, vs, i)
+        if len(args) > FEW_ARGS:
+            edges_from_producers(args, get, us, vs, i, arg_producer, arg_name)
             edges_added = True
         elif not reads_args or len(targs) != len(args):
             for a in args:
-                j = get(a._name)
+                name = a._name
+                j = get(name)
+                arg_producer.append(j)
+                arg_name.append(name)
                 if j is not None and (len(us) == start or j not in us[start:]):
                     us.append(j)
                     vs.append(i)
@@ -298,9 +261,12 @@ def _walk(bsyms, info: AliasInfo, edges: DependencyEdges, writes: list, written_
             for p in targs:
                 name = p._name
                 j = get(name)
-                if not edges_added and j is not None and (len(us) == start or j not in us[start:]):
-                    us.append(j)
-                    vs.append(i)
+                if not edges_added:  # (targs is args: the arguments in order)
+                    arg_producer.append(j)
+                    arg_name.append(name)
+                    if j is not None and (len(us) == start or j not in us[start:]):
+                        us.append(j)
+                        vs.append(i)
                 grp = written_group.get(name, _UNSEEN)
                 if grp is _UNSEEN:
                     grp = written_group_of(name)
@@ -348,6 +314,10 @@ def _walk(bsyms, info: AliasInfo, edges: DependencyEdges, writes: list, written_
                 taint[i] = taint_acc
                 if moved:
                     moves.append((i, moved))
+        node_args.append(args)
+        node_outs.append(outs)
+        arg_start.append(len(arg_producer))
+        first_out.append(outs[0]._name if outs else None)
         ds = writes[i]
         if ds is not None:
             for d, dest in ds:

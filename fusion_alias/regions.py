@@ -55,7 +55,7 @@ def fuse_regions(executor, prep, part, ctx, resolve_backend) -> tuple[list[Bound
     device)``), and its spec recorded in ``executor._regions``; and the number of regions."""
     bsyms, info = prep.bsyms, prep.info
     items = part.items
-    regions = _regions_io(bsyms, items, prep.edges.producer_idx)
+    regions = _regions_io(bsyms, items, prep.edges)
     backend = None  # the same for every region of the pass: asked at the first
     # (Note [a region keeps its writes' view keys only])
     view_key = lambda n, keys=_destination_keys(bsyms, prep.edges.copies, info.view_key): keys.get(n, ("unknown", n))  # noqa: E731
@@ -119,8 +119,9 @@ def _destination_keys(bsyms, copies, view_key: dict) -> dict:
 # ----------------------------------------------------
 # A region's inputs are the proxies it reads that it has not made before (each once, in the
 # order first read); its outputs are the values it makes that a later item reads. Both come
-# from one question per argument, asked of the graph's map of first producers (a node index,
-# ``DependencyEdges.producer_idx``): where was this value made? With ``item_of`` (node ->
+# from one question per argument, answered by the graph's walk (a node index or None, kept in
+# ``DependencyEdges.arg_producer``: dependency_edges.py, Note [each argument's producer, kept]): where was
+# this value made? With ``item_of`` (node ->
 # item) and ``place`` (node -> its position in the items' order), an argument of node ``i``
 # in item ``k`` whose producer ``j`` sits in the same item before ``i`` is internal; any other
 # is an input of ``k``, and, when ``j`` is in an earlier region, a value that region exports.
@@ -133,11 +134,12 @@ def _destination_keys(bsyms, copies, view_key: dict) -> dict:
 # input of R1; the return reads ``t1``, made in region R0: R0 exports ``t1``, its output.
 
 
-def _regions_io(bsyms, items, producer_idx: dict) -> list[tuple]:
+def _regions_io(bsyms, items, edges) -> list[tuple]:
     """Per region of ``items``, last first: its symbols, its inputs (the proxies it reads before
     it makes them, each once), its outputs (those it makes that a later item reads), and its
-    ``_short_key`` (Note [region inputs and outputs in one walk forward]). ``producer_idx``:
-    each name's first producer among ``bsyms`` (``DependencyEdges.producer_idx``)."""
+    ``_short_key`` (Note [region inputs and outputs in one walk forward]). ``edges``: the
+    ``DependencyEdges`` built over ``bsyms``, read for each argument's producer and name and each
+    node's proxies (dependency_edges.py, Note [each argument's producer, kept])."""
     n = len(bsyms)
     item_of = [-1] * n
     place = [0] * n
@@ -148,9 +150,10 @@ def _regions_io(bsyms, items, producer_idx: dict) -> list[tuple]:
             item_of[i] = k
             place[i] = p
             p += 1
-    producer = producer_idx.get
+    arg_producer, arg_name, arg_start = edges.arg_producer, edges.arg_name, edges.arg_start
+    node_args, node_outs, first_out = edges.node_args, edges.node_outs, edges.first_out
     exported: set[str] = set()  # names made in a region and read by a later item
-    exporters: set[int] = set()  # the nodes that make them
+    exported_by: dict[int, set[str]] = {}  # node -> the names of those it makes
     ins: dict[int, list] = {}  # region item -> its inputs
     for k, (kind, idx) in enumerate(items):
         region = is_region[k]
@@ -159,20 +162,30 @@ def _regions_io(bsyms, items, producer_idx: dict) -> list[tuple]:
             seen: set[str] = set()
             ins[k] = inputs
         for i in idx:
+            s, e = arg_start[i], arg_start[i + 1]
+            if s == e:
+                continue
             here = place[i]
-            for a in flattened(bsyms[i])[1]:
-                name = a._name
-                j = producer(name)
+            for q in range(s, e):
+                j = arg_producer[q]
                 if j is not None:
                     kj = item_of[j]
                     if kj == k and place[j] < here:
                         continue  # made before, in this item
-                    if kj >= 0 and kj < k and is_region[kj] and name not in exported:
-                        exported.add(name)
-                        exporters.add(j)
-                if region and name not in seen:
-                    seen.add(name)
-                    inputs.append(a)
+                    if kj >= 0 and kj < k and is_region[kj]:
+                        name = arg_name[q]
+                        if name not in exported:
+                            exported.add(name)
+                            made = exported_by.get(j)
+                            if made is None:
+                                exported_by[j] = {name}
+                            else:
+                                made.add(name)
+                if region:
+                    name = arg_name[q]
+                    if name not in seen:
+                        seen.add(name)
+                        inputs.append(node_args[i][q - s])
     out: list[tuple] = []
     for k in range(len(items) - 1, -1, -1):
         if not is_region[k]:
@@ -181,14 +194,15 @@ def _regions_io(bsyms, items, producer_idx: dict) -> list[tuple]:
         region_bsyms = [bsyms[i] for i in idx]
         outputs: list[Proxy] = []
         for i in idx:
-            if i in exporters:
-                for o in flattened(bsyms[i])[2]:
-                    if o._name in exported and producer(o._name) == i:
+            made = exported_by.get(i)
+            if made is not None:
+                for o in node_outs[i]:
+                    if o._name in made:
                         outputs.append(o)
-        if region_bsyms:  # (_short_key)
-            first_outs, last_outs = flattened(region_bsyms[0])[2], flattened(region_bsyms[-1])[2]
-            key = (len(region_bsyms), first_outs[0]._name if first_outs else region_bsyms[0].sym.name,
-                   last_outs[0]._name if last_outs else region_bsyms[-1].sym.name)
+        if idx:  # (_short_key)
+            first, last = first_out[idx[0]], first_out[idx[-1]]
+            key = (len(idx), first if first is not None else region_bsyms[0].sym.name,
+                   last if last is not None else region_bsyms[-1].sym.name)
         else:
             key = (0,)
         out.append((region_bsyms, ins[k], outputs, key))
