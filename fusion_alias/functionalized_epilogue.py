@@ -9,7 +9,10 @@ import thunder.core.prims as prims
 from thunder.core.proxies import TensorProxy, variableify
 from thunder.core.trace import from_trace, tracectx
 
+from functools import partial
+
 from fusion_alias import dropped_attributes, given_module_buffers
+from fusion_alias.epilogue_stores import epilogue_store
 from fusion_alias.errors import AliasInputError
 
 STORES = dropped_attributes.STORES | {given_module_buffers.REBIND_GIVEN_BUFFER.name,
@@ -61,6 +64,9 @@ def refuse_stores_of_input_views(epilogue, epilogue_trc, outs, info, tensor_inpu
     for b in epilogue.bound_symbols:
         o = of_input.get(getattr(b.args[2], "name", None)) if b.sym.name in STORES and len(b.args) >= 3 else None
         if o is not None and _onto_itself(b, o, info, inputs, buffers):
+            if b.sym.name in _AS_NEW_VIEW:  # (Note [a view of a buffer stored onto it, functionalized])
+                with tracectx(epilogue):
+                    kept.append(_AS_NEW_VIEW[b.sym.name].bind(*b.args, output=None))
             continue
         if o is not None:
             raise AliasInputError(
@@ -70,6 +76,32 @@ def refuse_stores_of_input_views(epilogue, epilogue_trc, outs, info, tensor_inpu
                 "store a copy). Workaround: store a copy (`.clone()`), or write into the buffer in place")
         kept.append(b)
     epilogue.bound_symbols = kept
+
+
+# Note [a view of a buffer stored onto it, functionalized]
+# -------------------------------------------------------
+# ``self.u = self.u.view(3)`` (or ``self.u[:]``, ``self.u.detach()``) in a call that computes gradients: eager's
+# buffer becomes a new tensor object over the same memory (epilogue_stores.py, Note [a view stored over the buffer
+# it views]). The store, of the buffer's whole memory onto itself, was dropped as ``self.n += 1``'s is (Note [a
+# buffer stored onto itself, functionalized], above), and the buffer stayed the object it was (session 45, fuzz
+# modules --grad with fuzz/modules_view_rebinds.py's form: seed 45204 #6, ``m.u = m.u.view(3)``). The value stored
+# there is the computation's output, a new tensor; the store that replaces it takes the buffer's own tensor (the
+# caller's, which the write-back updates) at the end of the epilogue and stores a new view of it, as eager does.
+def _own_view_stored(store, target, name: str, value, requires_grad: bool = True) -> None:
+    """``store(target, name, <the buffer's tensor>, requires_grad)`` with ``view=True`` (Note [a view of a buffer
+    stored onto it, functionalized]): a new tensor object over the buffer's memory."""
+    module = getattr(target, "_model", target)
+    owner_name, _, leaf = str(name).lstrip(".").rpartition(".")
+    owner = module.get_submodule(owner_name) if owner_name else module
+    store(target, name, owner._buffers[leaf], requires_grad, view=True)
+
+
+_AS_NEW_VIEW = {
+    dropped_attributes._REBIND_BUFFER_TO_VIEW.name: epilogue_store(
+        "rebind_buffer_to_its_view", partial(_own_view_stored, dropped_attributes._rebind_buffer)),
+    given_module_buffers.REBIND_GIVEN_BUFFER_TO_VIEW.name: epilogue_store(
+        "rebind_given_buffer_to_its_view", partial(_own_view_stored, given_module_buffers._rebind_given_buffer)),
+}
 
 
 def _buffers_unpacked(prologue_trc) -> dict:
