@@ -38,7 +38,8 @@ def data_edges(bsyms, edges: DependencyEdges) -> dict[str, int]:
     get = producer_idx.get
     arg_producer, arg_name, arg_start = edges.arg_producer, edges.arg_name, edges.arg_start
     for i, b in enumerate(bsyms):
-        _, args, outs, _, _ = flattened(b)
+        entry = flattened(b)
+        _, args, outs, _, _ = entry
         start = len(us)  # the edges into node i are us[start:]: one per producer
         if len(args) > FEW_ARGS:
             edges_from_producers(args, get, us, vs, i, arg_producer, arg_name)
@@ -51,8 +52,7 @@ def data_edges(bsyms, edges: DependencyEdges) -> dict[str, int]:
                 if j is not None and (len(us) == start or j not in us[start:]):
                     us.append(j)
                     vs.append(i)
-        edges.node_args.append(args)
-        edges.node_outs.append(outs)
+        edges.node_entry.append(entry)
         arg_start.append(len(arg_producer))
         edges.first_out.append(outs[0]._name if outs else None)
         for o in outs:

@@ -62,8 +62,7 @@ class DependencyEdges:
         self.arg_producer: list[int | None] = []
         self.arg_name: list[str] = []
         self.arg_start: list[int] = [0]
-        self.node_args: list[list] = []
-        self.node_outs: list[list] = []
+        self.node_entry: list[tuple] = []  # (``flattened(b)``: its second and third entries are those lists)
         self.first_out: list[str | None] = []  # (its first output's name, None: it has none)
         # ... each node's ``sym.id``, and the nodes that are ``copy_`` prims (None: not recorded)
         self.sym_ids: list | None = None
@@ -154,8 +153,7 @@ class DependencyEdges:
 # over a trace of ~800k objects), cost as much as the rest of assembly and grew 7x from 30k symbols. So the walk
 # appends each answer to one flat list, ``arg_producer`` (None for a name no earlier node made), and the name it
 # asked to another, ``arg_name``, with ``arg_start`` giving each node's run of both; and it keeps each node's
-# lists of proxy arguments and outputs (``node_args``, ``node_outs``: ``flattened(b)[1]`` and ``[2]``, the lists
-# themselves) and its first output's name (``first_out``, None: none; a region's ``_short_key``). Assembly reads
-# these in node order and hashes a name only where a value crosses a region's edge. Example: ``t0 = exp(a); t1 =
-# mul(t0, a)``: ``arg_producer == [None, 0, None]``, ``arg_name == ["a", "t0", "a"]``, ``arg_start == [0, 1,
-# 3]``.
+# lists of proxy arguments and outputs (``node_entry``: ``flattened(b)``, whose ``[1]`` and ``[2]`` they are)
+# and its first output's name (``first_out``, None: none; a region's ``_short_key``). Assembly reads these in
+# node order and hashes a name only where a value crosses a region's edge. Example: ``t0 = exp(a); t1 = mul(t0,
+# a)``: ``arg_producer == [None, 0, None]``, ``arg_name == ["a", "t0", "a"]``, ``arg_start == [0, 1, 3]``.

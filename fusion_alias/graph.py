@@ -121,6 +121,17 @@ def build_edges(
     return edges
 
 
+# Note [a value's written group, kept by its producer]
+# ----------------------------------------------------
+# Each tensor argument of an elementwise op, reduction or creation asks its memory group, when the trace
+# writes that memory (``written_group``: None for memory nobody writes). Remembered in a dict by name, that
+# was a lookup in a table of every name read (100k on the bench's 100k ``views`` trace), a few cache misses
+# each. Most arguments are the first output of an earlier node (``first_out[j] is name``: the very string
+# the producer's proxy holds), so the answer is kept in a list by that node instead; any other name
+# (a trace input, a later output of a node) still goes through the dict. The answer is the same either
+# way: ``trace_writes`` seeds the dict with the written names and their groups, which ``group`` gives too.
+
+
 def _walk(bsyms, info: AliasInfo, edges: DependencyEdges, writes: list, written_group: dict) -> None:
     """Note [the graph in one walk], when the trace writes memory.
 
@@ -192,12 +203,16 @@ def _walk(bsyms, info: AliasInfo, edges: DependencyEdges, writes: list, written_
         written_group[name] = grp
         return grp
 
+    out_group: list = [_UNSEEN] * n  # per node: its first output's written group, as written_group_of says (_UNSEEN: not asked)
+
     sym_ids = edges.sym_ids
     copy_id = ops.COPY_ID
     arg_producer, arg_name, arg_start = edges.arg_producer, edges.arg_name, edges.arg_start
-    node_args, node_outs, first_out = edges.node_args, edges.node_outs, edges.first_out
+    node_entry, first_out = edges.node_entry, edges.first_out
+    add_producer, add_name = arg_producer.append, arg_name.append
     for i, b in enumerate(bsyms):
-        _, args, outs, targs, _ = flattened(b)
+        entry = flattened(b)
+        _, args, outs, targs, _ = entry
         sym_id = sym_ids[i]
         kind = kind_of.get(id(sym_id))
         start = len(us)  # the edges into node i are us[start:]: one per producer
@@ -209,8 +224,8 @@ def _walk(bsyms, info: AliasInfo, edges: DependencyEdges, writes: list, written_
             for a in args:
                 name = a._name
                 j = get(name)
-                arg_producer.append(j)
-                arg_name.append(name)
+                add_producer(j)
+                add_name(name)
                 if j is not None and (len(us) == start or j not in us[start:]):
                     us.append(j)
                     vs.append(i)
@@ -262,14 +277,22 @@ def _walk(bsyms, info: AliasInfo, edges: DependencyEdges, writes: list, written_
                 name = p._name
                 j = get(name)
                 if not edges_added:  # (targs is args: the arguments in order)
-                    arg_producer.append(j)
-                    arg_name.append(name)
+                    add_producer(j)
+                    add_name(name)
                     if j is not None and (len(us) == start or j not in us[start:]):
                         us.append(j)
                         vs.append(i)
-                grp = written_group.get(name, _UNSEEN)
-                if grp is _UNSEEN:
-                    grp = written_group_of(name)
+                if j is not None and first_out[j] is name:  # Note [a value's written group, kept by its producer]
+                    grp = out_group[j]
+                    if grp is _UNSEEN:
+                        grp = group(name) if name in root else None
+                        if grp not in written_groups:
+                            grp = None
+                        out_group[j] = grp
+                else:
+                    grp = written_group.get(name, _UNSEEN)
+                    if grp is _UNSEEN:
+                        grp = written_group_of(name)
                 if grp is not None:  # a read of written memory: after the last write (raw), before the next
                     reads_written = True
                     lw = last.get(grp)
@@ -314,8 +337,7 @@ def _walk(bsyms, info: AliasInfo, edges: DependencyEdges, writes: list, written_
                 taint[i] = taint_acc
                 if moved:
                     moves.append((i, moved))
-        node_args.append(args)
-        node_outs.append(outs)
+        node_entry.append(entry)
         arg_start.append(len(arg_producer))
         first_out.append(outs[0]._name if outs else None)
         ds = writes[i]

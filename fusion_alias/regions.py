@@ -151,7 +151,7 @@ def _regions_io(bsyms, items, edges) -> list[tuple]:
             place[i] = p
             p += 1
     arg_producer, arg_name, arg_start = edges.arg_producer, edges.arg_name, edges.arg_start
-    node_args, node_outs, first_out = edges.node_args, edges.node_outs, edges.first_out
+    node_entry, first_out = edges.node_entry, edges.first_out
     exported: set[str] = set()  # names made in a region and read by a later item
     exported_by: dict[int, set[str]] = {}  # node -> the names of those it makes
     ins: dict[int, list] = {}  # region item -> its inputs
@@ -185,7 +185,7 @@ def _regions_io(bsyms, items, edges) -> list[tuple]:
                     name = arg_name[q]
                     if name not in seen:
                         seen.add(name)
-                        inputs.append(node_args[i][q - s])
+                        inputs.append(node_entry[i][1][q - s])
     out: list[tuple] = []
     for k in range(len(items) - 1, -1, -1):
         if not is_region[k]:
@@ -196,7 +196,7 @@ def _regions_io(bsyms, items, edges) -> list[tuple]:
         for i in idx:
             made = exported_by.get(i)
             if made is not None:
-                for o in node_outs[i]:
+                for o in node_entry[i][2]:
                     if o._name in made:
                         outputs.append(o)
         if idx:  # (_short_key)

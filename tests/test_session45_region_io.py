@@ -78,7 +78,7 @@ def test_the_walk_keeps_each_arguments_producer():
         run = slice(edges.arg_start[i], edges.arg_start[i + 1])
         assert edges.arg_name[run] == [a.name for a in args]
         assert edges.arg_producer[run] == [producer.get(a.name) for a in args]
-        assert edges.node_args[i] is args and edges.node_outs[i] is outs
+        assert edges.node_entry[i][1] is args and edges.node_entry[i][2] is outs
         assert edges.first_out[i] == (outs[0].name if outs else None)
         for o in outs:
             producer.setdefault(o.name, i)
