@@ -12,6 +12,7 @@ import warnings
 
 import pytest
 
+from fusion_alias.fuzz import modules_view_rebinds  # (session 45's forms)
 from fusion_alias import fuzz
 from fusion_alias.fuzz import (
     gen_modules, modules_code, modules_hook_dicts, modules_hooks, modules_outside, modules_process, modules_values,
@@ -109,6 +110,7 @@ def test_streams_without_the_forms_are_the_ones_they_were(case, monkeypatch):
     monkeypatch.setattr(modules_code, "P_CODE", 0.0)  # (session 34's code form: test_session34_code_changes.py)
     monkeypatch.setattr(modules_values, "P_VALUES", 0.0)  # (session 35's forms: test_session35_module_forms.py)
     monkeypatch.setattr(modules_hook_dicts, "P_HOOK_DICTS", 0.0)
+    monkeypatch.setattr(modules_view_rebinds, "P_VIEW_REBIND", 0.0)  # (session 45's form: test_session45_view_rebind_form.py)
     seed, n, grad = case
     h = hashlib.sha1()
     for p in _programs(seed, n, grad):

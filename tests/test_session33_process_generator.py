@@ -14,6 +14,7 @@ import warnings
 import pytest
 import torch
 
+from fusion_alias.fuzz import modules_view_rebinds  # (session 45's forms)
 from fusion_alias import fuzz
 from fusion_alias.fuzz import modules_code, modules_hook_dicts, modules_process, modules_values, oracle, source
 from fusion_alias.fuzz.generator import generate_program
@@ -44,6 +45,7 @@ def _no_special_values(monkeypatch):
     monkeypatch.setattr(modules_values, "P_VALUES", 0.0)  # (session 35's forms: test_session35_module_forms.py)
     monkeypatch.setattr(modules_hook_dicts, "P_HOOK_DICTS", 0.0)
     monkeypatch.setattr(modules_process, "P_BACKEND", 0.0)  # (session 34's backend flags: test_session34_backend_generator.py)
+    monkeypatch.setattr(modules_view_rebinds, "P_VIEW_REBIND", 0.0)  # (session 45's form: test_session45_view_rebind_form.py)
 
 
 @pytest.mark.parametrize("case", list(PROC_STREAMS), ids=lambda c: f"{c[0]}-grad{c[2]}")

@@ -334,6 +334,9 @@ def test_the_submodule_stream_is_pinned(case, _no_special_values, monkeypatch):
     monkeypatch.setattr(modules_code, "P_CODE", 0.0)  # (session 34's code form: test_session34_code_changes.py)
     monkeypatch.setattr(modules_values, "P_VALUES", 0.0)  # (session 35's forms: test_session35_module_forms.py)
     monkeypatch.setattr(modules_hook_dicts, "P_HOOK_DICTS", 0.0)
+    from fusion_alias.fuzz import modules_view_rebinds
+
+    monkeypatch.setattr(modules_view_rebinds, "P_VIEW_REBIND", 0.0)  # (session 45's form: test_session45_view_rebind_form.py)
     h = hashlib.sha1()
     for p in _module_programs(*case):
         h.update(oracle.program_source(p).encode())

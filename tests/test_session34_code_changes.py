@@ -393,13 +393,14 @@ CODE_STREAMS = {(34003, 30, False): "83886af275788d090d81ec1824cbeec6c2052128"}
 
 @pytest.fixture
 def _only_the_code_form(monkeypatch):
-    from fusion_alias.fuzz import modules_hook_dicts, modules_hooks, modules_process, modules_values, source
+    from fusion_alias.fuzz import modules_hook_dicts, modules_hooks, modules_process, modules_values, modules_view_rebinds, source
 
     monkeypatch.setattr(source, "SPECIAL_VALUES", False)
     monkeypatch.setattr(modules_hooks, "P_SUB", 0.0)
     monkeypatch.setattr(modules_process, "P_PROC", 0.0)
     monkeypatch.setattr(modules_values, "P_VALUES", 0.0)  # (session 35's forms: test_session35_module_forms.py)
     monkeypatch.setattr(modules_hook_dicts, "P_HOOK_DICTS", 0.0)
+    monkeypatch.setattr(modules_view_rebinds, "P_VIEW_REBIND", 0.0)  # (session 45's form: test_session45_view_rebind_form.py)
 
 
 def _module_programs(seed, n, grad=False):

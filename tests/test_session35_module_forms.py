@@ -8,6 +8,7 @@ import warnings
 
 import pytest
 
+from fusion_alias.fuzz import modules_view_rebinds  # (session 45's forms)
 from fusion_alias.fuzz import modules_code, modules_hook_dicts, modules_hooks, modules_process, modules_values, source
 from fusion_alias.fuzz.generator import generate_program
 
@@ -96,6 +97,7 @@ def test_the_form_streams_are_pinned(case, monkeypatch):
     monkeypatch.setattr(modules_hooks, "P_SUB", 0.0)
     monkeypatch.setattr(modules_process, "P_PROC", 0.0)
     monkeypatch.setattr(modules_code, "P_CODE", 0.0)
+    monkeypatch.setattr(modules_view_rebinds, "P_VIEW_REBIND", 0.0)  # (session 45's form: test_session45_view_rebind_form.py)
     h = hashlib.sha1()
     for p in _module_programs(*case):
         h.update(oracle.program_source(p).encode())

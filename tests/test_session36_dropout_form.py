@@ -9,6 +9,7 @@ import re
 
 import pytest
 
+from fusion_alias.fuzz import foreach_functions  # (session 45's forms)
 from fusion_alias.fuzz import complex_fills, dropout_args, max_dims, oracle, source
 from fusion_alias.fuzz.generator import generate_program
 from helpers import generated_programs, stream_digest
@@ -26,6 +27,7 @@ _FORM = re.compile(r"^t_drop = torch\.nn\.functional\.(\w+)\((\w+)(\.reshape\(-1
 @pytest.fixture(autouse=True)
 def _no_special_values(monkeypatch):
     monkeypatch.setattr(source, "SPECIAL_VALUES", False)
+    monkeypatch.setattr(foreach_functions, "P_FOREACH_FN", 0.0)  # (session 45's form: test_session45_foreach_function_form.py)
     monkeypatch.setattr(complex_fills, "P_COMPLEX_FILL", 0.0)  # (a later form: its own test pins it)
     monkeypatch.setattr(max_dims, "P_MAX_DIM", 0.0)  # (a later form: its own test pins it)
 

@@ -276,6 +276,9 @@ def test_the_helper_form_off_leaves_the_programs_as_they_were(monkeypatch):
     monkeypatch.setattr(hidden_numbers, "P_ARRAY", 0.0)  # (test_session36_numpy_arrays.py)
     monkeypatch.setattr(hidden_numbers, "P_ITERATOR", 0.0)  # (test_session36_outside_iterators.py)
     forms_off(monkeypatch)  # (the number forms since session 38: number_forms.py)
+    from fusion_alias.fuzz import foreach_functions
+
+    monkeypatch.setattr(foreach_functions, "P_FOREACH_FN", 0.0)  # (session 45's form: test_session45_foreach_function_form.py)
     assert all(k != hidden_numbers.HELPER for p in _hidden_programs(36002, 12) for _, k, _ in p.hidden)
     # (the stream as session 35 made it: these programs hold no helper with the form off)
     assert stream_digest(("hidden",), 36002, 12) == DIGEST_36002_WITHOUT_HELPER

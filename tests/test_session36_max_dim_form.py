@@ -6,6 +6,7 @@ range or a float (fuzz/max_dims.py, Note [a max's dim in the fuzzer], ``P_MAX_DI
 
 import pytest
 
+from fusion_alias.fuzz import foreach_functions  # (session 45's forms)
 from fusion_alias.fuzz import complex_fills, dropout_args, max_dims, oracle, source
 from fusion_alias.fuzz.generator import generate_program
 from helpers import generated_programs, stream_digest
@@ -21,6 +22,7 @@ STREAMS = {
 @pytest.fixture(autouse=True)
 def _no_special_values(monkeypatch):
     monkeypatch.setattr(source, "SPECIAL_VALUES", False)
+    monkeypatch.setattr(foreach_functions, "P_FOREACH_FN", 0.0)  # (session 45's form: test_session45_foreach_function_form.py)
 
 
 _programs = generated_programs

@@ -12,6 +12,7 @@ testing.md, "Session 37 (helper)").
 
 import pytest
 
+from fusion_alias.fuzz import foreach_functions  # (session 45's forms)
 from fusion_alias.fuzz import hidden_deque_args, hidden_numbers, hidden_views, oracle, source
 from fusion_alias.fuzz.generator import generate_program
 from helpers import generated_programs, stream_digest
@@ -24,6 +25,7 @@ DEFAULT = {(37016, 40): "f113e7d605859d0ed16ae32f395fd9e8d14ff4b4"}  # every for
 @pytest.fixture(autouse=True)
 def _no_special_values(monkeypatch):
     monkeypatch.setattr(source, "SPECIAL_VALUES", False)
+    monkeypatch.setattr(foreach_functions, "P_FOREACH_FN", 0.0)  # (session 45's form: test_session45_foreach_function_form.py)
 
 
 def _force(monkeypatch, p_deque=1.0):

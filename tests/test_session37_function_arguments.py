@@ -145,9 +145,10 @@ FORCED = {(37007, 12): "7a0299c668dee46ff83c4c6a347668ae425f01f5"}  # (seed, pro
 
 
 def _force(monkeypatch, p_function_arg=1.0):
-    from fusion_alias.fuzz import hidden_function_args, hidden_methods, hidden_numbers, source
+    from fusion_alias.fuzz import foreach_functions, hidden_function_args, hidden_methods, hidden_numbers, source
 
     monkeypatch.setattr(source, "SPECIAL_VALUES", False)
+    monkeypatch.setattr(foreach_functions, "P_FOREACH_FN", 0.0)  # (session 45's form: test_session45_foreach_function_form.py)
     monkeypatch.setattr(hidden_numbers, "P_NUMBER", 1.0)
     monkeypatch.setattr(hidden_numbers, "KINDS", ("number_default",))
     monkeypatch.setattr(hidden_numbers, "P_HELPER", 1.0)

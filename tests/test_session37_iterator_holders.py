@@ -12,6 +12,7 @@ this commit), 0 / 0 / 0 now, all 90 runs eager accepts refused by name (docs/tes
 
 import pytest
 
+from fusion_alias.fuzz import foreach_functions  # (session 45's forms)
 from fusion_alias.fuzz import hidden_iterators, hidden_numbers, oracle, source
 from fusion_alias.fuzz.generator import generate_program
 from helpers import generated_programs, stream_digest
@@ -24,6 +25,7 @@ DEFAULT = {(37018, 40): "0a11b193f2d0050c197a3fb3fb1b94771c996040"}  # every for
 @pytest.fixture(autouse=True)
 def _no_special_values(monkeypatch):
     monkeypatch.setattr(source, "SPECIAL_VALUES", False)
+    monkeypatch.setattr(foreach_functions, "P_FOREACH_FN", 0.0)  # (session 45's form: test_session45_foreach_function_form.py)
 
 
 def _force(monkeypatch, p_holder=1.0):

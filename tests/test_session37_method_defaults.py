@@ -11,6 +11,7 @@ With the form in every hidden program (``P_NUMBER``, ``P_HELPER``, ``P_METHOD`` 
 
 import pytest
 
+from fusion_alias.fuzz import foreach_functions  # (session 45's forms)
 from fusion_alias.fuzz import hidden_function_args, hidden_methods, hidden_numbers, oracle, source
 from fusion_alias.fuzz.generator import generate_program
 from helpers import generated_programs, stream_digest
@@ -23,6 +24,7 @@ DEFAULT = {(37011, 40): "c2b129eac3dda91a61f1a8e5b58471b843bd8036"}  # every for
 @pytest.fixture(autouse=True)
 def _no_special_values(monkeypatch):
     monkeypatch.setattr(source, "SPECIAL_VALUES", False)
+    monkeypatch.setattr(foreach_functions, "P_FOREACH_FN", 0.0)  # (session 45's form: test_session45_foreach_function_form.py)
 
 
 def _force(monkeypatch, p_method=1.0):

@@ -12,6 +12,7 @@ writable memoryview: "cannot hash") on 495c3bb (fusion_alias/fuzz/ of this commi
 
 import pytest
 
+from fusion_alias.fuzz import foreach_functions  # (session 45's forms)
 from fusion_alias.fuzz import hidden_deque_args, hidden_numbers, hidden_views, oracle, source
 from fusion_alias.fuzz.generator import generate_program
 from helpers import generated_programs, stream_digest
@@ -24,6 +25,7 @@ DEFAULT = {(37013, 40): "45174cf170006f69d903e11fc2c8aacb7fdda6dd"}  # every for
 @pytest.fixture(autouse=True)
 def _no_special_values(monkeypatch):
     monkeypatch.setattr(source, "SPECIAL_VALUES", False)
+    monkeypatch.setattr(foreach_functions, "P_FOREACH_FN", 0.0)  # (session 45's form: test_session45_foreach_function_form.py)
 
 
 def _force(monkeypatch, p_view=1.0):

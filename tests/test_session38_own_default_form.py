@@ -13,6 +13,7 @@ on both by the documented operand-overlap refusal; #13 right on both).
 
 import pytest
 
+from fusion_alias.fuzz import foreach_functions  # (session 45's forms)
 from fusion_alias.fuzz import hidden_numbers, hidden_own_defaults, oracle, source
 from fusion_alias.fuzz.generator import generate_program
 from helpers import generated_programs, stream_digest
@@ -25,6 +26,7 @@ FORCED = {(38001, 12): "713624d008c19e29b539ff10b779e349fd66eb96"}  # (seed, pro
 @pytest.fixture(autouse=True)
 def _no_special_values(monkeypatch):
     monkeypatch.setattr(source, "SPECIAL_VALUES", False)
+    monkeypatch.setattr(foreach_functions, "P_FOREACH_FN", 0.0)  # (session 45's form: test_session45_foreach_function_form.py)
 
 
 def _force(monkeypatch, p_own=1.0):

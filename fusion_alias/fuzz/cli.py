@@ -56,7 +56,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--saving-ops", action="store_true",
                     help="a quarter of the out-of-place statements of a floating tensor are ops that save it for the "
                          "backward (std, hypot, a / b, ...: Note [ops that save what a later write changes], saving_ops.py)")
+    ap.add_argument("--strict-backward", action="store_true",
+                    help="an eager error at backward is a rejection the jitted call must make too, not a call "
+                         "left uncompared (Note [disjoint views of one base, after independent tensors], "
+                         "disjoint_views.py)")
     ns = ap.parse_args(argv)
+    if ns.strict_backward:
+        from fusion_alias.fuzz import disjoint_views
+
+        disjoint_views.STRICT_BACKWARD = True
     if ns.saving_ops:
         from fusion_alias.fuzz import saving_ops
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 import dataclasses
 import random
 
-from fusion_alias.fuzz import hidden_numbers
+from fusion_alias.fuzz import disjoint_views, hidden_numbers
 from fusion_alias.fuzz.program import ATTR_HOLDER, HIDDEN_KINDS, PARAM_NAMES, Variant
 
 HOST_SHAPE = (4, 4)
@@ -112,7 +112,8 @@ def calls_inputs(rng: random.Random) -> dict:
         "variants": tuple(variants[1:]),
     }
     order = _revisits(rng, len(variants))
-    return {**fields, "call_order": order} if order else fields
+    # (a call on disjoint views of one base: Note [disjoint views of one base, after independent tensors])
+    return disjoint_views.finish_inputs(rng, {**fields, "call_order": order} if order else fields)
 
 
 def hidden_inputs(rng: random.Random) -> dict:

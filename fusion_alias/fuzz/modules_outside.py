@@ -29,7 +29,8 @@ Note [Python state a module program branches on]
     Note [code replaced between calls]; a stream of its own). Session 35: so do values of types Thunder's prologue
     does not check (modules_values.py, Note [values Thunder's prologue does not check, generated]; a stream of its
     own), and hook dicts replaced on the module (modules_hook_dicts.py, Note [hook dicts replaced between calls,
-    generated]; a stream of its own).
+    generated]; a stream of its own). Session 45: so do buffers rebound to views made in the call
+    (modules_view_rebinds.py, Note [a buffer rebound to a view made in the call, generated]; a stream of its own).
 
     Everything here is drawn from one generator seeded from ``rng``'s state without drawing from it (``draw``):
     with ``P_FORM`` 0 (no form drawn) every program is the one it was; a program holding a form may grow
@@ -40,7 +41,8 @@ from __future__ import annotations
 
 import random
 
-from fusion_alias.fuzz import modules_code, modules_hook_dicts, modules_hooks, modules_process, modules_values
+from fusion_alias.fuzz import (modules_code, modules_hook_dicts, modules_hooks, modules_process, modules_values,
+                               modules_view_rebinds)
 from fusion_alias.fuzz.own_stream_forms import OwnStreamForm, own_stream
 from fusion_alias.fuzz.program import Stmt
 
@@ -136,5 +138,6 @@ def draw(rng: random.Random) -> Outside:
     """The forms of one program, from a generator seeded from ``rng``'s state without drawing from it."""
     out = Outside(own_stream(rng, "outside"))
     out.own = [f for f in (modules_hooks.draw(rng), modules_process.draw(rng), modules_code.draw(rng),
-                           modules_values.draw(rng), modules_hook_dicts.draw(rng)) if f is not None]
+                           modules_values.draw(rng), modules_hook_dicts.draw(rng), modules_view_rebinds.draw(rng))
+               if f is not None]
     return out

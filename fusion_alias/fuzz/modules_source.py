@@ -6,7 +6,7 @@ over the aliasing variants and compares (Note [module programs] and Note [the re
 from __future__ import annotations
 
 from fusion_alias.fuzz.program import Program
-from fusion_alias.fuzz import source
+from fusion_alias.fuzz import modules_view_rebinds, source
 from fusion_alias.fuzz.source import COMPARE_SOURCE, _base_source, _make_jit_source
 
 
@@ -70,7 +70,10 @@ def program_source(p: Program, system: str = "fusion_alias", unsafe: bool = Fals
     if entry != "self":
         parts.append(_forward_source(p) + "\n\n")
     parts.append(_make_jit_source(system, unsafe) + "\n")
-    parts.append(MODULE_DRIVER.format(calls=p.calls, entry=entry, no_grad_call=p.no_grad_call, grad=p.grad))
+    driver = MODULE_DRIVER.format(calls=p.calls, entry=entry, no_grad_call=p.no_grad_call, grad=p.grad)
+    if modules_view_rebinds.MARKER in src:  # (Note [a buffer rebound to a view made in the call, generated])
+        driver = modules_view_rebinds.with_object_checks(driver)
+    parts.append(driver)
     return "".join(parts)
 
 

@@ -12,6 +12,7 @@ from typing import Callable, Sequence
 from fusion_alias.backends.reference import SCHEDULES
 from fusion_alias.fuzz import modules_process
 from fusion_alias.fuzz.program import Program
+from fusion_alias.fuzz import disjoint_views  # (strict backward: Note [disjoint views of one base, after independent tensors])
 from fusion_alias.fuzz import keyword_spellings  # (--keyword-spellings: Note [keyword spellings respell the rendered program])
 from fusion_alias.fuzz.source import COMPARE_SOURCE, _holders_source, _make_inputs_source, _make_jit_source, _prog_source
 
@@ -345,6 +346,7 @@ def program_source(p: Program, system: str = "fusion_alias", unsafe: bool = Fals
                          check_requires_grad=p.check_requires_grad, base_names=tuple(n for n, _ in p.bases),
                          must_refuse=_must_refuse(p, system), write_outputs=WRITE_OUTPUTS)
         + (_KEYWORD_CALLS_SOURCE if KEYWORD_CALLS else "")
+        + (disjoint_views.STRICT_BACKWARD_SOURCE if disjoint_views.strict(p) else "")  # (disjoint_views.py)
     )
 
 
