@@ -76,3 +76,18 @@ def test_programs_whose_eager_backward_raises_are_refused_with_the_strict_rule(k
     for schedule in SCHEDULES:
         status, detail = oracle.run_program(p, schedule)
         assert status in ("ok", "both-raised"), (schedule, detail)
+
+
+def test_an_in_place_result_of_a_name_bound_beside_the_target_has_an_identity():
+    """``t0, t1 = torch._foreach_mul(...)`` binds ``t1`` beside the statement's target; ``t2 = t1.add_(1)`` (the
+    in-place result of it) raised KeyError in the hazard check (hidden --grad seed 36219, a harness error that
+    stopped the run)."""
+    from fusion_alias.fuzz.hazard import has_alias_hazard
+    from fusion_alias.fuzz.program import Program, Stmt
+
+    p = Program(name="beside", input_seed=0, bases=(("x0", (4,)),), args=(("a", "x0"),),
+                stmts=(Stmt("t0, t1 = torch._foreach_mul([a, a], 2.0)", target="t0", reads=("a",)),
+                       Stmt("t2 = t1.add_(1)", target="t2", reads=("t1",), writes="t1", inplace_result=True),
+                       Stmt("a.mul_(2)", reads=("a",), writes="a")),
+                returns=("t2", "t0"))
+    assert has_alias_hazard(p) is False

@@ -123,7 +123,9 @@ def _has_alias_hazard(p: Program, variant: int) -> bool:
         if s.writes is not None:
             accesses.append(("write", s.writes))
         if s.target is not None:
-            identity[s.target] = identity[s.writes] if s.inplace_result else s.target
+            # (``.get``: a name bound beside the target, ``t4, t5 = torch._foreach_add(...)``, is its own identity:
+            # foreach_functions.py; ``t5.add_(1)``'s result had none, fuzz seed 36219, hidden --grad)
+            identity[s.target] = identity.get(s.writes, s.writes) if s.inplace_result else s.target
     else:
         accesses += [("read", r) for r in p.returns if r in env]
     written = {v for k, v in accesses if k == "write"}
