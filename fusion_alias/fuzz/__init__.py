@@ -79,7 +79,7 @@ Command line::
     python -m fusion_alias.fuzz --programs 200 --seed 1 [--schedule all|NAME]
         [--time-budget SEC] [--unsafe-ignore-hazards] [--strict] [--allow-jit-errors]
         [--generator NAME ...] [--system fusion_alias|thunder|thunder-skip|eager]
-        [--only INDEX] [--grad] [--verbose]
+        [--only INDEX] [--grad] [--strict-backward] [--verbose]
 
 Python API: ``run_fuzz(programs=50, seed=0, ...) -> FuzzReport``.
 
@@ -89,7 +89,8 @@ Modules (the path of one fuzz case, in order):
 * ``generator`` -- ``generate_program(seed, index)``: picks a generator, grows the body against eager runs.
 * ``gen_basic``, ``gen_dtype``, ``gen_layout``, ``gen_aliasing``, ``gen_strided``, ``gen_fresh``, ``gen_edges``,
   ``gen_item``, ``gen_ties`` -- the generators' inputs and statements (``dtype_rule_stmts``: the dtype generator's added
-  ones); ``gen_train`` -- whole programs of the training-call classes;
+  ones; ``foreach_functions``, ``disjoint_views``, ``modules_view_rebinds``: session 45's forms, each from a stream of
+  its own); ``gen_train`` -- whole programs of the training-call classes;
   ``gen_modules`` -- module programs, with their own rendering and ``check`` driver.
 * ``hazard``    -- eager statement-by-statement runs: memory overlap, ``has_alias_hazard``.
 * ``source``    -- rendering hidden-tensor holders, inputs per call, body and jit as Python source.

@@ -27,7 +27,9 @@ MakeJit = Callable[[Callable, str], Callable]
 #     (a missing gradient counts as zeros: eager keeps a zero-gradient edge through
 #     ``t0 = -b; t0.copy_(a)`` where Thunder has none). An error eager raises only in the
 #     backward (a tensor saved for it was overwritten) makes the program not
-#     comparable: it counts as both-raised. Refusals count as unsupported, and
+#     comparable: it counts as both-raised (with ``--strict-backward``, and in the
+#     programs of disjoint_views.py's form, it is a rejection the jitted call must
+#     make too: Note [disjoint views of one base, after independent tensors]). Refusals count as unsupported, and
 #     every program fusion_alias accepts must match eager's values and gradients.
 # Note [calls with changing aliasing]
 #     A program is called several times on one jitted function: variant 0
