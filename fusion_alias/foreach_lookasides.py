@@ -95,8 +95,8 @@ def _foreach(method: str, tensors, *args, **kwargs):
         _record(method, results)
     if method.endswith("_"):
         return tensors
-    if _saves_every_operand(method, args):  # (refusals/foreach_saves.py, Note [an out-of-place foreach function
-        _record_saves(method, results)      # saves every operand])
+    _record_saves(method, results)  # (one node: refusals/foreach_saves.py, Note [an out-of-place foreach function
+                                    # saves every operand])
     return tuple(results)
 
 
@@ -105,7 +105,7 @@ SAVES_EVERY_OPERAND = frozenset({"add", "sub", "mul", "div", "maximum", "minimum
                                  "lerp", "addcmul", "addcdiv"})
 
 
-def _saves_every_operand(method: str, args) -> bool:
+def saves_every_operand(method: str, args) -> bool:
     """Whether eager's out-of-place ``torch._foreach_<method>`` with ``args`` (after the first list) saves every
     operand in one node: ``lerp`` only with a list (or a tensor) of weights."""
     if method not in SAVES_EVERY_OPERAND:
@@ -121,7 +121,8 @@ SAVES_TAGS = tuple(getattr(ProxyTag, t) if hasattr(ProxyTag, t) else ProxyTag.re
 
 
 def _record_saves(method: str, results) -> None:
-    """Tag an out-of-place call's per-tensor results, in a compilation that computes gradients."""
+    """Tag an out-of-place call's per-tensor results, in a compilation that computes gradients (the op names, in
+    order, in ``ctx.foreach_saves``)."""
     compile_data = get_compile_data()
     ctx = context.current()
     if compile_data is not None and compile_data.is_grad_enabled and ctx.has_call:

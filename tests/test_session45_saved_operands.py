@@ -12,8 +12,10 @@ backward; fusion_alias returned a gradient), found by the fuzzer's new forms wit
 
 Each program is run in eager on fresh inputs (its backward must raise, or run where the test says so) and through
 fusion_alias on every reference schedule: a refusal or eager's error, never a gradient where eager raises. Where
-eager runs, the outputs and leaf gradients must be eager's. The 14 tests of ``RAISES`` fail on 11ae4da (checked in a
-worktree of that commit); the 5 of ``RUNS`` pass there too and guard the change.
+eager runs, the outputs and leaf gradients must be eager's. The 14 tests of ``RAISES`` but the unary foreach ones
+fail on 11ae4da (checked in a worktree of that commit); the 2 x 2 of the unary foreach functions (``_foreach_exp``,
+``_foreach_sin``: one node keeps every position's save; the train --grad run's follow-up) fail on 5aa367a; the 7 of
+``RUNS`` pass on both and guard the change.
 """
 
 import pytest
@@ -45,6 +47,31 @@ def foreach_sub_then_foreach_write(a, b, c, d):  # (fuzz 35062 #9, reduced)
     t0, t1 = torch._foreach_sub([a, b], [c, a], alpha=0.9)
     torch._foreach_sub_([a, b], [t0, t1])
     return t1
+
+
+def foreach_exp_then_write_the_other_result(a, b, c, d):
+    t0, t1 = torch._foreach_exp([a, b])
+    t1.add_(1)  # (exp saves its result; the one node saves both positions' results)
+    return t0
+
+
+def foreach_sin_then_write_the_other_input(a, b, c, d):
+    t0, t1 = torch._foreach_sin([a, b])
+    b.add_(1)
+    return t0
+
+
+def foreach_neg_then_write(a, b, c, d):  # (neg saves nothing)
+    t0, t1 = torch._foreach_neg([a, b])
+    t1.add_(1)
+    b.add_(1)
+    return t0, t1
+
+
+def foreach_exp_then_write_the_input(a, b, c, d):  # (exp saves its result, not its input)
+    t0, t1 = torch._foreach_exp([a, b])
+    b.add_(1)
+    return t0, t1
 
 
 def copy_by_list_key_read_later(a, b, c, d):  # (fuzz 35062 #45, reduced)
@@ -113,10 +140,12 @@ def disjoint_views():
 
 RAISES = [(f, independent(f)) for f in (foreach_add_alpha_then_write_other, foreach_mul_number_then_write_self,
                                         foreach_addcmul_then_write_self, foreach_sub_then_foreach_write,
-                                        copy_by_list_key_read_later, copy_by_list_key_times_one)]
+                                        copy_by_list_key_read_later, copy_by_list_key_times_one,
+                                        foreach_exp_then_write_the_other_result, foreach_sin_then_write_the_other_input)]
 RAISES += [(read_after_other_view_written, disjoint_views)]
 RUNS = [(f, independent(f)) for f in (foreach_lerp_number_then_write, write_then_foreach_add,
-                                      foreach_add_read_before_write, copy_by_list_key_before_save)]
+                                      foreach_add_read_before_write, copy_by_list_key_before_save,
+                                      foreach_neg_then_write, foreach_exp_then_write_the_input)]
 RUNS += [(read_before_other_view_written, disjoint_views)]
 
 

@@ -15,7 +15,9 @@ Note [out-of-place foreach functions in the fuzzer]
         t4, t5 = torch._foreach_mul([a, t1], 0.9)                  # (also _foreach_add(xs, number), _foreach_sub,
         t4, t5 = torch._foreach_mul([a, t1], [t2, b])               #  _foreach_lerp, _foreach_addcmul)
 
-    (each operand broadcasts into its list entry, so each result has its entry's shape). Its results are later
+    (each operand broadcasts into its list entry, so each result has its entry's shape), or, with probability
+    ``P_UNARY`` (a stream of its own), a unary one over the list (``torch._foreach_exp([a, t1])``: eager's one node
+    keeps each position's save, its result or its input, for the backward of every result). Its results are later
     variables of the program (read, written, returned like any other), and with probability ``P_WRITE_BACK`` the next
     statement writes them back into the list, or into other tensors of their shapes, in place::
 
@@ -43,6 +45,8 @@ from fusion_alias.fuzz.program import Stmt
 
 P_FOREACH_FN = 0.1  # of a statement of a program of KINDS (tests set it to 0: the streams before session 45)
 P_WRITE_BACK = 0.7  # the next statement writes the results back (torch.optim's update)
+P_UNARY = 0.25  # a unary function over the list instead (its own stream): one node saving each position's save
+_UNARY = ("exp", "sigmoid", "sin", "abs", "neg", "sqrt", "tanh")
 KINDS = ("basic", "hidden", "calls")
 _WEIGHTS = (0.01, 0.1, -0.5, 0.9, 2.0)
 
@@ -53,6 +57,7 @@ class ForeachFnGen(_Gen):
     def __init__(self, rng: random.Random, env: dict, names: list[str]):
         super().__init__(rng, env, names)
         self.fe = own_stream(rng, "foreach functions")
+        self.unary = own_stream(rng, "foreach unary functions")  # (session 45, after the first runs)
         self.pending: list[str] = []  # results after the first, named once their statement ran
         self.last: tuple[list[str], list[str]] | None = None  # (list, results) of the last foreach function
 
@@ -99,6 +104,8 @@ class ForeachFnGen(_Gen):
                          f"torch._foreach_sub({lst}, {yl}, alpha={w})", f"torch._foreach_lerp({lst}, {yl}, {w})",
                          f"torch._foreach_addcmul({lst}, {yl}, {yl}, value={w})",
                          f"torch._foreach_add({lst}, {yl}, alpha={source.constant(s, self.special)})"))
+        if self.unary.random() < P_UNARY:  # (drawn after every draw of ``fe``: the binary forms stay the ones they were)
+            code = f"torch._foreach_{self.unary.choice(_UNARY)}({lst})"
         results = [self.fresh() for _ in xs]
         self.pending, self.last = results[1:], (xs, results)
         reads = tuple(dict.fromkeys(xs + ys)) if yl in code else tuple(dict.fromkeys(xs))

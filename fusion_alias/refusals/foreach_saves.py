@@ -18,7 +18,8 @@ fuzz form of foreach functions with ``--grad``, calls seed 35062: #9 ``t0, t1, t
 whose node saves every operand (``add``, ``sub``, ``mul``, ``div`` with a list or a number, ``maximum``, ``minimum``,
 ``clamp_min``, ``clamp_max``, ``pow``, ``lerp`` with a list of weights, ``addcmul``, ``addcdiv``); ``lerp`` with one
 number saves nothing, and the unary functions save what their per-tensor op saves (``exp`` its result, ``sin`` its
-input: ``saved_versions.SAVED_FOR_BACKWARD``), which the per-tensor ops carry already. The lookaside tags each
+input: ``saved_versions.SAVED_FOR_BACKWARD``), but in the one node, for every position: ``r = torch._foreach_exp([a,
+b]); r[1].add_(1); r[0].sum().backward()`` raises in eager (checked for ``exp``, ``sigmoid``, ``sin``, ``abs``). The lookaside tags each
 such call's per-tensor results; ``group_saves`` gives each per-tensor op of the call every tensor
 argument of every op of the call, saved where the op is differentiable (saved_versions.py). The functions and the
 tags are foreach_lookasides.py's (``SAVES_EVERY_OPERAND``, ``SAVES_TAGS``).
@@ -31,7 +32,8 @@ from __future__ import annotations
 
 from thunder.core.proxies import TensorProxy
 
-from fusion_alias.foreach_lookasides import SAVES_TAGS
+from fusion_alias.foreach_lookasides import SAVES_EVERY_OPERAND, SAVES_TAGS
+from fusion_alias.refusals.saved_versions import saves_of
 
 def group_saves(recorded, top_bsyms) -> dict[int, tuple[str, tuple]]:
     """Top-level index of each per-tensor op of a recorded call -> (the foreach call, every tensor argument of every
@@ -53,9 +55,28 @@ def group_saves(recorded, top_bsyms) -> dict[int, tuple[str, tuple]]:
     for _, indices in runs:
         operands = {}
         for i in indices:
-            for a in top_bsyms[i].flat_proxy_args:
-                if isinstance(a, TensorProxy):
-                    operands.setdefault(a.name, a)
+            for a in _saved(top_bsyms[i]):
+                operands.setdefault(a.name, a)
         for i in indices:
             out[i] = (f"the foreach call of {top_bsyms[i].sym.name}", tuple(operands.values()))
     return out
+
+
+_EVERY = SAVES_EVERY_OPERAND | {"true_divide"}  # (the per-tensor ops' names: ``maximum`` runs as ``clamp_min``)
+
+
+def _saved(b) -> list:
+    """What eager's node saves of one per-tensor op ``b`` of a foreach call: every tensor argument for the functions
+    of ``SAVES_EVERY_OPERAND`` (``lerp`` with a tensor weight), else what the op itself saves (``exp`` its result,
+    ``sin`` its input: ``saves_of``, whatever requires grad), which the node keeps for every position."""
+    name = b.sym.name
+    if name in _EVERY and (name != "lerp" or (len(b.args) > 2 and isinstance(b.args[2], TensorProxy))):
+        return [a for a in b.flat_proxy_args if isinstance(a, TensorProxy)]
+    outs = [o for o in b.flat_proxy_outs if isinstance(o, TensorProxy)]
+    found = []
+    for what, _ in saves_of(name, b.args, b.kwargs):
+        if what == "out":
+            found += outs[:1]
+        elif isinstance(b.args[what], TensorProxy):
+            found.append(b.args[what])
+    return found
