@@ -17,6 +17,7 @@ import thunder.core.prims as prims
 
 from fusion_alias.aliasing import AliasInfo, copies_in, proxy_args, tensor_outs
 from fusion_alias.errors import AliasInputError
+from fusion_alias.gather_views import is_gather_view
 from fusion_alias.gradient_operands import NO_GRADIENT, gradient_operands
 from fusion_alias.refusals.live_backward import live_ops, written_by
 from fusion_alias.refusals.no_grad_copies import is_no_grad_contiguous_copy, refuse_no_grad_contiguous_output
@@ -260,9 +261,13 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
         for n in names[1:]:
             canon[n] = names[0]
 
+    gathered: dict[str, str] = {}  # a diagonal's result -> its input's memory (a view in eager; here, a gather)
+
     def memory_of(name: str) -> str:
         name = renamed.get(name, name)
         r = root.get(name, name)
+        if r in gathered:  # (``t0.diagonal(-1).add_(0.5)`` after ``t0 = a.tanh()`` ran: fuzz seed 42013 #15, train --grad)
+            return gathered[r]
         while r in selves:
             r = root.get(selves[r], selves[r])
         return canon.get(r, r)
@@ -341,6 +346,8 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
             detached.update((o.name, o.name) for o in outs)
         elif (b.sym in detaching_views or b.sym.name in _SAME_TENSOR_OPS) and first in detached:
             detached.update((o.name, detached[first]) for o in outs)
+        if is_gather_view(b):  # (gather_views.py, Note [a diagonal is a view the rewrite replays by its own function])
+            gathered.update((o.name, memory(args[0])) for o in outs)
         written, of_self = written_by(b, memory)
         if grad and b.sym in detaching_views and first in made_without_grad and not written:
             # a view, under grad mode, of a view made under no_grad (``with no_grad(): t2 = t0[::2]``, then
