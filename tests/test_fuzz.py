@@ -9,6 +9,16 @@ import torch
 
 import fusion_alias
 from fusion_alias import fuzz
+from fusion_alias.fuzz import disjoint_views, foreach_functions, modules_view_rebinds
+
+
+@pytest.fixture(autouse=True)
+def _session45_forms_off(monkeypatch):
+    """The seeds these tests name are their programs as drawn before session 45's forms (each from a stream of its
+    own: tests/test_session45_*_form.py)."""
+    monkeypatch.setattr(foreach_functions, "P_FOREACH_FN", 0.0)
+    monkeypatch.setattr(modules_view_rebinds, "P_VIEW_REBIND", 0.0)
+    monkeypatch.setattr(disjoint_views, "P_DISJOINT", 0.0)
 
 HAS_JIT = hasattr(fusion_alias, "jit")
 needs_jit = pytest.mark.skipif(not HAS_JIT, reason="fusion_alias.jit does not exist yet (core executor not landed)")
