@@ -195,15 +195,17 @@ def _walk(bsyms, info: AliasInfo, edges: DependencyEdges, writes: list, written_
     last, reads_since = hazards.last, hazards.reads_since
     kind_of = _KIND_BY_ADDR
 
-    def written_group_of(name: str) -> str | None:
-        """The memory group of ``name`` when the trace writes it, else None (remembered)."""
+    def written_of(name: str) -> str | None:
+        """The memory group of ``name`` when the trace writes it, else None."""
         grp = group(name) if name in root else None
-        if grp not in written_groups:
-            grp = None
-        written_group[name] = grp
+        return grp if grp in written_groups else None
+
+    def written_group_of(name: str) -> str | None:
+        """``written_of(name)``, remembered in ``written_group``."""
+        grp = written_group[name] = written_of(name)
         return grp
 
-    out_group: list = [_UNSEEN] * n  # per node: its first output's written group, as written_group_of says (_UNSEEN: not asked)
+    out_group: list = [_UNSEEN] * n  # per node: its first output's ``written_of`` (_UNSEEN: not asked yet)
 
     sym_ids = edges.sym_ids
     copy_id = ops.COPY_ID
@@ -285,10 +287,7 @@ def _walk(bsyms, info: AliasInfo, edges: DependencyEdges, writes: list, written_
                 if j is not None and first_out[j] is name:  # Note [a value's written group, kept by its producer]
                     grp = out_group[j]
                     if grp is _UNSEEN:
-                        grp = group(name) if name in root else None
-                        if grp not in written_groups:
-                            grp = None
-                        out_group[j] = grp
+                        grp = out_group[j] = written_of(name)
                 else:
                     grp = written_group.get(name, _UNSEEN)
                     if grp is _UNSEEN:
