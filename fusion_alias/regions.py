@@ -16,7 +16,7 @@ from thunder.core.proxies import Proxy, TensorProxy
 from thunder.core.symbol import BoundSymbol
 
 from fusion_alias import ops
-from fusion_alias.aliasing import AliasInfo, flattened, proxy_outs
+from fusion_alias.aliasing import AliasInfo, proxy_outs
 
 
 @dataclass(slots=True)
