@@ -22,7 +22,10 @@ def _input_groups(trace, ctx, tensor_inputs):
         # would fail on the proxy with Thunder's "expected Tensor, got TensorProxy"; leaked_proxies.py)
         if (leak := proxy_left_in(ctx.fn, ctx.args, ctx.kwargs)) is not None:
             refuse_leak(*leak)
-        inps, _ = cs.last_prologue(*ctx.args, **ctx.kwargs)
+        try:
+            inps, _ = cs.last_prologue(*ctx.args, **ctx.kwargs)
+        except (KeyError, IndexError, AttributeError) as e:  # Note [a prologue that cannot read what was traced]
+            raise prologue_lookup_error(e) from e
         ctx.saw_inputs(inps)  # the guard keys the program by what it reads (api.py)
         actual = {}
         for p, x in zip(trace.args, inps):
@@ -43,6 +46,51 @@ def _input_groups(trace, ctx, tensor_inputs):
         return [], {}
     # Thunder saw aliased arguments (or did not tell): any two inputs may overlap.
     return ([names] if len(names) > 1 else []), {}
+
+
+# Note [a prologue that cannot read what was traced]
+# ---------------------------------------------------
+# Thunder's prologue unpacks every input the program reached, by the path the interpreter took to it. A
+# module's hook dicts are read on the ThunderModule Thunder made of the module, which holds no hooks, so a
+# global that the program reaches only through a hook's function was unpacked from a dict that lacks the
+# hook's key::
+#
+#     G = torch.zeros(4)
+#     def pre(mod, args): G.add_(1); return args
+#     m.register_forward_pre_hook(pre); f = fusion_alias.jit(m); f(x)
+#     # prologue: obj1 = module._forward_pre_hooks; subscr2 = obj1[0]  -> KeyError: 0
+#
+# (session 46; plain ``thunder.jit`` raises the same ``KeyError: 0``. With a hook dict replaced between calls,
+# ``m._forward_pre_hooks = OrderedDict({9002: pre})``, plain ``thunder.jit`` kept running the first call's
+# program, silently; fusion_alias compiles anew (module_tables.py) and its prologue raised ``KeyError: 9002``.)
+# The compile runs the new prologue on the call's own arguments, which it was traced from, so a failed lookup
+# there is the prologue's, never the user's: it is raised as a NotImplementedError that says so and shows the
+# prologue's lines that failed, not as a bare ``KeyError: 0``.
+
+
+def prologue_lookup_error(e: BaseException) -> NotImplementedError:
+    """The error for a lookup that failed in this compile's prologue (Note [a prologue that cannot read what was
+    traced]): ``e``, the prologue line that raised it, and the prologue lines that made the names it reads."""
+    import linecache
+    import re
+    import traceback
+
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if f.filename.startswith("thunder.prologue")]
+    shown = ""
+    if frames:
+        f = frames[-1]
+        lines = linecache.getlines(f.filename)
+        failing = (f.line or "").strip()
+        rhs = failing.split("=", 1)[-1]
+        made = [ln.strip() for ln in lines[: max(f.lineno - 1, 0)]
+                if (m := re.match(r"\s*(\w+)\s*(?::[^=]*)?=", ln)) and re.search(rf"\b{m.group(1)}\b", rhs)]
+        shown = " at:\n    " + "\n    ".join([*made, failing])
+    hooks = " It reads a module's hook dicts on the ThunderModule, which holds none: a tensor that the program reaches " \
+            "only through a module hook's function (its globals or closure) cannot be unpacked; pass it as an argument " \
+            "or a module buffer instead." if "hooks" in shown else ""
+    return NotImplementedError(
+        f"fusion_alias.jit: Thunder's prologue cannot read an input the program reached, on the arguments it was traced "
+        f"from ({type(e).__name__}: {e}){shown}\n(a limit of Thunder 0.2.6's prologue.){hooks}")
 
 
 # Note [the same tensor passed twice is one memory]
