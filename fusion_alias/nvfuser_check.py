@@ -252,8 +252,17 @@ def fuzz_programs(count: int, seed: int) -> list[tuple[str, Callable, Callable[[
         p = generate_program(seed, index)
         ns: dict = {"__name__": "fusion_alias_nvfuser_check"}
         exec(compile(program_source(p), f"<fuzz program {p.name}>", "exec"), ns)
-        out.append((f"fuzz {p.name}", ns["prog"], lambda ns=ns: ns["make_inputs"]()[1]))
+        out.append((f"fuzz {p.name}", ns["prog"], lambda ns=ns: _fuzz_args(ns)))
     return out
+
+
+def _fuzz_args(ns: dict) -> list:
+    """The arguments of a fuzz program's first call, with its hidden tensors and numbers installed
+    (globals, closure cells, option dicts): without ``install_hidden`` the program read ``None`` or a
+    missing key and raised in eager too (seed 0 #4 ``KeyError: 'n0'``, #13 ``_foreach_mul`` of None)."""
+    _bases, args, _leaves, hidden = ns["make_inputs"]()
+    ns["install_hidden"](hidden)
+    return args
 
 
 # ---------------------------------------------------------------------------
