@@ -550,6 +550,10 @@ def _eager_op(name, positions, ranks):
         "glu": F.glu, "threshold": lambda x: F.threshold(x, 0.1, 0.0), "rrelu": lambda x: F.rrelu(x, training=False),
         "vector_norm": lambda x: torch.linalg.vector_norm(x, dim=-1),
     })
+    unary.update({  # (session 46's entries: in-place forms whose result is saved)
+        "celu_": lambda x: F.celu(x, inplace=True), "selu_": lambda x: F.selu(x, inplace=True),
+        "rrelu_": lambda x: F.rrelu(x, training=False, inplace=True), "copysign_": lambda x: x.copysign_(-1.0),
+    })
     others = {
         ("gather", (0, 2)): (lambda x: torch.gather(x, 1, torch.tensor([[0, 1, 0], [1, 1, 0], [2, 0, 1]])), [(3, 4)]),
         ("pow", (1,)): (lambda x: 2 ** x, [(3, 4)]),

@@ -1,0 +1,54 @@
+"""Session 46 probe: in-place forms whose backward saves their result (``F.celu(x, inplace=True)``,
+``F.selu(x, inplace=True)``, ``F.rrelu_`` in eval, ``x.sgn_()``, ``x.copysign_(-1.0)``), then a write into that result.
+Eager raises at backward ("modified by an inplace operation"); fusion_alias returned gradients (a missed rejection:
+refusals/saved_versions.py had no entry for them; tests/test_saved_versions.py re-derives each in eager). Without
+gradients the same programs run, as eager's, on every reference schedule."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import fusion_alias
+from fusion_alias.errors import AliasInputError
+
+SCHEDULES = ["reads-first", "writes-first", "reverse-writes"]
+
+OPS = {
+    "celu_": lambda y: F.celu(y, inplace=True),
+    "selu_": lambda y: F.selu(y, inplace=True),
+    "rrelu_": lambda y: F.rrelu_(y, training=False),
+    "sgn_": lambda y: y.sgn_(),
+    "copysign_": lambda y: y.copysign_(-1.0),
+}
+
+
+def _program(op):
+    def f(x):
+        y = x * 1
+        v = op(y)
+        v.mul_(2)
+        return y * 1, v * 1
+    return f
+
+
+def _input(grad):
+    return (torch.arange(16.0).reshape(4, 4) / 7 - 1).requires_grad_(grad)
+
+
+@pytest.mark.parametrize("name", list(OPS))
+def test_refused_with_gradients_where_eager_raises_at_backward(name):
+    f = _program(OPS[name])
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        sum(o.sum() for o in f(_input(True))).backward()
+    with pytest.raises(AliasInputError, match=name):
+        fusion_alias.jit(f, backend="reference")(_input(True))
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("name", list(OPS))
+def test_runs_as_eager_without_gradients(name, schedule):
+    f = _program(OPS[name])
+    want = f(_input(False))
+    got = fusion_alias.jit(f, backend="reference", schedule=schedule)(_input(False))
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w)
