@@ -34,7 +34,7 @@ from thunder.core.proxies import ProxyTag, TensorProxy
 from thunder.core.symbol import Symbol
 import thunder.torch as ltorch
 
-from fusion_alias import context, inplace_lookasides
+from fusion_alias import bool_exponents, context, inplace_lookasides
 from fusion_alias.errors import AliasInputError
 
 _VALUE_AT_FOURTH = frozenset({"addcmul", "addcdiv", "addcmul_", "addcdiv_"})
@@ -90,6 +90,8 @@ def _foreach(method: str, tensors, *args, **kwargs):
     for i, t in enumerate(tensors):
         args_i = [a[i] if isinstance(a, (list, tuple)) else a for a in args]
         kwargs_i = {k: (v[i] if isinstance(v, (list, tuple)) else v) for k, v in kwargs.items()}
+        if method in ("pow", "pow_"):  # (bool_exponents.py, Note [a bool exponent has no derivative in eager])
+            bool_exponents.check_exponent(t, args_i[0] if args_i else kwargs_i.get("exponent"))
         results.append(inplace_lookasides.proxy_method(t, per_tensor)(*args_i, **kwargs_i))
     if grad_writes:
         _record(method, results)

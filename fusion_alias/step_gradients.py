@@ -134,3 +134,6 @@ def register(executor) -> None:
     from fusion_alias import detach_gradient  # (x.detach() returned: no zero gradient into the ops before, eager's None)
 
     detach_gradient.register()
+    from fusion_alias import bool_exponents  # (x ** mask: eager's backward raises, bool_exponents.py)
+
+    bool_exponents.register(executor)

@@ -6,6 +6,10 @@
    ``make_inputs`` but never ``install_hidden``, so the program read a missing option key and a ``None`` global.
    Not a fusion_alias bug; the check installs the hidden values now (nvfuser_check._fuzz_args). With them installed
    eager runs both; #4 gets fusion_alias's refusal (it is a MUST_REFUSE program), #13 builds its regions.
+2. ``a ** (a > 0)`` of an ``a`` that requires grad: eager's backward raises (pow's derivative computes ``exponent - 1``
+   of a bool tensor); fusion_alias returned a gradient (``--grad --strict-backward`` seed 31500 #35 and #102, dtype
+   generator; plain ``thunder.jit`` returns one too). Now refused when traced with gradients (bool_exponents.py),
+   every spelling: ``**``, ``torch.pow``, ``.pow``, ``pow_``, ``**=``, ``_foreach_pow``, ``_foreach_pow_``.
 """
 
 import pytest
@@ -13,14 +17,6 @@ import torch
 
 import fusion_alias
 from fusion_alias.backends.reference import SCHEDULES
-
-
-def _eager_and_jitted(fn, make, schedule):
-    want_args = make()
-    want = fn(*want_args)
-    got_args = make()
-    got = fusion_alias.jit(fn, backend="reference", schedule=schedule)(*got_args)
-    return want, want_args, got, got_args
 
 
 @pytest.mark.parametrize("index", [4, 13])
@@ -35,3 +31,57 @@ def test_nvfuser_check_installs_the_hidden_values_of_fuzz_programs(index):
         assert error is not None and "Python number" in error
     else:
         assert error is None and records
+
+
+def _ipow(a):
+    a **= (a > 0)
+    return a
+
+
+BOOL_EXPONENT = {
+    "op": lambda a: a ** (a > 0),  # (31500 #35, #102, shrunk)
+    "torch.pow": lambda a: torch.pow(a, a > 0),
+    "keyword": lambda a: torch.pow(a, exponent=a > 0),
+    "method": lambda a: a.pow(a > 0),
+    "pow_": lambda a: a.pow_(a > 0),
+    "ipow": _ipow,
+    "0-d": lambda a: a ** (a.sum() > 0),
+    "foreach": lambda a: torch._foreach_pow([a, a * 2], [a > 0, a < 0])[1],
+    "foreach_": lambda a: torch._foreach_pow_([a], [a > 0])[0],
+}
+WITH_DERIVATIVE = {  # eager differentiates these: left alone
+    "int exponent": lambda a: a ** (a > 0).int(),
+    "bool base": lambda a: (a > 0) ** a,
+    "float_power": lambda a: a.float_power(a > 0),
+}
+
+
+def _call(fn, grad):
+    leaf = torch.randn(6, generator=torch.Generator().manual_seed(0)).requires_grad_(grad)
+    a = leaf * 1
+    out = fn(a)
+    if grad:
+        out.sum().backward()
+    return out.detach(), a.detach(), leaf.grad
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("name", sorted(BOOL_EXPONENT))
+def test_a_bool_exponent_of_a_tensor_that_requires_grad_is_refused(name, schedule):
+    fn = BOOL_EXPONENT[name]
+    with pytest.raises(RuntimeError, match="with a bool tensor is not supported"):
+        _call(fn, True)  # eager: at backward
+    with pytest.raises(RuntimeError, match="with a bool tensor is not supported"):
+        _call(fusion_alias.jit(fn, backend="reference", schedule=schedule), True)
+    want = _call(fn, False)  # without gradients both run, with eager's values (the input written by pow_ too)
+    got = _call(fusion_alias.jit(fn, backend="reference", schedule=schedule), False)
+    torch.testing.assert_close(got[:2], want[:2])
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("name", sorted(WITH_DERIVATIVE))
+def test_exponents_with_an_eager_derivative_still_run(name, schedule):
+    fn = WITH_DERIVATIVE[name]
+    want = _call(fn, True)
+    got = _call(fusion_alias.jit(fn, backend="reference", schedule=schedule), True)
+    torch.testing.assert_close(got, want)
