@@ -1,7 +1,8 @@
-"""Session 46 probe: in-place forms whose backward saves their result (``F.celu(x, inplace=True)``,
-``F.selu(x, inplace=True)``, ``F.rrelu_`` in eval, ``x.sgn_()``, ``x.copysign_(-1.0)``), then a write into that result.
+"""Session 46 probe and sweep: in-place forms whose backward saves their result (``F.celu(x, inplace=True)``,
+``F.selu(x, inplace=True)``, ``F.rrelu_`` in eval, ``x.sgn_()``, ``x.copysign_(-1.0)``, ``x.expm1_()``), then a write into that result.
 Eager raises at backward ("modified by an inplace operation"); fusion_alias returned gradients (a missed rejection:
-refusals/saved_versions.py had no entry for them; tests/test_saved_versions.py re-derives each in eager). Without
+refusals/saved_versions.py had no entry for them; tests/test_saved_versions.py re-derives each in eager); and in-place
+forms that save their tensor operand (``y.fmod_(z)``, ``y.xlogy_(z)``, ...), then a write into the operand. Without
 gradients the same programs run, as eager's, on every reference schedule."""
 
 import pytest
@@ -19,6 +20,7 @@ OPS = {
     "rrelu_": lambda y: F.rrelu_(y, training=False),
     "sgn_": lambda y: y.sgn_(),
     "copysign_": lambda y: y.copysign_(-1.0),
+    "expm1_": lambda y: y.expm1_(),
 }
 
 
@@ -52,3 +54,35 @@ def test_runs_as_eager_without_gradients(name, schedule):
     got = fusion_alias.jit(f, backend="reference", schedule=schedule)(_input(False))
     for g, w in zip(got, want):
         torch.testing.assert_close(g, w)
+
+
+# in-place forms that save their tensor operand (the session 46 sweep over torch.Tensor's in-place methods), then a
+# write into that operand: eager raises at backward; fusion_alias returned gradients
+OPERAND_OPS = ["arctan2_", "clamp_max_", "clamp_min_", "clip_", "fmod_", "remainder_", "true_divide_", "xlogy_"]
+
+
+def _operand_program(name):
+    def f(x):
+        y = x * 1
+        z = x * 0.5 + 0.3
+        getattr(y, name)(z)
+        z.mul_(2)
+        return y * 1
+    return f
+
+
+@pytest.mark.parametrize("name", OPERAND_OPS)
+def test_operand_written_after_refused_with_gradients(name):
+    f = _operand_program(name)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        f(_input(True)).sum().backward()
+    with pytest.raises(AliasInputError):
+        fusion_alias.jit(f, backend="reference")(_input(True))
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("name", OPERAND_OPS)
+def test_operand_program_runs_as_eager_without_gradients(name, schedule):
+    f = _operand_program(name)
+    torch.testing.assert_close(fusion_alias.jit(f, backend="reference", schedule=schedule)(_input(False)),
+                               f(_input(False)), equal_nan=True)  # (xlogy_ of a negative operand: NaN in both)
