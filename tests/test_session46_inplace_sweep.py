@@ -1,0 +1,85 @@
+"""Session 46: a sweep of ``torch.Tensor``'s in-place methods for missed rejections (slow: ``./scripts/test.sh -m slow
+-k inplace_sweep``, about two minutes).
+
+For each in-place method that runs on a float tensor with no argument, a scalar, or a tensor operand, in a call that
+computes gradients: the program writes into the method's result (or its tensor operand) after the call, and returns a
+value the backward reaches through the method. Where eager raises at backward ("modified by an inplace operation"),
+fusion_alias must refuse (never return a gradient); where eager runs, fusion_alias may refuse (a clear error) but must
+not return another value. On abec1cc it fails for 11 methods that returned gradients (``arctan2_ clamp_max_ clamp_min_
+clip_ copysign_ expm1_ fmod_ remainder_ sgn_ true_divide_ xlogy_``: refusals/saved_versions.py);
+tests/test_session46_inplace_saves.py pins them in the default run.
+"""
+
+import pytest
+import torch
+
+import fusion_alias
+from fusion_alias.errors import AliasInputError
+from fusion_alias.unsupported_methods import UnsupportedMethodError
+
+pytestmark = pytest.mark.slow
+
+# methods that do not compute from self (random fills, resizes, metadata, copies from other tensors: their own tests)
+_NOT_SWEPT = {
+    "requires_grad_", "share_memory_", "detach_", "resize_", "resize_as_", "set_", "zero_", "fill_", "random_", "uniform_",
+    "normal_", "cauchy_", "exponential_", "geometric_", "log_normal_", "bernoulli_", "t_", "transpose_", "squeeze_",
+    "unsqueeze_", "as_strided_", "swapdims_", "swapaxes_", "record_stream_", "apply_", "map_", "map2_", "copy_", "put_",
+    "index_put_", "masked_fill_", "index_fill_", "scatter_", "scatter_add_", "scatter_reduce_", "index_add_", "index_copy_",
+    "masked_scatter_", "index_reduce_", "fill_diagonal_", "sparse_resize_", "sparse_resize_and_clear_", "coalesce_",
+    "rename_", "refine_names_", "align_to_", "set_", "retain_grad_",
+}
+METHODS = sorted(n for n in dir(torch.Tensor) if n.endswith("_") and not n.startswith("_") and n not in _NOT_SWEPT)
+
+
+def _leaf():
+    return (torch.arange(12.0).reshape(3, 4) / 7 + 0.05).requires_grad_(True)
+
+
+def _program(name, arg, written):
+    def f(x):
+        y = x * 1
+        z = x * 0.5 + 0.3
+        out = getattr(y, name)(*((z,) if arg == "tensor" else () if arg is None else (arg,)))
+        (z if written == "operand" else out).mul_(2)
+        return y * 1
+    return f
+
+
+def _eager(f):
+    """'raises' (at backward, a saved tensor modified), 'runs', or None (the op does not run or has no gradient)."""
+    try:
+        out = f(_leaf())
+    except Exception:  # noqa: BLE001 (an argument the method does not take)
+        return None
+    if not isinstance(out, torch.Tensor) or not out.requires_grad:
+        return None
+    try:
+        out.sum().backward()
+    except RuntimeError as e:
+        return "raises" if "modified by an inplace operation" in str(e) else None
+    return "runs"
+
+
+def _cases():
+    for name in METHODS:
+        for arg in (None, 0.5, "tensor"):
+            for written in (("result", "operand") if arg == "tensor" else ("result",)):
+                yield name, arg, written
+
+
+@pytest.mark.parametrize("name", METHODS)
+def test_no_missed_rejection(name):
+    for _, arg, written in (c for c in _cases() if c[0] == name):
+        f = _program(name, arg, written)
+        want = _eager(f)
+        if want is None:
+            continue
+        try:
+            got = fusion_alias.jit(f, backend="reference")(_leaf())
+        except (AliasInputError, NotImplementedError, UnsupportedMethodError):
+            continue  # refused, with an error that names the problem
+        if want == "raises":
+            with pytest.raises(RuntimeError):  # the backward must not return a gradient eager refuses
+                got.sum().backward()
+        else:
+            torch.testing.assert_close(got, f(_leaf()), equal_nan=True)
