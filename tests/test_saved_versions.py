@@ -562,6 +562,7 @@ def _eager_op(name, positions, ranks):
         ("cross", (0, 1)): (lambda a, b: torch.cross(a, b, dim=-1), [(4, 3), (4, 3)]),
         ("lerp", (0, 1, 2)): (torch.lerp, [(3, 4)] * 3),
         ("polygamma", (1,)): (lambda x: torch.polygamma(1, x), [(3, 4)]),
+        ("inverse", (0,)): (torch.inverse, [(4, 4)]), ("pinverse", (0,)): (torch.pinverse, [(3, 4)]),
         ("prelu", (0, 1)): (F.prelu, [(3, 4), (1,)]), ("clamp", (0, 2)): (lambda a, b: a.clamp(max=b), [(3, 4)] * 2),
         ("clamp", (0, 1, 2)): (torch.clamp, [(3, 4)] * 3),
         ("addmm", (0, 1, 2)): (torch.addmm, [(3, 5), (3, 4), (4, 5)]),

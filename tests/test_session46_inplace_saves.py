@@ -86,3 +86,28 @@ def test_operand_program_runs_as_eager_without_gradients(name, schedule):
     f = _operand_program(name)
     torch.testing.assert_close(fusion_alias.jit(f, backend="reference", schedule=schedule)(_input(False)),
                                f(_input(False)), equal_nan=True)  # (xlogy_ of a negative operand: NaN in both)
+
+
+# out-of-place linear algebra (the session 46 sweep of torch.Tensor's methods): ``inverse`` saves its result,
+# ``pinverse`` its result and its input; a write into either after the call
+LINALG = {
+    "inverse, result written": lambda y: (lambda r: (r.mul_(2), r)[1])(y.inverse()),
+    "pinverse, result written": lambda y: (lambda r: (r.mul_(2), r)[1])(y.pinverse()),
+    "pinverse, input written": lambda y: (lambda r: (y.mul_(2), r)[1])(y.pinverse()),
+}
+
+
+def _square(grad):
+    return (torch.eye(4) * 2 + torch.arange(16.0).reshape(4, 4) / 20).requires_grad_(grad)
+
+
+@pytest.mark.parametrize("case", list(LINALG))
+def test_linalg_saves_refused_with_gradients(case):
+    def f(x):
+        return LINALG[case](x * 1) * 1
+
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        f(_square(True)).sum().backward()
+    with pytest.raises(AliasInputError):
+        fusion_alias.jit(f, backend="reference")(_square(True))
+    torch.testing.assert_close(fusion_alias.jit(f, backend="reference")(_square(False)), f(_square(False)))
