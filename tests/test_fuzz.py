@@ -9,7 +9,7 @@ import torch
 
 import fusion_alias
 from fusion_alias import fuzz
-from fusion_alias.fuzz import disjoint_views, foreach_functions, modules_view_rebinds
+from fusion_alias.fuzz import disjoint_views, dtype_rule_stmts, foreach_functions, modules_view_rebinds
 
 
 @pytest.fixture(autouse=True)
@@ -19,6 +19,7 @@ def _session45_forms_off(monkeypatch):
     monkeypatch.setattr(foreach_functions, "P_FOREACH_FN", 0.0)
     monkeypatch.setattr(modules_view_rebinds, "P_VIEW_REBIND", 0.0)
     monkeypatch.setattr(disjoint_views, "P_DISJOINT", 0.0)
+    monkeypatch.setattr(dtype_rule_stmts, "P_POW_SPELLING", 0.0)  # (session 46)
 
 HAS_JIT = hasattr(fusion_alias, "jit")
 needs_jit = pytest.mark.skipif(not HAS_JIT, reason="fusion_alias.jit does not exist yet (core executor not landed)")

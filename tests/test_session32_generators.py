@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from fusion_alias.fuzz import modules_view_rebinds  # (session 45's forms)
+from fusion_alias.fuzz import dtype_rule_stmts  # (session 46's pow spellings)
 from fusion_alias.fuzz import (
     dtype_rule_stmts, dtype_spellings, modules_code, modules_hook_dicts, modules_hooks, modules_process,
     modules_values, oracle, source,
@@ -54,6 +55,7 @@ def test_streams_without_special_values_are_the_ones_they_were(case, monkeypatch
     monkeypatch.setattr(modules_hook_dicts, "P_HOOK_DICTS", 0.0)
     monkeypatch.setattr(dtype_spellings, "P_SCAN_DTYPE", 0.0)  # (session 35's in-place scans: test_session35_generators.py)
     monkeypatch.setattr(modules_view_rebinds, "P_VIEW_REBIND", 0.0)  # (session 45's form: test_session45_view_rebind_form.py)
+    monkeypatch.setattr(dtype_rule_stmts, "P_POW_SPELLING", 0.0)  # (session 46's pow spellings: test_session46_fuzz.py)
 
     def no_special(*a, **k):
         raise AssertionError("a special number drawn without --special-values")

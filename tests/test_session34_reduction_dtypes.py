@@ -133,10 +133,11 @@ def _dtype_programs(seed, n, grad=False):
 
 @pytest.fixture
 def _no_special_values(monkeypatch):
-    from fusion_alias.fuzz import dtype_spellings, source
+    from fusion_alias.fuzz import dtype_rule_stmts, dtype_spellings, source
 
     monkeypatch.setattr(source, "SPECIAL_VALUES", False)
     monkeypatch.setattr(dtype_spellings, "P_SCAN_DTYPE", 0.0)  # (session 35's in-place scans: test_session35_generators.py)
+    monkeypatch.setattr(dtype_rule_stmts, "P_POW_SPELLING", 0.0)  # (session 46's pow spellings: test_session46_fuzz.py)
 
 
 @pytest.mark.parametrize("case", list(REDUCTION_STREAMS), ids=lambda c: f"{c[0]}-grad{c[2]}")

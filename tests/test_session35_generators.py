@@ -19,6 +19,7 @@ import warnings
 import pytest
 
 from fusion_alias.fuzz import disjoint_views, foreach_functions  # (session 45's forms)
+from fusion_alias.fuzz import dtype_rule_stmts  # (session 46's pow spellings)
 from fusion_alias import fuzz
 from fusion_alias.fuzz import dtype_spellings, fresh_memory_ops, gen_aliasing, hidden_numbers, kernel_layouts, oracle, source
 from fusion_alias.fuzz.generator import generate_program
@@ -56,6 +57,7 @@ def test_the_streams_are_pinned(case, monkeypatch):
     monkeypatch.setattr(fresh_memory_ops, "P_FRESH", 0.0)  # (session 41: fresh_memory_ops.py)
     monkeypatch.setattr(foreach_functions, "P_FOREACH_FN", 0.0)  # (session 45's form: test_session45_foreach_function_form.py)
     monkeypatch.setattr(disjoint_views, "P_DISJOINT", 0.0)  # (session 45's form: test_session45_disjoint_views_form.py)
+    monkeypatch.setattr(dtype_rule_stmts, "P_POW_SPELLING", 0.0)  # (session 46's pow spellings: test_session46_fuzz.py)
     generators, grad, seed, n = case
     h = hashlib.sha1()
     for p in _programs(generators, seed, n, grad):

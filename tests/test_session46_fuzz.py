@@ -85,3 +85,54 @@ def test_exponents_with_an_eager_derivative_still_run(name, schedule):
     want = _call(fn, True)
     got = _call(fusion_alias.jit(fn, backend="reference", schedule=schedule), True)
     torch.testing.assert_close(got, want)
+
+
+# --- the generator: Note [a bool exponent, spelled five ways] (fuzz/dtype_rule_stmts.py, P_POW_SPELLING) ---
+
+_POW_SPELLINGS = {"torch.pow(": "torch.pow", ".pow(": "method", "exponent=": "keyword", "_foreach_pow(": "foreach",
+                  ".pow_(": "pow_"}
+
+
+def _dtype_programs(seed, n, grad):
+    from helpers import generated_programs
+
+    return generated_programs(("dtype",), seed, n, grad=grad)
+
+
+def _spellings(p):
+    return {name for s in p.stmts for key, name in _POW_SPELLINGS.items() if key in s.code and "(True)" not in s.code}
+
+
+def test_the_pow_spellings_off_are_the_programs_they_were(monkeypatch):
+    from fusion_alias.fuzz import dtype_rule_stmts, oracle
+
+    monkeypatch.setattr(dtype_rule_stmts, "P_POW_SPELLING", 0.0)
+    off = [oracle.program_source(p) for p in _dtype_programs(46101, 40, True)]
+    monkeypatch.setattr(dtype_rule_stmts, "P_POW_SPELLING", 1.0)
+    on = [oracle.program_source(p) for p in _dtype_programs(46101, 40, True)]
+    changed = [(a, b) for a, b in zip(off, on) if a != b]
+    assert changed and all(" ** " in a for a, _ in changed)  # (only programs with the ``x ** mask`` statement)
+
+
+def test_every_pow_spelling_is_drawn(monkeypatch):
+    from fusion_alias.fuzz import dtype_rule_stmts
+
+    monkeypatch.setattr(dtype_rule_stmts, "P_POW_SPELLING", 1.0)
+    seen = set().union(*(_spellings(p) for p in _dtype_programs(46102, 150, True)))
+    assert seen == set(_POW_SPELLINGS.values()), sorted(seen)
+
+
+@pytest.mark.parametrize("p_spelling", [0.0, 1.0])
+@pytest.mark.parametrize("index", [35, 102])
+def test_the_fuzz_programs_are_refused_with_the_strict_rule(index, p_spelling, monkeypatch):
+    """31500 #35 and #102 with --grad --strict-backward, spelled ``**`` (as found) and respelled (``torch.pow``,
+    ``.pow``): eager's backward raises, the jitted call must raise too (missed-rejection before da32070)."""
+    from fusion_alias.fuzz import disjoint_views, dtype_rule_stmts, generate_program, oracle
+
+    monkeypatch.setattr(dtype_rule_stmts, "P_POW_SPELLING", p_spelling)
+    monkeypatch.setattr(disjoint_views, "STRICT_BACKWARD", True)
+    p = generate_program(31500, index, grad=True).replace(grad=True)
+    assert any("pow(" in s.code or " ** (" in s.code for s in p.stmts)
+    for schedule in ("reads-first", "writes-first"):
+        status, detail = oracle.run_program(p, schedule)
+        assert status == "both-raised", (schedule, status, detail)

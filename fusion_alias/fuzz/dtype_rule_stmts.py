@@ -59,7 +59,14 @@ import re
 import torch
 
 from fusion_alias.fuzz import dtype_spellings, source
+from fusion_alias.fuzz.own_stream_forms import own_stream
 from fusion_alias.fuzz.program import Stmt
+
+# Note [a bool exponent, spelled five ways]: ``x ** mask`` of a floating ``x`` that requires grad raises at eager's
+# backward (fusion_alias/bool_exponents.py: --grad --strict-backward 31500 #35, #102 found it spelled ``**``; the
+# refusal has to be made for each spelling). ``_pow`` respells that statement, from a stream of its own, as
+# ``torch.pow``, ``.pow``, ``exponent=``, ``_foreach_pow`` or the in-place ``pow_``.
+P_POW_SPELLING = 0.5
 
 CLASSES = ("float_result", "alpha", "no_bool_kernel", "pow", "lerp", "addc", "logical", "bool_sub", "number_range",
            "no_kernel", "clamp_store")
@@ -228,6 +235,13 @@ class RuleStatements:
         if x is None:
             return None
         e, es = self._operand(x, "bool")
+        s = own_stream(self.rules, f"pow spelling {self.count}")  # (P_POW_SPELLING 0: every program as it was)
+        if P_POW_SPELLING > 0 and s.random() < P_POW_SPELLING:  # Note [a bool exponent, spelled five ways]
+            k = s.randrange(5)
+            if k == 4:
+                return self._write(x, f"pow_({e})", es)
+            return self._named((f"torch.pow({x}, {e})", f"{x}.pow({e})", f"torch.pow({x}, exponent={e})",
+                                f"torch._foreach_pow([{x}], [{e}])[0]")[k], (x,) + es)
         return self._named(f"{x} ** {e}", (x,) + es)
 
     def _lerp(self, raises: bool) -> Stmt | None:
