@@ -553,6 +553,7 @@ def _eager_op(name, positions, ranks):
     unary.update({  # (session 46's entries: in-place forms whose result is saved)
         "celu_": lambda x: F.celu(x, inplace=True), "selu_": lambda x: F.selu(x, inplace=True),
         "rrelu_": lambda x: F.rrelu(x, training=False, inplace=True), "copysign_": lambda x: x.copysign_(-1.0),
+        "copysign": lambda x: torch.copysign(x, 0.5), "xlogy": lambda x: torch.xlogy(x, 0.5),
     })
     others = {
         ("gather", (0, 2)): (lambda x: torch.gather(x, 1, torch.tensor([[0, 1, 0], [1, 1, 0], [2, 0, 1]])), [(3, 4)]),

@@ -88,12 +88,18 @@ def test_operand_program_runs_as_eager_without_gradients(name, schedule):
                                f(_input(False)), equal_nan=True)  # (xlogy_ of a negative operand: NaN in both)
 
 
-# out-of-place linear algebra (the session 46 sweep of torch.Tensor's methods): ``inverse`` saves its result,
-# ``pinverse`` its result and its input; a write into either after the call
+# out-of-place methods (the session 46 sweep of torch.Tensor's methods): ``inverse`` saves its result, ``pinverse``
+# its result and input, ``arctan2`` (``atan2``) both operands, ``ldexp`` both when the exponent requires grad,
+# ``copysign`` of a scalar its input and result, ``xlogy`` of a scalar its input; a write into one after the call
 LINALG = {
     "inverse, result written": lambda y: (lambda r: (r.mul_(2), r)[1])(y.inverse()),
     "pinverse, result written": lambda y: (lambda r: (r.mul_(2), r)[1])(y.pinverse()),
     "pinverse, input written": lambda y: (lambda r: (y.mul_(2), r)[1])(y.pinverse()),
+    # binary ops the sweep found under other spellings, or with a scalar operand
+    "arctan2, input written": lambda y: (lambda r: (y.mul_(2), r)[1])(y.arctan2(y.t() * 0.5 + 0.3)),
+    "ldexp, operand written": lambda y: (lambda z: (lambda r: (z.mul_(2), r)[1])(y.ldexp(z)))(y * 0.5 + 0.3),
+    "copysign of a scalar, result written": lambda y: (lambda r: (r.mul_(2), r)[1])(y.copysign(0.5)),
+    "xlogy of a scalar, input written": lambda y: (lambda r: (y.mul_(2), r)[1])(y.xlogy(0.5)),
 }
 
 
