@@ -10,6 +10,7 @@ import torch
 import fusion_alias
 from fusion_alias import fuzz
 from fusion_alias.fuzz import disjoint_views, dtype_rule_stmts, foreach_functions, modules_view_rebinds
+from fusion_alias.fuzz import einsum_view_forms, saving_inplace  # (session 46's forms: test_session46_fuzz_forms.py)
 
 
 @pytest.fixture(autouse=True)
@@ -20,6 +21,8 @@ def _session45_forms_off(monkeypatch):
     monkeypatch.setattr(modules_view_rebinds, "P_VIEW_REBIND", 0.0)
     monkeypatch.setattr(disjoint_views, "P_DISJOINT", 0.0)
     monkeypatch.setattr(dtype_rule_stmts, "P_POW_SPELLING", 0.0)  # (session 46)
+    monkeypatch.setattr(einsum_view_forms, "P_EINSUM_VIEW", 0.0)  # (session 46)
+    monkeypatch.setattr(saving_inplace, "P_SAVING_INPLACE", 0.0)  # (session 46)
 
 HAS_JIT = hasattr(fusion_alias, "jit")
 needs_jit = pytest.mark.skipif(not HAS_JIT, reason="fusion_alias.jit does not exist yet (core executor not landed)")

@@ -26,7 +26,10 @@ from fusion_alias.fuzz import (gen_aliasing, gen_autocast, gen_dtype, gen_edges,
                                gen_modules, gen_nograd, gen_order, gen_strided, gen_ties, gen_train, hidden_numbers,
                                out_spellings)
 from fusion_alias.fuzz import complex_fills, dropout_args, max_dims
-from fusion_alias.fuzz.foreach_functions import ForeachFnGen  # (its own stream: Note [out-of-place foreach functions in the fuzzer])
+from fusion_alias.fuzz import einsum_view_forms, saving_inplace
+# ForeachFnGen's statements (Note [out-of-place foreach functions in the fuzzer]) and session 46's einsum and saving forms,
+# each from a stream of its own (einsum_view_forms.py, saving_inplace.py)
+from fusion_alias.fuzz.saving_inplace import SavingInplaceGen
 from fusion_alias.fuzz.gen_basic import _gen_inputs, _Gen
 from fusion_alias.fuzz.hazard import _exec_stmt, _ill_defined, eager_env
 from fusion_alias.fuzz.program import GENERATORS, Program, Stmt
@@ -50,11 +53,11 @@ def _basic_inputs(rng: random.Random) -> dict:
 _MAKERS = {
     # kind: (inputs(rng) -> Program fields, statement maker class, rate of a final statement eager rejects
     #        relative to error_rate)
-    "basic": (_basic_inputs, ForeachFnGen, 1.0),
+    "basic": (_basic_inputs, SavingInplaceGen, 1.0),
     "dtype": (gen_dtype.dtype_inputs, gen_dtype.DtypeGen, 6.0),
     "layout": (gen_layout.layout_inputs, gen_layout.LayoutGen, 4.0),
-    "hidden": (gen_aliasing.hidden_inputs, ForeachFnGen, 1.0),
-    "calls": (gen_aliasing.calls_inputs, ForeachFnGen, 1.0),
+    "hidden": (gen_aliasing.hidden_inputs, SavingInplaceGen, 1.0),
+    "calls": (gen_aliasing.calls_inputs, SavingInplaceGen, 1.0),
     "strided": (gen_strided.strided_inputs, gen_strided.StridedGen, 2.0),
     "fresh": (gen_fresh.fresh_inputs, gen_fresh.FreshGen, 1.0),
     "edges": (gen_edges.edges_inputs, gen_edges.EdgesGen, 6.0),
@@ -120,6 +123,7 @@ def _program_of_kind(kind: str, seed: int, index: int, rng: random.Random, max_s
         warnings.simplefilter("ignore")
         p = _grow(p, rng, gen_class, max_stmts, min(1.0, error_rate * bad_factor))
     p = _FINISH[kind](p) if kind in _FINISH else p
+    p = saving_inplace.finish(einsum_view_forms.finish(p))  # (their forms' returns and tag; no draw)
     p = dropout_args.finish(p, rng)  # (dropout_args.py, Note [a dropout's arguments in the fuzzer])
     p = complex_fills.finish(p, rng)  # (complex_fills.py, Note [a complex fill value in the fuzzer])
     return max_dims.finish(p, rng)  # (max_dims.py, Note [a max's dim in the fuzzer])
