@@ -117,3 +117,48 @@ def test_linalg_saves_refused_with_gradients(case):
     with pytest.raises(AliasInputError):
         fusion_alias.jit(f, backend="reference")(_square(True))
     torch.testing.assert_close(fusion_alias.jit(f, backend="reference")(_square(False)), f(_square(False)))
+
+
+# functions of one tensor whose result (and for some, input) eager saves (the session 46 sweep of torch.nn.functional,
+# torch.special and torch.linalg): a write into the result after the call
+FUNCTIONS = {
+    "F.softmin": lambda y: F.softmin(y, 1), "special.i1": torch.special.i1, "special.ndtri": lambda y: torch.special.ndtri(y.sigmoid()),
+    "linalg.inv": torch.linalg.inv, "linalg.det": torch.linalg.det, "linalg.matrix_norm": torch.linalg.matrix_norm,
+    "linalg.cholesky": lambda y: torch.linalg.cholesky(y @ y.mT + 1), "linalg.svdvals": torch.linalg.svdvals,
+}
+
+
+@pytest.mark.parametrize("case", list(FUNCTIONS))
+def test_function_result_written_refused_with_gradients(case):
+    def f(x):
+        r = FUNCTIONS[case](x * 1)
+        r.mul_(2)
+        return r * 1
+
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        f(_square(True)).sum().backward()
+    with pytest.raises(AliasInputError):
+        fusion_alias.jit(f, backend="reference")(_square(True))
+    torch.testing.assert_close(fusion_alias.jit(f, backend="reference")(_square(False)), f(_square(False)))
+
+
+# the second sweep (tests/test_session46_inplace_sweep.py over F, special, linalg): a pooled input written after the
+# pool, or the result of ``torch.special.softmax`` or ``tensorinv`` written
+MORE = {
+    "F.avg_pool1d, input written": lambda y: (lambda r: (y.mul_(2), r)[1])(F.avg_pool1d(y, 1)),
+    "F.max_pool1d, input written": lambda y: (lambda r: (y.mul_(2), r)[1])(F.max_pool1d(y, 2)),
+    "special.softmax, result written": lambda y: (lambda r: (r.mul_(2), r)[1])(torch.special.softmax(y, 1)),
+    "linalg.tensorinv, result written": lambda y: (lambda r: (r.mul_(2), r)[1])(torch.linalg.tensorinv(y, 1)),
+}
+
+
+@pytest.mark.parametrize("case", list(MORE))
+def test_second_sweep_refused_with_gradients(case):
+    def f(x):
+        return MORE[case](x * 1) * 1
+
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        f(_square(True)).sum().backward()
+    with pytest.raises(AliasInputError):
+        fusion_alias.jit(f, backend="reference")(_square(True))
+    torch.testing.assert_close(fusion_alias.jit(f, backend="reference")(_square(False)), f(_square(False)))

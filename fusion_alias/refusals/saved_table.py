@@ -101,3 +101,11 @@ _entries("group_norm", (0, 2, 3), _ANY, ((2, (0, 2, 3)),))
 _entries("layer_norm", (0,), _ANY, _IN)
 _entries("layer_norm", (0, 2), _ANY, ((0, (0, 2)), (2, (0, 2))))
 _entries("layer_norm", (0, 2, 3), _ANY, ((0, (0, 2, 3)), (2, (0, 2, 3)), (3, (0, 2, 3))))
+# session 46 (a sweep of torch.nn.functional, torch.special, torch.linalg and torch's functions of one tensor, each
+# returning a gradient where eager raises at backward; ``pdist`` and ``norm_except_dim`` save their input only when
+# contiguous: their result only). Ops with several results (``eigh``, ``qr``, ``svd``, ``slogdet``, ``std_mean``, ...)
+# are not in the table yet.
+_entries("_softmin ndtri cholesky eigvalsh inv svdvals cholesky_inverse pdist norm_except_dim", (0,), _ANY, _OUT)
+_entries("erfcx i0e i1 i1e log_ndtr det matrix_norm pinv", (0,), _ANY, (("out", (0,)), (0, (0,))))
+_entries("softmax tensorinv", (0,), _ANY, _OUT)
+_entries("avg_pool1d avg_pool2d max_pool1d max_pool2d", (0,), _ANY, _IN)
