@@ -27,6 +27,7 @@ from __future__ import annotations
 import weakref
 from functools import partial
 
+import torch
 from thunder.core import jit_ext, prims
 from thunder.core.compile_data import get_compile_data
 from thunder.core.interpreter import PseudoInst
@@ -105,15 +106,28 @@ _REBIND_BUFFER = epilogue_store("rebind_buffer", _rebind_buffer)
 _REBIND_BUFFER_TO_VIEW = epilogue_store("rebind_buffer_to_view", partial(_rebind_buffer, view=True))  # (epilogue_stores.py, Note [a view stored over the buffer it views])
 
 
-def _set_attribute(obj, name: str, value, requires_grad: bool = True) -> None:
+def _set_attribute(obj, name: str, value, requires_grad: bool = True, view: bool = False) -> None:
     """``obj.<name> = value`` as Thunder's ``pack_attr`` does it, with a value whose traced result requires no
     grad detached (Note [a buffer rebound on the module called]: ``m.scale = m.scale * 0.99`` on a module
     read from a global, in a call that computes gradients, got a tensor that requires grad; fuzz seed
-    20416 #24, modules --grad)."""
+    20416 #24, modules --grad). ``view``: eager's value is a view made in the call, a new tensor object even
+    where it is the attribute's whole tensor (Note [a view stored over the attribute it views])."""
+    if view and isinstance(value, torch.Tensor):  # (a tensor of before the call where the view was whole)
+        value = value.view_as(value)
     setattr(obj, name, detached_unless_required(value, requires_grad))
 
 
+# Note [a view stored over the attribute it views]
+# ------------------------------------------------
+# ``m.scale = m.scale[:]`` (or ``.view(3)``), ``scale`` a plain tensor attribute of a module read from a global:
+# eager's attribute becomes a new view object of the old tensor (``m.scale is old`` False, ``m.scale._base is
+# old``). The whole-tensor view ran as the tensor itself (the region hands its input back), so ``pack_attr``
+# stored the old object onto itself; after ``m.scale = m.u`` it stored ``m.u`` itself where eager's is a view of
+# it (fuzz modules 36321 #52; plain ``thunder.jit`` too). As for buffers (Note [a view stored over the buffer it
+# views], epilogue_stores.py), a value an op returning a view made is stored as a new view of what ran
+# (``view_as``: the same memory, ``_base`` the same root, a view-of-a-view where it was a new view already).
 _SET_ATTRIBUTE = epilogue_store("set_attribute", _set_attribute)
+_SET_ATTRIBUTE_TO_VIEW = epilogue_store("set_attribute_to_view", partial(_set_attribute, view=True))
 
 
 def _rebind_buffers_of_the_module_called(epilogue_trace) -> None:
@@ -122,7 +136,8 @@ def _rebind_buffers_of_the_module_called(epilogue_trace) -> None:
     called]), and its ``pack_attr`` by ``_set_attribute``, each with the traced ``requires_grad`` of the value
     (Note [a write after the value was made])."""
     bsyms = epilogue_trace.bound_symbols
-    packed = [b.args[2] for b in bsyms if b.sym.id is prims.PrimIDs.PACK_BUFFER or b.sym.name == "pack_buffer"]
+    packed = [b.args[2] for b in bsyms if b.sym.id in (prims.PrimIDs.PACK_BUFFER, prims.PrimIDs.PACK_ATTR)
+              or b.sym.name in ("pack_buffer", "pack_attr")]
     views = made_as_views(get_tracectx(), packed)  # (called while the computation trace is recorded)
     for i, b in enumerate(bsyms):
         if b.sym.id is prims.PrimIDs.PACK_BUFFER or b.sym.name == "pack_buffer":
@@ -132,12 +147,13 @@ def _rebind_buffers_of_the_module_called(epilogue_trace) -> None:
                 bsyms[i] = store.bind(root, name, value, bool(getattr(value, "requires_grad", True)), output=None)
         elif b.sym.id is prims.PrimIDs.PACK_ATTR or b.sym.name == "pack_attr":
             obj, name, value = b.args
+            store = _SET_ATTRIBUTE_TO_VIEW if getattr(value, "name", None) in views else _SET_ATTRIBUTE
             with tracectx(epilogue_trace):
-                bsyms[i] = _SET_ATTRIBUTE.bind(obj, name, value, bool(getattr(value, "requires_grad", True)), output=None)
+                bsyms[i] = store.bind(obj, name, value, bool(getattr(value, "requires_grad", True)), output=None)
 
 
 #: the epilogue's stores of a value that outlives the call, whose last argument is eager's ``requires_grad``
-STORES = frozenset({_REBIND_BUFFER.name, _REBIND_BUFFER_TO_VIEW.name, _SET_ATTRIBUTE.name})
+STORES = frozenset({_REBIND_BUFFER.name, _REBIND_BUFFER_TO_VIEW.name, _SET_ATTRIBUTE.name, _SET_ATTRIBUTE_TO_VIEW.name})
 
 # Note [a write after the value was made]
 # ---------------------------------------
@@ -171,6 +187,30 @@ def _reached_from_an_input(provenance) -> bool:
 _LOOKUPS = frozenset({PseudoInst.LOAD_ATTR, PseudoInst.BINARY_SUBSCR})
 
 
+# Note [a second store that Thunder loses]
+# ---------------------------------------
+# ``m.scale = m.scale * 2; m.scale = m.scale + 1`` (``m`` a module read from a global, ``scale`` a plain tensor
+# attribute; fuzz modules 36321 #52: ``m.scale = m.u; m.scale = m.scale[:]``): Thunder 0.2.6's interpreter records
+# the first store as the modification and only updates its dict for the second, so the epilogue stores the first
+# value (6 where eager has 7; plain ``thunder.jit`` too), silently. Where a recorded store's value is not what the
+# dict holds at the end of the trace, the store Thunder would make is not eager's last: refused, naming the attribute.
+def _refuse_lost_stores(ctx) -> None:
+    # (a buffer set twice, ``self.u = self.u * 2; self.u = self.u + 1``, gets eager's last value: not refused)
+    for modified, _owner, _keys in stores_into(ctx, "__dict__"):
+        final = modified.value
+        if not isinstance(final, dict):
+            continue
+        for inst, *args in ctx._additional_outputs[modified]:
+            if inst != PseudoInst.STORE_SUBSCR or len(args) != 3:
+                continue
+            key, value = args[1].value, args[2].value
+            if key in final and final[key] is not value:
+                raise NotImplementedError(
+                    f"fusion_alias: the function sets the attribute {key!r} of an object that outlives the call more "
+                    "than once: not supported. Thunder 0.2.6 keeps the first value it was set to, not the last "
+                    "(a wrong value, silently). Compute the final value first and set it once")
+
+
 def register(executor) -> None:
     """Check the recorded stores before Thunder processes them, in compilations with ``executor``
     (Note [an attribute set in forward is dropped])."""
@@ -190,6 +230,7 @@ def register(executor) -> None:
                     "assignment without an error (the module keeps its old value, and later calls read it). "
                     "Return the value instead, keep it in a registered buffer (register_buffer, then "
                     "self.buf.copy_(v) or self.buf[...] = v), or set it outside the jitted function")
+            _refuse_lost_stores(ctx)  # Note [a second store that Thunder loses]
             taken = given_module_buffers.take_given_module_stores(ctx)  # Note [a buffer rebound on a module the call was given]
             result = original(ctx, epilogue_trace)
             given_module_buffers.store_given_module_buffers(taken, epilogue_trace)

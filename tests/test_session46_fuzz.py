@@ -10,6 +10,11 @@
    of a bool tensor); fusion_alias returned a gradient (``--grad --strict-backward`` seed 31500 #35 and #102, dtype
    generator; plain ``thunder.jit`` returns one too). Now refused when traced with gradients (bool_exponents.py),
    every spelling: ``**``, ``torch.pow``, ``.pow``, ``pow_``, ``**=``, ``_foreach_pow``, ``_foreach_pow_``.
+3. ``m.scale = m.scale[:]`` (a plain tensor attribute of a module read from a global, rebound to a whole view of
+   itself) left the attribute the object it was, where eager's is a new view (modules seed 36321 #52, shrunk;
+   identity only, the values were eager's). Fixed in dropped_attributes.py. The full #52 is a second class: an
+   attribute set twice in one call kept the first value (``m.scale = m.scale * 2; m.scale = m.scale + 1``: 6 where
+   eager has 7, plain ``thunder.jit`` too), silently. Refused now, naming the attribute.
 """
 
 import pytest
@@ -136,3 +141,116 @@ def test_the_fuzz_programs_are_refused_with_the_strict_rule(index, p_spelling, m
     for schedule in ("reads-first", "writes-first"):
         status, detail = oracle.run_program(p, schedule)
         assert status == "both-raised", (schedule, status, detail)
+
+
+# --- 3. ``m.scale = m.scale[:]``, a plain tensor attribute rebound to a whole view of itself (modules 36321 #52) ---
+# eager's attribute is a new view object of the old tensor; the view ran as the tensor itself and the store kept
+# the old object (dropped_attributes.py, Note [a view stored over the attribute it views]).
+
+
+class _Holder(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        g = torch.Generator().manual_seed(5)
+        self.register_buffer("u", torch.rand(3, generator=g))
+        self.scale = torch.rand(3, generator=g) + 0.5
+        self.w = torch.nn.Parameter(torch.rand(3, generator=g))
+
+
+_MOD = {}
+
+REBINDS = {
+    "[:]": lambda m: setattr(m, "scale", m.scale[:]),  # (36321 #52, shrunk)
+    "view": lambda m: setattr(m, "scale", m.scale.view(3)),
+    "view then write": lambda m: (setattr(m, "scale", m.scale.view(-1)), m.scale.mul_(2)),
+    "[1:]": lambda m: setattr(m, "scale", m.scale[1:]),
+    "detach": lambda m: setattr(m, "scale", m.scale.detach()),
+    "in place": lambda m: setattr(m, "scale", m.scale.add_(1)),  # (an in-place result: the same object, as eager)
+}
+
+
+def _rebind_call(fn, grad):
+    m = _MOD["m"] = _Holder()
+    old = m.scale
+    out = fn(m.w.exp() if grad else torch.ones(3))
+    if grad:
+        out.sum().backward()
+    s = m.scale
+    return (s is old, s._base is old, s.data_ptr() == old.data_ptr(), tuple(s.shape), s.requires_grad), \
+        (s.clone(), old.clone(), out.detach(), m.w.grad)
+
+
+@pytest.mark.parametrize("grad", [False, True])
+@pytest.mark.parametrize("schedule", SCHEDULES)
+@pytest.mark.parametrize("name", sorted(REBINDS))
+def test_an_attribute_rebound_to_a_view_of_itself_is_a_new_view_object(name, schedule, grad):
+    def prog(x):
+        m = _MOD["m"]
+        REBINDS[name](m)
+        return x * m.scale.sum()
+
+    want = _rebind_call(prog, grad)
+    jitted = fusion_alias.jit(prog, backend="reference", schedule=schedule)
+    for _ in range(2):  # (the compiling call, then the cached program)
+        if grad:  # (with gradients: functionalized_epilogue.py's refusal of a store of a view of given memory)
+            try:
+                got = _rebind_call(jitted, grad)
+            except fusion_alias.AliasInputError as e:
+                assert "not supported" in str(e)
+                return
+        got = _rebind_call(jitted, grad)
+        assert got[0] == want[0]
+        torch.testing.assert_close(got[1], want[1])
+
+
+class _Twice(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("u", torch.ones(3))
+        self.scale = torch.zeros(3) + 3
+
+
+def _stored_twice(a):
+    m = _MOD["m"]
+    m.scale = m.scale * 2
+    m.scale = m.scale + 1
+    return a * 2
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_an_attribute_set_twice_in_one_call_is_refused(schedule):
+    """Thunder kept the first value (6 where eager has 7), silently: refused (Note [a second store that Thunder
+    loses], dropped_attributes.py)."""
+    _MOD["m"] = _Twice()
+    _stored_twice(torch.ones(3))
+    assert _MOD["m"].scale.tolist() == [7.0] * 3
+    _MOD["m"] = _Twice()
+    with pytest.raises(NotImplementedError, match="sets the attribute 'scale' .* more than once"):
+        fusion_alias.jit(_stored_twice, backend="reference", schedule=schedule)(torch.ones(3))
+    assert _MOD["m"].scale.tolist() == [3.0] * 3
+
+
+def _buffer_set_twice(a):
+    m = _MOD["m"]
+    m.u = m.u * 2
+    m.u = m.u + 1
+    return a * m.u
+
+
+def test_a_buffer_set_twice_still_gets_the_last_value():
+    _MOD["m"] = _Twice()
+    want = _buffer_set_twice(torch.ones(3)), _MOD["m"].u.clone()
+    _MOD["m"] = _Twice()
+    got = fusion_alias.jit(_buffer_set_twice, backend="reference")(torch.ones(3)), _MOD["m"].u.clone()
+    torch.testing.assert_close(got, want)
+
+
+def test_the_fuzz_program_is_refused():
+    """36321 #52 (``m.scale = m.u; m.scale = m.scale[:]``): m.scale stayed m.u (the first store); now refused."""
+    from fusion_alias.fuzz import generate_program, oracle
+
+    p = generate_program(36321, 52, generators=("modules",))
+    assert any("m.scale = m.scale[:]" in s.code for s in p.stmts)
+    for schedule in ("reads-first", "writes-first", "reverse-writes"):
+        status, detail = oracle.run_program(p, schedule)
+        assert status == "jit-raised" and "more than once" in detail, (schedule, status, detail)
