@@ -572,6 +572,11 @@ def _eager_op(name, positions, ranks):
         **{(n, (0,)): (getattr(torch.linalg, n), [(4, 4)]) for n in ("det", "eigvalsh", "inv", "matrix_norm", "svdvals")},
         ("pinv", (0,)): (torch.linalg.pinv, [(3, 4)]), ("norm_except_dim", (0,)): (torch.norm_except_dim, [(3, 4)]),
         ("softmax", (0,)): (lambda x: torch.special.softmax(x, 1), [(3, 4)]),
+        # (functions with several results: "out", "out1", ... name each)
+        **{(n, (0,)): (getattr(torch.linalg, n), [(4, 4)]) for n in ("eigh", "qr", "slogdet", "lu_factor", "lu_factor_ex", "inv_ex")},
+        ("svd", (0,)): (lambda x: torch.linalg.svd(x, full_matrices=False), [(3, 4)]),
+        ("cholesky_ex", (0,)): (lambda x: torch.linalg.cholesky_ex(x + 10 * torch.eye(4, dtype=x.dtype)), [(4, 4)]),
+        ("std_mean", (0,)): (lambda x: torch.std_mean(x, -1), [(3, 4)]),
         ("tensorinv", (0,)): (lambda x: torch.linalg.tensorinv(x, 1), [(4, 4)]),
         ("avg_pool1d", (0,)): (lambda x: F.avg_pool1d(x, 1), [(3, 4)]), ("max_pool1d", (0,)): (lambda x: F.max_pool1d(x, 1), [(3, 4)]),
         ("avg_pool2d", (0,)): (lambda x: F.avg_pool2d(x, 1), [(2, 3, 4)]), ("max_pool2d", (0,)): (lambda x: F.max_pool2d(x, 1), [(2, 3, 4)]),
@@ -669,11 +674,12 @@ def _raises(fn, shapes, requiring, candidate, layout):
         return t
     ts = [make(i, s) for i, s in enumerate(shapes)]
     out = fn(*ts)
-    target = out if candidate == "out" else ts[candidate]
+    outs = list(out) if isinstance(out, (tuple, list)) else [out]  # (several results: "out", "out1", ...)
+    target = outs[int(candidate[3:] or 0)] if isinstance(candidate, str) else ts[candidate]
     with torch.no_grad():
         target.mul_(1)
     try:
-        out.sum().backward()
+        sum(o.sum() for o in outs if o.is_floating_point() and o.requires_grad).backward()
     except RuntimeError as e:
         assert "modified by an inplace operation" in str(e), e
         return True
@@ -689,13 +695,15 @@ def test_the_table_matches_eager(key):
     fns = fn if isinstance(fn, list) else [fn]
     n = len(shapes)
     inplace = name.endswith("_")
-    candidates = ["out"] + list(range(1 if inplace else 0, n))
+    results = fns[0](*[_rnd(*shape, seed=i).double() for i, shape in enumerate(shapes)])
+    n_out = len(results) if isinstance(results, (tuple, list)) else 1
+    candidates = ["out" + (str(k) if k else "") for k in range(n_out)] + list(range(1 if inplace else 0, n))
     layouts = _layouts(name, shapes)
     for k in range(1, n + 1):
         for requiring in itertools.combinations([i for i in range(n) if i not in no_grad], k):
             for candidate in candidates:
                 want = any(
-                    (what == candidate if what == "out" else positions.index(what) == candidate)
+                    (what == candidate if isinstance(what, str) else positions.index(what) == candidate)
                     and any(positions.index(p) in requiring for p in needs)
                     for what, needs in saves
                 )

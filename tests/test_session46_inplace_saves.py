@@ -162,3 +162,24 @@ def test_second_sweep_refused_with_gradients(case):
     with pytest.raises(AliasInputError):
         fusion_alias.jit(f, backend="reference")(_square(True))
     torch.testing.assert_close(fusion_alias.jit(f, backend="reference")(_square(False)), f(_square(False)))
+
+
+# functions with several results: each result eager saves is named "out", "out1", ... in saved_table.py
+SEVERAL = {
+    "linalg.eigh, eigenvectors written": lambda y: (lambda r: (r[1].mul_(2), r[0] + r[1].sum())[1])(torch.linalg.eigh(y)),
+    "linalg.svd, Vh written": lambda y: (lambda r: (r[2].mul_(2), r[1] * 1)[1])(torch.linalg.svd(y)),
+    "linalg.qr, R written": lambda y: (lambda r: (r[1].mul_(2), r[0] * 1)[1])(torch.linalg.qr(y)),
+    "std_mean, input written": lambda y: (lambda r: (y.mul_(2), r[0] * 1)[1])(torch.std_mean(y, -1)),
+}
+
+
+@pytest.mark.parametrize("case", list(SEVERAL))
+def test_several_results_refused_with_gradients(case):
+    def f(x):
+        return SEVERAL[case](x * 1) * 1
+
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        f(_square(True)).sum().backward()
+    with pytest.raises(AliasInputError):
+        fusion_alias.jit(f, backend="reference")(_square(True))
+    torch.testing.assert_close(fusion_alias.jit(f, backend="reference")(_square(False)), f(_square(False)))

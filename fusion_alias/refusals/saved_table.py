@@ -4,7 +4,7 @@ re-derives every entry (modify each argument and the result after the op, run th
 for every set of arguments that require grad, in contiguous and transposed layouts)."""
 
 # (name, tensor argument positions, their ranks or None for any rank) -> ((saved, needs), ...):
-# ``saved`` is an argument position or "out" (the result; for an in-place op, self after
+# ``saved`` is an argument position or "out" (the result, "out1" the second of several; for an in-place op, self after
 # the write), ``needs`` the positions of which one must require grad for the save.
 # ``einsum`` is named with its equation. Derived with torch 2.9.1 (see the test).
 _ANY = None
@@ -103,9 +103,13 @@ _entries("layer_norm", (0, 2), _ANY, ((0, (0, 2)), (2, (0, 2))))
 _entries("layer_norm", (0, 2, 3), _ANY, ((0, (0, 2, 3)), (2, (0, 2, 3)), (3, (0, 2, 3))))
 # session 46 (a sweep of torch.nn.functional, torch.special, torch.linalg and torch's functions of one tensor, each
 # returning a gradient where eager raises at backward; ``pdist`` and ``norm_except_dim`` save their input only when
-# contiguous: their result only). Ops with several results (``eigh``, ``qr``, ``svd``, ``slogdet``, ``std_mean``, ...)
-# are not in the table yet.
+# contiguous: their result only).
 _entries("_softmin ndtri cholesky eigvalsh inv svdvals cholesky_inverse pdist norm_except_dim", (0,), _ANY, _OUT)
 _entries("erfcx i0e i1 i1e log_ndtr det matrix_norm pinv", (0,), _ANY, (("out", (0,)), (0, (0,))))
 _entries("softmax tensorinv", (0,), _ANY, _OUT)
 _entries("avg_pool1d avg_pool2d max_pool1d max_pool2d", (0,), _ANY, _IN)
+# functions with several results: "out1", "out2" name the second and third (session 46)
+_entries("eigh qr lu_factor lu_factor_ex", (0,), _ANY, (("out", (0,)), ("out1", (0,))))
+_entries("svd", (0,), _ANY, (("out", (0,)), ("out1", (0,)), ("out2", (0,))))
+_entries("cholesky_ex inv_ex", (0,), _ANY, _OUT)
+_entries("slogdet std_mean", (0,), _ANY, (("out", (0,)), (0, (0,))))

@@ -269,7 +269,7 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
         saved = saves_of(name, args, b.kwargs) if differentiable else ()
         arg_saves = [
             (what, needs) for what, needs in saved
-            if what != "out" and any(requires(args[p]) for p in needs if isinstance(args[p], TensorProxy))
+            if not isinstance(what, str) and any(requires(args[p]) for p in needs if isinstance(args[p], TensorProxy))
         ]
         if of_self:  # saved before the op's own write: x.mul_(x) raises
             saves.extend(_saves_now(arg_saves, args, counter, writes, i, name))
@@ -310,8 +310,8 @@ def check_saved_versions(top_bsyms, info: AliasInfo, tensor_inputs, input_groups
         if viewing and (not grad or getattr(args[0], "name", None) in no_grad_views):
             no_grad_views.update((o.name, len(writes.get(counter(o), ()))) for o in outs if o.name not in detached)
         for what, needs in saved:
-            if what == "out" and any(requires(args[p]) for p in needs if isinstance(args[p], TensorProxy)):
-                for o in outs[:1]:
+            if isinstance(what, str) and any(requires(args[p]) for p in needs if isinstance(args[p], TensorProxy)):
+                for o in outs[int(what[3:] or 0):][:1]:  # ("out": the first result; "out1": the second, ...)
                     k = counter(o)
                     saves.append(_Save(k, len(writes.get(k, ())), i, name, o.name))
         # (detach's result carries no gradient: Note [a detached tensor starts no backward], live_backward.py)
