@@ -107,16 +107,21 @@ def _square(grad):
     return (torch.eye(4) * 2 + torch.arange(16.0).reshape(4, 4) / 20).requires_grad_(grad)
 
 
-@pytest.mark.parametrize("case", list(LINALG))
-def test_linalg_saves_refused_with_gradients(case):
+def _refused_with_gradients_and_runs_without(case_fn):
+    """Eager raises at backward; fusion_alias refuses with gradients, and gives eager's value without."""
     def f(x):
-        return LINALG[case](x * 1) * 1
+        return case_fn(x * 1) * 1
 
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         f(_square(True)).sum().backward()
     with pytest.raises(AliasInputError):
         fusion_alias.jit(f, backend="reference")(_square(True))
     torch.testing.assert_close(fusion_alias.jit(f, backend="reference")(_square(False)), f(_square(False)))
+
+
+@pytest.mark.parametrize("case", list(LINALG))
+def test_linalg_saves_refused_with_gradients(case):
+    _refused_with_gradients_and_runs_without(LINALG[case])
 
 
 # functions of one tensor whose result (and for some, input) eager saves (the session 46 sweep of torch.nn.functional,
@@ -130,16 +135,7 @@ FUNCTIONS = {
 
 @pytest.mark.parametrize("case", list(FUNCTIONS))
 def test_function_result_written_refused_with_gradients(case):
-    def f(x):
-        r = FUNCTIONS[case](x * 1)
-        r.mul_(2)
-        return r * 1
-
-    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
-        f(_square(True)).sum().backward()
-    with pytest.raises(AliasInputError):
-        fusion_alias.jit(f, backend="reference")(_square(True))
-    torch.testing.assert_close(fusion_alias.jit(f, backend="reference")(_square(False)), f(_square(False)))
+    _refused_with_gradients_and_runs_without(lambda y: FUNCTIONS[case](y).mul_(2))
 
 
 # the second sweep (tests/test_session46_inplace_sweep.py over F, special, linalg): a pooled input written after the
@@ -154,14 +150,7 @@ MORE = {
 
 @pytest.mark.parametrize("case", list(MORE))
 def test_second_sweep_refused_with_gradients(case):
-    def f(x):
-        return MORE[case](x * 1) * 1
-
-    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
-        f(_square(True)).sum().backward()
-    with pytest.raises(AliasInputError):
-        fusion_alias.jit(f, backend="reference")(_square(True))
-    torch.testing.assert_close(fusion_alias.jit(f, backend="reference")(_square(False)), f(_square(False)))
+    _refused_with_gradients_and_runs_without(MORE[case])
 
 
 # functions with several results: each result eager saves is named "out", "out1", ... in saved_table.py
@@ -175,11 +164,4 @@ SEVERAL = {
 
 @pytest.mark.parametrize("case", list(SEVERAL))
 def test_several_results_refused_with_gradients(case):
-    def f(x):
-        return SEVERAL[case](x * 1) * 1
-
-    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
-        f(_square(True)).sum().backward()
-    with pytest.raises(AliasInputError):
-        fusion_alias.jit(f, backend="reference")(_square(True))
-    torch.testing.assert_close(fusion_alias.jit(f, backend="reference")(_square(False)), f(_square(False)))
+    _refused_with_gradients_and_runs_without(SEVERAL[case])
