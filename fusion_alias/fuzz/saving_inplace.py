@@ -81,12 +81,13 @@ class SavingInplaceGen(EinsumViewGen):
         self.si_count += 1
         return f"{prefix}{self.si_count - 1}"
 
-    def _floats(self) -> list[str]:
+    def _saving_floats(self) -> list[str]:
+        # (its own name: overriding ForeachFnGen._floats changed the foreach draws of every basic/hidden/calls program)
         return [v for v in self.names if isinstance(self.env.get(v), torch.Tensor)
                 and self.env[v].dtype in (torch.float32, torch.float64) and self.env[v].dim() >= 1]
 
     def _start(self) -> Stmt | None:
-        s, pool = self.si, self._floats()
+        s, pool = self.si, self._saving_floats()
         if not pool:
             return None
         y = s.choice(pool)
@@ -122,7 +123,7 @@ class SavingInplaceGen(EinsumViewGen):
             return None
         s = self.si
         targets = [z] if z is not None and s.random() < 0.5 else list(saved[:2])
-        targets += [v for v in self._floats() if v not in targets and _overlaps(self.env[v], self.env[targets[0]])]
+        targets += [v for v in self._saving_floats() if v not in targets and _overlaps(self.env[v], self.env[targets[0]])]
         w = s.choice(targets)
         return Stmt(s.choice(_WRITES).format(w=w), reads=(w,), writes=w)
 
