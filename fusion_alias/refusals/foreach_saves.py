@@ -18,7 +18,7 @@ fuzz form of foreach functions with ``--grad``, calls seed 35062: #9 ``t0, t1, t
 whose node saves every operand (``add``, ``sub``, ``mul``, ``div`` with a list or a number, ``maximum``, ``minimum``,
 ``clamp_min``, ``clamp_max``, ``pow``, ``lerp`` with a list of weights, ``addcmul``, ``addcdiv``); ``lerp`` with one
 number saves nothing, and the unary functions save what their per-tensor op saves (``exp`` its result, ``sin`` its
-input: ``saved_versions.SAVED_FOR_BACKWARD``), but in the one node, for every position: ``r = torch._foreach_exp([a,
+input: ``saved_table.SAVED_FOR_BACKWARD``), but in the one node, for every position: ``r = torch._foreach_exp([a,
 b]); r[1].add_(1); r[0].sum().backward()`` raises in eager (checked for ``exp``, ``sigmoid``, ``sin``, ``abs``). The lookaside tags each
 such call's per-tensor results; ``group_saves`` gives each per-tensor op of the call every tensor
 argument of every op of the call, saved where the op is differentiable (saved_versions.py). The functions and the

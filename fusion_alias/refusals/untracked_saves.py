@@ -16,7 +16,7 @@ so its gradient differed from eager's, silently. Worked example (session 40 hand
                                   # the program's own gradient (fusion_alias's, before) is 11.06
 
 No value fusion_alias can give agrees with eager's (it is not the gradient of any program the user
-wrote), so such a call is refused, saying so. The rule is ``SAVED_FOR_BACKWARD``'s (saved_versions.py):
+wrote), so such a call is refused, saying so. The rule is ``SAVED_FOR_BACKWARD``'s (saved_table.py):
 an operand is saved when the other requires grad, in every layout (``tests/test_session40_untracked_saves.py``
 re-derives it: eager's gradient moves with a write into each saved operand, and with no other). A write
 before the op, or into a clone of the operand, runs.
@@ -27,7 +27,7 @@ from __future__ import annotations
 from fusion_alias.errors import AliasInputError
 
 # (name, tensor argument positions, their ranks or None for any rank) -> ((saved, needs), ...), as
-# ``saved_versions.SAVED_FOR_BACKWARD``
+# ``saved_table.SAVED_FOR_BACKWARD``
 UNTRACKED_SAVES: dict[tuple, tuple] = {
     ("kron", (0, 1), None): ((0, (1,)), (1, (0,))),
 }
